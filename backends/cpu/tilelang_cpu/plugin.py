@@ -1,0 +1,26 @@
+"""Hook implementations of the CPU backend: each a short delegation."""
+from __future__ import annotations
+
+from tilelang_core.plugin import Detection, hookimpl
+
+from . import target as _target
+
+
+@hookimpl
+def tilelang_register_targets(registry):
+    registry.add_kind(_target.cpu_kind())
+
+
+@hookimpl
+def tilelang_detect_targets():
+    from . import compile as _compile
+
+    cc = _compile.find_compiler()
+    arch = _target.host_arch()
+    reason = f"host CPU ({arch}); C compiler: {cc}" if cc else "host CPU; no C compiler found (install gcc or set TILELANG_CC)"
+    found = [Detection("cpu", arch, device=cc is not None, toolchain=cc is not None, reason=reason)]
+    for other in _target.CPU_ARCHS:
+        if other != arch:
+            found.append(Detection("cpu", other, device=False, toolchain=cc is not None,
+                                   reason=f"not this host's arch ({arch}); code can be generated for it"))
+    return found

@@ -1,0 +1,46 @@
+"""tilelang-core: a tile-level kernel language with pluggable backends.
+
+Importing this package is cheap: TVM (the compiler substrate) and every backend's runtime
+dependency load only when first needed, so exported kernels run where TVM is not installed.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> "module:attribute", resolved on first access
+_LAZY = {
+    "hookimpl": "tilelang_core.plugin.hookspecs:hookimpl",
+    "Target": "tilelang_core.plugin.target:Target",
+    "TargetKind": "tilelang_core.plugin.target:TargetKind",
+    "TargetError": "tilelang_core.plugin.target:TargetError",
+    "Capabilities": "tilelang_core.plugin.capabilities:Capabilities",
+    "MatrixInstruction": "tilelang_core.plugin.capabilities:MatrixInstruction",
+    "Detection": "tilelang_core.plugin.manager:Detection",
+    "get_plugin_manager": "tilelang_core.plugin.manager:get_plugin_manager",
+    "compile": "tilelang_core.jit.api:compile",
+    "jit": "tilelang_core.jit.api:jit",
+    "autotune": "tilelang_core.jit.autotune:autotune",
+    "load": "tilelang_core.runtime.export:load",
+    "language": "tilelang_core.language",
+    "PassConfigKey": "tilelang_core.jit.options:PassConfigKey",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    spec = _LAZY.get(name)
+    if spec is None:
+        raise AttributeError(f"module 'tilelang_core' has no attribute {name!r}")
+    module_name, _, attr = spec.partition(":")
+    module = importlib.import_module(module_name)
+    value = getattr(module, attr) if attr else module
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,1 @@
+"""The `tilelang` command line."""

@@ -1,0 +1,116 @@
+"""`tilelang backends`, `tilelang info TARGET`, `tilelang conformance ...`."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = ["main"]
+
+
+def _backends_rows() -> list[dict]:
+    from ..plugin import get_plugin_manager
+
+    manager = get_plugin_manager()
+    detections = manager.detections()
+    rows = []
+    for info in manager.backends.values():
+        targets = []
+        for kind in info.kinds:
+            tk = manager.registry.kinds[kind]
+            dets = {d.arch: d for d in detections if d.kind == kind}
+            for arch in tk.archs:
+                det = dets.get(arch)
+                targets.append({
+                    "target": f"{kind}/{arch}",
+                    "usable": det.usable if det else "neither",
+                    "reason": det.reason if det else "backend reported nothing for this arch",
+                })
+        rows.append({
+            "backend": info.name,
+            "distribution": info.distribution,
+            "version": info.version,
+            "status": "broken" if info.broken else "loaded",
+            "error": info.error,
+            "targets": targets,
+        })
+    return rows
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    rows = _backends_rows()
+    if args.json:
+        print(json.dumps({"backends": rows}, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="tilelang backends")
+    for col in ("backend", "distribution", "version", "status", "target", "usable here", "why"):
+        table.add_column(col, overflow="fold")
+    if not rows:
+        table.add_row("-", "-", "-", "none installed", "-", "-", "pip install tilelang-cpu")
+    for row in rows:
+        if row["error"]:
+            table.add_row(row["backend"], row["distribution"], row["version"], "[red]broken[/red]",
+                          "-", "-", row["error"])
+            continue
+        for i, t in enumerate(row["targets"]):
+            first = i == 0
+            table.add_row(row["backend"] if first else "", row["distribution"] if first else "",
+                          row["version"] if first else "", "loaded" if first else "",
+                          t["target"], t["usable"], t["reason"])
+    Console(width=max(140, Console().width)).print(table)
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from ..plugin import TargetError, get_plugin_manager
+
+    try:
+        target = get_plugin_manager().parse_target(args.target)
+    except TargetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    caps = target.capabilities
+    if args.json:
+        print(json.dumps(caps.to_dict(), indent=2, default=str))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"capabilities of {target}")
+    table.add_column("capability")
+    table.add_column("value", overflow="fold")
+    for key, value in caps.rows():
+        table.add_row(key, value)
+    Console(width=max(120, Console().width)).print(table)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tilelang", description="tilelang-core command line")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("backends", help="installed backends, their targets and whether they are usable here")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_backends)
+    p = sub.add_parser("info", help="the capability table of a target, e.g. cuda/sm_90a, hip/gfx942, cpu")
+    p.add_argument("target")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_info)
+    try:
+        from tilelang_conformance.cli import add_subcommand  # optional distribution
+    except ImportError:
+        pass
+    else:
+        add_subcommand(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

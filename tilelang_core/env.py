@@ -1,0 +1,40 @@
+"""Every environment variable the project reads, read here and nowhere else."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["enabled_backends", "default_target", "cache_dir", "cpu_compiler", "debug"]
+
+
+def enabled_backends() -> list[str] | None:
+    """`TILELANG_BACKENDS=cpu,cuda`: load only these entry points (None: load all)."""
+    raw = os.environ.get("TILELANG_BACKENDS", "").strip()
+    if not raw:
+        return None
+    return [name.strip() for name in raw.split(",") if name.strip()]
+
+
+def default_target() -> str:
+    """`TILELANG_TARGET`: the target used when a call names none (default: auto)."""
+    return os.environ.get("TILELANG_TARGET", "").strip() or "auto"
+
+
+def cache_dir() -> Path:
+    """`TILELANG_CACHE_DIR`, else the user's cache directory."""
+    raw = os.environ.get("TILELANG_CACHE_DIR", "").strip()
+    if raw:
+        return Path(raw).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    root = Path(base).expanduser() if base else Path.home() / ".cache"
+    return root / "tilelang-core"
+
+
+def cpu_compiler() -> str | None:
+    """`TILELANG_CC` or `CC`: the C compiler the CPU backend uses (None: search the PATH)."""
+    return os.environ.get("TILELANG_CC") or os.environ.get("CC") or None
+
+
+def debug() -> bool:
+    """`TILELANG_DEBUG=1`: keep intermediate files and print pass dumps."""
+    return os.environ.get("TILELANG_DEBUG", "") not in ("", "0")

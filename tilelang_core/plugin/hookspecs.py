@@ -1,0 +1,197 @@
+"""The plugin contract: every hook a backend may implement, in the order a kernel meets them.
+
+Each docstring gives, in this order: a summary, whether the first non-None result wins, the
+parameters, the result, and when the core calls it. Implementations may take fewer arguments
+than the spec names (pluggy passes only what they ask for), so a spec can grow new, opt-in
+arguments without breaking a backend.
+
+Hooks that take a `target` are *per-target*: the core calls them only on the plugin that
+declared the target's kind, so an implementation never checks which target it was handed.
+"""
+from __future__ import annotations
+
+import pluggy
+
+__all__ = ["hookspec", "hookimpl", "PER_TARGET_HOOKS", "PROJECT_NAME"]
+
+PROJECT_NAME = "tilelang"
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+# Hooks dispatched only to the plugin that owns the target's kind.
+PER_TARGET_HOOKS = (
+    "tilelang_pipeline",
+    "tilelang_lower_tile_op",
+    "tilelang_infer_layout",
+    "tilelang_codegen",
+    "tilelang_compile",
+    "tilelang_runtime",
+    "tilelang_cache_key",
+    "tilelang_conformance_expectations",
+)
+
+# ---------------------------------------------------------------------------------------------
+# Discovery: which targets exist, which are present on this machine
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def tilelang_register_targets(registry):
+    """Declare target kinds, their arch tags and capability tables.
+
+    All implementations are called; results are ignored.
+
+    :param registry: the `TargetRegistry`; call `registry.add_kind(TargetKind(...))` once per
+        kind this backend owns.
+    :returns: None.
+
+    Called once, when the plugin manager loads the backends.
+    """
+
+
+@hookspec
+def tilelang_detect_targets():
+    """Report the targets usable on this machine: a device found, a toolchain found, or neither.
+
+    All implementations are called; their lists are concatenated.
+
+    :returns: a list of `Detection` (kind, arch, device found, toolchain found, reason, and the
+        capability table refined with what the driver reports, when a device is present).
+
+    Called by `tilelang backends`, by `Target.parse("auto")` and by the conformance runner.
+    Must not raise when hardware or toolchains are missing: say so in `reason` instead.
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Compilation: passes, tile-op lowering, layouts
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def tilelang_pipeline(target, pipeline):
+    """Insert or replace passes at named points of the core pipeline for this target.
+
+    Per-target; all results are ignored (the hook edits `pipeline` in place).
+
+    :param target: the `Target` being compiled for.
+    :param pipeline: the `Pipeline`; use `pipeline.insert_after(point, name, pass_fn)`,
+        `pipeline.insert_before(...)` or `pipeline.replace(name, pass_fn)`.
+    :returns: None.
+
+    Called once per compilation, before the first pass runs.
+    """
+
+
+@hookspec(firstresult=True)
+def tilelang_lower_tile_op(target, op, ctx):
+    """Lower one tile op (a `T.copy`, `T.gemm`, ...) with the target's own instructions.
+
+    Per-target; the first non-None result wins.
+
+    :param target: the `Target`.
+    :param op: the tile op being lowered (its name, operands and source line).
+    :param ctx: the `LowerContext`: thread count, layouts inferred so far, helpers that build IR.
+    :returns: the lowered statement, or None to take the core's portable lowering.
+
+    Called by the core's tile-op lowering pass, once per tile op in the program.
+    """
+
+
+@hookspec(firstresult=True)
+def tilelang_infer_layout(target, op, ctx):
+    """Layout constraints a tile op imposes on its fragments on this target (e.g. MMA layouts).
+
+    Per-target; the first non-None result wins.
+
+    :param target: the `Target`.
+    :param op: the tile op whose operands need layouts.
+    :param ctx: the `LayoutContext`: layouts fixed so far, thread count.
+    :returns: a mapping from buffer to layout, or None to keep the portable layouts.
+
+    Called by the core's layout inference, for each tile op, until layouts stop changing.
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Code generation, device compilation, running
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def tilelang_codegen(target, module, options):
+    """Render the lowered program as device source (and host glue if the target needs it).
+
+    Per-target; the first non-None result wins.
+
+    :param target: the `Target`.
+    :param module: the lowered `PrimFunc` after every pass of the pipeline.
+    :param options: the frozen `CompileOptions`.
+    :returns: a `KernelSource` (source text, entry name, launch metadata).
+
+    Called once per compilation; must not import a driver (rendering runs without a device).
+    """
+
+
+@hookspec(firstresult=True)
+def tilelang_compile(target, source, options):
+    """Turn device source into a binary the runtime loads.
+
+    Per-target; the first non-None result wins.
+
+    :param target: the `Target`.
+    :param source: the `KernelSource` from `tilelang_codegen`.
+    :param options: the frozen `CompileOptions`.
+    :returns: the binary as bytes (cubin, code object, shared library, ...).
+    :raises CompileError: with the toolchain's log, the generated file and a command that
+        reproduces the failure.
+
+    Called on a cache miss only.
+    """
+
+
+@hookspec(firstresult=True)
+def tilelang_runtime(target):
+    """The loader and launcher for this target's binaries.
+
+    Per-target; the first non-None result wins.
+
+    :param target: the `Target`.
+    :returns: a `Runtime` (load a binary, launch on a stream, allocate outputs, time with
+        events). It must import neither TVM nor the compiler, so exported kernels load on a
+        machine that has only the runtime's dependencies.
+
+    Called when a kernel is first called, and by `tilelang_core.load`.
+    """
+
+
+@hookspec
+def tilelang_cache_key(target, options):
+    """What must enter the cache key besides the source: toolchain versions, flags.
+
+    Per-target; all results are collected, in registration order.
+
+    :param target: the `Target`.
+    :param options: the frozen `CompileOptions`.
+    :returns: a string, or None when nothing beyond the source and target matters.
+
+    Called once per compilation, before the disk cache is looked up.
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Conformance
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def tilelang_conformance_expectations(target):
+    """Known gaps of this target in the shared conformance suite, as strict xfails.
+
+    Per-target; all results are collected and merged.
+
+    :param target: the `Target`.
+    :returns: a mapping from conformance case name to the reason it is expected to fail.
+
+    Called by the conformance runner before it runs the cases for `target`.
+    """

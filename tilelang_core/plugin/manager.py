@@ -1,0 +1,211 @@
+"""Finding backends through entry points, loading them one by one, and dispatching hooks.
+
+A backend that fails to import (or whose registration raises) is recorded as broken with its
+error; it never breaks `import tilelang_core` nor the other backends.
+"""
+from __future__ import annotations
+
+import threading
+import traceback
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import pluggy
+
+from .. import env
+from . import hookspecs
+from .capabilities import Capabilities
+from .target import Target, TargetError, TargetRegistry
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "BackendInfo",
+    "Detection",
+    "PluginManager",
+    "get_plugin_manager",
+    "reset_plugin_manager",
+]
+
+ENTRY_POINT_GROUP = "tilelang.backends"
+
+
+@dataclass(frozen=True)
+class Detection:
+    """Whether a target is usable on this machine, and why (not)."""
+
+    kind: str
+    arch: str
+    device: bool = False
+    toolchain: bool = False
+    reason: str = ""
+    capabilities: Capabilities | None = None
+    priority: int = 0  # higher wins for `auto`; CPU backends use 0, devices more
+
+    @property
+    def usable(self) -> str:
+        if self.device:
+            return "device found"
+        if self.toolchain:
+            return "toolchain found"
+        return "neither"
+
+
+@dataclass
+class BackendInfo:
+    """One entry point of group `tilelang.backends`, loaded or broken."""
+
+    name: str
+    distribution: str
+    version: str
+    module: str
+    plugin: Any = None
+    error: str | None = None
+    kinds: list[str] = field(default_factory=list)
+
+    @property
+    def broken(self) -> bool:
+        return self.error is not None
+
+
+class PluginManager:
+    """The pluggy manager plus the target registry built from the loaded backends."""
+
+    def __init__(self, entry_points: list[metadata.EntryPoint] | None = None) -> None:
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self.pm.add_hookspecs(hookspecs)
+        self.registry = TargetRegistry()
+        self.backends: dict[str, BackendInfo] = {}
+        self._detections: list[Detection] | None = None
+        self._load(entry_points)
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def _load(self, entry_points: list[metadata.EntryPoint] | None) -> None:
+        if entry_points is None:
+            entry_points = list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+        wanted = env.enabled_backends()
+        for ep in sorted(entry_points, key=lambda e: e.name):
+            if wanted is not None and ep.name not in wanted:
+                continue
+            dist = getattr(ep, "dist", None)
+            info = BackendInfo(
+                name=ep.name,
+                distribution=dist.metadata["Name"] if dist else "?",
+                version=dist.version if dist else "?",
+                module=ep.value,
+            )
+            self.backends[ep.name] = info
+            try:
+                plugin = ep.load()
+            except BaseException as exc:  # noqa: BLE001 - any import failure means "broken"
+                info.error = _describe(exc)
+                continue
+            self.register_plugin(info, plugin)
+
+    def register_plugin(self, info: BackendInfo, plugin: Any) -> None:
+        """Register one backend module and let it declare its targets."""
+        try:
+            self.pm.register(plugin, name=info.name)
+        except BaseException as exc:  # noqa: BLE001
+            info.error = _describe(exc)
+            return
+        info.plugin = plugin
+        before = set(self.registry.kinds)
+        self.registry._current_plugin = plugin
+        self.registry._current_name = info.name
+        try:
+            impl = getattr(plugin, "tilelang_register_targets", None)
+            if impl is not None:
+                impl(self.registry)
+        except BaseException as exc:  # noqa: BLE001
+            info.error = _describe(exc)
+            for kind in set(self.registry.kinds) - before:
+                del self.registry.kinds[kind]
+                del self.registry.owners[kind]
+                del self.registry.owner_names[kind]
+            self.pm.unregister(plugin)
+            info.plugin = None
+            return
+        finally:
+            self.registry._current_plugin = None
+        info.kinds = sorted(set(self.registry.kinds) - before)
+
+    # -- dispatch --------------------------------------------------------------------------
+
+    def hook_for(self, target: Target | str, name: str):
+        """The hook caller of `name` restricted to the plugin that owns `target`'s kind."""
+        kind = target.kind if isinstance(target, Target) else str(target)
+        if kind not in self.registry.owners:
+            raise TargetError(f"no installed backend owns target kind {kind!r}")
+        owner = self.registry.owners[kind]
+        others = [p for p in self.pm.get_plugins() if p is not owner]
+        return self.pm.subset_hook_caller(name, remove_plugins=others)
+
+    def detections(self, refresh: bool = False) -> list[Detection]:
+        """`tilelang_detect_targets` of every backend; one that raises reports the error."""
+        if self._detections is None or refresh:
+            found: list[Detection] = []
+            for info in self.backends.values():
+                impl = getattr(info.plugin, "tilelang_detect_targets", None)
+                if info.broken or impl is None:
+                    continue
+                try:
+                    found.extend(impl() or [])
+                except Exception as exc:  # noqa: BLE001
+                    for kind in info.kinds:
+                        found.append(Detection(kind, self.registry.kinds[kind].default_arch,
+                                               reason=f"detection failed: {_describe(exc)}"))
+            self._detections = found
+        return self._detections
+
+    def best_detected_target(self) -> Target:
+        """The usable target with a device and the highest priority; CPU last."""
+        candidates = [d for d in self.detections() if d.device and d.kind in self.registry.kinds]
+        if not candidates:
+            raise TargetError(
+                "target 'auto' found no usable device; installed kinds: "
+                + (", ".join(sorted(self.registry.kinds)) or "none")
+                + ". Install tilelang-cpu or name a target explicitly."
+            )
+        best = max(candidates, key=lambda d: d.priority)
+        caps = best.capabilities or self.registry.kinds[best.kind].archs[best.arch]
+        return Target(best.kind, best.arch, caps)
+
+    def parse_target(self, spec: str | Target | None = None, options=None) -> Target:
+        """Parse a target string; None means `TILELANG_TARGET` (default `auto`)."""
+        if isinstance(spec, Target):
+            return spec
+        spec = env.default_target() if spec is None else spec
+        target = self.registry.parse(spec, options)
+        # A detected device refines the declared table with what the driver reports.
+        for det in self.detections():
+            if det.kind == target.kind and det.arch == target.arch and det.capabilities is not None:
+                return Target(target.kind, target.arch, det.capabilities, target.options)
+        return target
+
+
+def _describe(exc: BaseException) -> str:
+    last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    where = f" (at {last[0].filename}:{last[0].lineno})" if last else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+_MANAGER: PluginManager | None = None
+_LOCK = threading.Lock()
+
+
+def get_plugin_manager() -> PluginManager:
+    """The process-wide plugin manager, loaded on first use."""
+    global _MANAGER
+    with _LOCK:
+        if _MANAGER is None:
+            _MANAGER = PluginManager()
+        return _MANAGER
+
+
+def reset_plugin_manager() -> None:
+    """Forget the loaded backends (tests; after changing `TILELANG_BACKENDS`)."""
+    global _MANAGER
+    with _LOCK:
+        _MANAGER = None
