@@ -1,0 +1,196 @@
+"""The contract between the core and a backend's runtime: what a compiled kernel is made of.
+
+Nothing here imports TVM or a driver: an exported kernel is loaded and launched on a machine
+that has only the backend's runtime dependencies.
+"""
+from __future__ import annotations
+
+import abc
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+__all__ = [
+    "ParamSpec",
+    "KernelMeta",
+    "KernelSource",
+    "LoadedKernel",
+    "Runtime",
+    "CompileError",
+    "KernelCallError",
+    "eval_launch_expr",
+]
+
+
+class CompileError(RuntimeError):
+    """The device toolchain rejected generated code: carries its log and a repro command."""
+
+
+class KernelCallError(TypeError):
+    """A kernel was called with arguments that do not match its parameters."""
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One kernel parameter as the caller sees it.
+
+    `kind` is "tensor" or "scalar". A tensor's `shape` holds ints and names of symbolic
+    dimensions (bound from the arguments at call time); `strides` is None for contiguous
+    row-major tensors.
+    """
+
+    name: str
+    kind: str
+    dtype: str
+    shape: tuple[int | str, ...] = ()
+    strides: tuple[int | str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class KernelMeta:
+    """Everything a runtime needs to launch a compiled kernel, and to check a call.
+
+    `grid` and `block` hold ints or expressions (strings) over symbolic dimension names, in
+    the small language of `eval_launch_expr`. `symbols` maps each symbolic name to the
+    (parameter index, dimension) it is read from. `shared_memory` is the dynamic shared memory
+    in bytes (0 when the target has none).
+    """
+
+    target: str
+    entry: str
+    params: tuple[ParamSpec, ...]
+    grid: tuple[int | str, ...] = (1, 1, 1)
+    block: tuple[int | str, ...] = (1, 1, 1)
+    shared_memory: int = 0
+    symbols: dict[str, tuple[int, int]] = field(default_factory=dict)
+    out_idx: tuple[int, ...] = ()
+    binary_name: str = "kernel.bin"
+    extra: dict[str, Any] = field(default_factory=dict)
+    format_version: int = 1
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["params"] = [asdict(p) for p in self.params]
+        return json.dumps(data, indent=2, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> "KernelMeta":
+        data = json.loads(text)
+        data["params"] = tuple(
+            ParamSpec(
+                name=p["name"],
+                kind=p["kind"],
+                dtype=p["dtype"],
+                shape=tuple(p["shape"]),
+                strides=None if p.get("strides") is None else tuple(p["strides"]),
+            )
+            for p in data["params"]
+        )
+        data["grid"] = tuple(data["grid"])
+        data["block"] = tuple(data["block"])
+        data["out_idx"] = tuple(data["out_idx"])
+        data["symbols"] = {k: tuple(v) for k, v in data["symbols"].items()}
+        return KernelMeta(**data)
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """What `tilelang_codegen` returns: device source plus what the launcher needs."""
+
+    source: str
+    entry: str
+    language: str  # "c", "cuda", "hip", "msl", ...
+    grid: tuple[int | str, ...] = (1, 1, 1)
+    block: tuple[int | str, ...] = (1, 1, 1)
+    shared_memory: int = 0
+    # generated line number -> (python file, python line), where known
+    line_map: dict[int, tuple[str, int]] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def eval_launch_expr(expr: int | str, values: dict[str, int]) -> int:
+    """Evaluate a launch dimension: an int, or an integer expression over symbol names using
+    + - * // % ( ) and the functions ceildiv, min, max. Evaluated without Python's `eval`."""
+    if isinstance(expr, int):
+        return expr
+    import ast
+
+    def ev(node: ast.AST) -> int:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in values:
+                raise KernelCallError(f"launch dimension {expr!r} needs symbol {node.id!r}")
+            return int(values[node.id])
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -ev(node.operand)
+        if isinstance(node, ast.BinOp):
+            a, b = ev(node.left), ev(node.right)
+            ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
+            if type(node.op) in ops:
+                return ops[type(node.op)]
+            if isinstance(node.op, ast.FloorDiv):
+                return a // b
+            if isinstance(node.op, ast.Mod):
+                return a % b
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            args = [ev(a) for a in node.args]
+            if node.func.id == "ceildiv":
+                return -(-args[0] // args[1])
+            if node.func.id == "min":
+                return min(args)
+            if node.func.id == "max":
+                return max(args)
+        raise ValueError(f"unsupported launch expression {expr!r}")
+
+    return ev(ast.parse(str(expr), mode="eval"))
+
+
+class LoadedKernel(abc.ABC):
+    """A kernel binary loaded into the runtime, ready to launch."""
+
+    @abc.abstractmethod
+    def launch(
+        self,
+        args: Sequence[int | float],
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_memory: int,
+        stream: Any = None,
+    ) -> None:
+        """Launch once. `args` follow `KernelMeta.params`: a device pointer (int) per tensor,
+        a Python number per scalar."""
+
+
+class Runtime(abc.ABC):
+    """A backend's loader and launcher (the result of `tilelang_runtime`).
+
+    `dlpack_device_type` is the DLPack device type of the tensors it accepts (1 CPU, 2 CUDA,
+    10 ROCm, 8 Metal); the core checks every tensor argument against it.
+    """
+
+    dlpack_device_type: int = 1
+
+    @abc.abstractmethod
+    def load(self, binary: bytes, meta: KernelMeta) -> LoadedKernel:
+        """Load a binary produced by `tilelang_compile` for this target."""
+
+    def current_stream(self, device_index: int = 0) -> Any:
+        """The stream launches go to (the caller's current torch stream on GPUs)."""
+        return None
+
+    def synchronize(self) -> None:
+        """Wait for all work launched so far."""
+
+    def allocate(self, like: Any, shape: Sequence[int], dtype: str) -> Any:
+        """An uninitialized output tensor in the same array library (and device) as `like`."""
+        raise NotImplementedError
+
+    def make_timer(self) -> Any:
+        """An object with start(), stop() and elapsed_ms() for `do_bench`."""
+        raise NotImplementedError
+
+    def flush_l2(self) -> None:
+        """Evict the last-level cache between timed runs (no-op where not meaningful)."""
