@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["enabled_backends", "default_target", "cache_dir", "cpu_compiler", "debug"]
+__all__ = ["enabled_backends", "default_target", "cache_dir", "host_c_compiler", "debug"]
 
 
 def enabled_backends() -> list[str] | None:
@@ -30,8 +30,8 @@ def cache_dir() -> Path:
     return root / "tilelang-core"
 
 
-def cpu_compiler() -> str | None:
-    """`TILELANG_CC` or `CC`: the C compiler the CPU backend uses (None: search the PATH)."""
+def host_c_compiler() -> str | None:
+    """`TILELANG_CC` or `CC`: the host C compiler (for backends that build host code) (None: search the PATH)."""
     return os.environ.get("TILELANG_CC") or os.environ.get("CC") or None
 
 

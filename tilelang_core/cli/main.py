@@ -49,7 +49,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
     for col in ("backend", "distribution", "version", "status", "target", "usable here", "why"):
         table.add_column(col, overflow="fold")
     if not rows:
-        table.add_row("-", "-", "-", "none installed", "-", "-", "pip install tilelang-cpu")
+        table.add_row("-", "-", "-", "none installed", "-", "-", "install a backend package (tilelang-<kind>)")
     for row in rows:
         if row["error"]:
             table.add_row(row["backend"], row["distribution"], row["version"], "[red]broken[/red]",
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("backends", help="installed backends, their targets and whether they are usable here")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_backends)
-    p = sub.add_parser("info", help="the capability table of a target, e.g. cuda/sm_90a, hip/gfx942, cpu")
+    p = sub.add_parser("info", help="the capability table of a target (KIND or KIND/ARCH)")
     p.add_argument("target")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_info)

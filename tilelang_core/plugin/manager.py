@@ -166,7 +166,7 @@ class PluginManager:
             raise TargetError(
                 "target 'auto' found no usable device; installed kinds: "
                 + (", ".join(sorted(self.registry.kinds)) or "none")
-                + ". Install tilelang-cpu or name a target explicitly."
+                + ". Install a backend with a usable device, or name a target explicitly."
             )
         best = max(candidates, key=lambda d: d.priority)
         caps = best.capabilities or self.registry.kinds[best.kind].archs[best.arch]

@@ -9,7 +9,7 @@ __all__ = ["find_compiler"]
 
 
 def find_compiler() -> str | None:
-    explicit = env.cpu_compiler()
+    explicit = env.host_c_compiler()
     if explicit:
         return shutil.which(explicit) or None
     for name in ("cc", "gcc", "clang"):

@@ -1,0 +1,68 @@
+"""Backends are found through real installed entry points, one by one."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tilelang_core.plugin import get_plugin_manager
+
+
+def test_installed_backends_load(fresh_manager):
+    manager = get_plugin_manager()
+    for name in ("cpu", "cuda", "hip"):
+        info = manager.backends[name]
+        assert not info.broken, info.error
+        assert info.distribution == f"tilelang-{name}"
+        assert info.version == "0.1.0"
+        assert info.kinds == [name]
+    assert set(manager.registry.kinds) >= {"cpu", "cuda", "hip"}
+
+
+def test_broken_backend_is_listed_and_others_work(fresh_manager):
+    manager = get_plugin_manager()
+    broken = manager.backends["broken_fixture"]
+    assert broken.broken
+    assert "libfake_vendor_runtime.so" in broken.error
+    assert broken.distribution == "tilelang-broken-fixture"
+    # the others still declare their targets
+    assert str(manager.parse_target("cuda/sm_90a")) == "cuda/sm_90a"
+
+
+def test_import_never_breaks_and_loads_no_backend():
+    code = (
+        "import sys, tilelang_core;"
+        "bad=[m for m in sys.modules if m.startswith(('tvm','tilelang_cpu','tilelang_cuda','tilelang_hip','cuda','torch','pluggy'))];"
+        "print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_backends_filter_env(monkeypatch, fresh_manager):
+    monkeypatch.setenv("TILELANG_BACKENDS", "cpu,cuda")
+    manager = get_plugin_manager()
+    assert set(manager.backends) == {"cpu", "cuda"}
+    assert "hip" not in manager.registry.kinds
+
+
+def test_cli_backends_json_shows_broken_and_usable():
+    out = subprocess.run([sys.executable, "-m", "tilelang_core.cli.main", "backends", "--json"],
+                         capture_output=True, text=True, check=True)
+    data = {b["backend"]: b for b in json.loads(out.stdout)["backends"]}
+    assert data["broken_fixture"]["status"] == "broken"
+    assert data["cpu"]["status"] == "loaded"
+    usable = {t["target"]: t["usable"] for t in data["cpu"]["targets"]}
+    assert "device found" in usable.values()
+    cuda = {t["target"]: t for t in data["cuda"]["targets"]}
+    assert set(cuda) == {"cuda/sm_80", "cuda/sm_89", "cuda/sm_90a"}
+    assert all(t["reason"] for t in cuda.values())
+    hip = {t["target"] for t in data["hip"]["targets"]}
+    assert hip == {"hip/gfx90a", "hip/gfx942"}
+
+
+def test_cli_backends_table_names_every_backend():
+    out = subprocess.run([sys.executable, "-m", "tilelang_core.cli.main", "backends"],
+                         capture_output=True, text=True, check=True)
+    for word in ("tilelang-cpu", "tilelang-cuda", "tilelang-hip", "broken", "cuda/sm_90a", "hip/gfx942"):
+        assert word in out.stdout

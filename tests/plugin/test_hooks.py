@@ -1,0 +1,189 @@
+"""The hookspecs: documented, dispatched only to the owning plugin, first-result where stated.
+
+Every hook in `tilelang_core.plugin.hookspecs` has a `test_hook_<name>` here; a meta-test
+checks that, so a new hook cannot land untested.
+"""
+from __future__ import annotations
+
+import inspect
+import sys
+import types
+
+import pytest
+
+from tilelang_core.plugin import Capabilities, Detection, PluginManager, TargetKind, hookimpl
+from tilelang_core.plugin import hookspecs
+from tilelang_core.plugin.manager import BackendInfo
+from tilelang_core.plugin.target import TargetError
+
+
+def _hook_names() -> list[str]:
+    return [n for n, f in vars(hookspecs).items() if n.startswith("tilelang_") and callable(f)]
+
+
+def _fake_backend(kind: str, calls: list) -> types.ModuleType:
+    """A backend module declaring `kind` and answering every hook with its own name."""
+    mod = types.ModuleType(f"fake_{kind}")
+    caps = Capabilities(kind=kind, arch="a1", dtypes=("float32",))
+
+    @hookimpl
+    def tilelang_register_targets(registry):
+        registry.add_kind(TargetKind(kind, {"a1": caps}, "a1"))
+
+    @hookimpl
+    def tilelang_detect_targets():
+        return [Detection(kind, "a1", device=(kind == "fake_gpu"), reason="fake", priority=5)]
+
+    @hookimpl
+    def tilelang_pipeline(target, pipeline):
+        calls.append(("pipeline", kind, str(target)))
+        pipeline.append(kind)
+
+    @hookimpl
+    def tilelang_lower_tile_op(target, op, ctx):
+        calls.append(("lower", kind))
+        return f"{kind}-lowered-{op}" if op != "skip" else None
+
+    @hookimpl
+    def tilelang_infer_layout(op):  # takes fewer arguments than the spec: allowed
+        calls.append(("layout", kind))
+        return {op: f"{kind}-layout"}
+
+    @hookimpl
+    def tilelang_codegen(target, module, options):
+        return f"{kind}-source-of-{module}"
+
+    @hookimpl
+    def tilelang_compile(target, source, options):
+        return f"{kind}:{source}".encode()
+
+    @hookimpl
+    def tilelang_runtime(target):
+        return f"{kind}-runtime"
+
+    @hookimpl
+    def tilelang_cache_key(target, options):
+        return f"{kind}-toolchain-1.0"
+
+    @hookimpl
+    def tilelang_conformance_expectations(target):
+        return {"gemm_fp8": f"{kind} has no fp8"}
+
+    for name, value in list(locals().items()):
+        if name.startswith("tilelang_"):
+            setattr(mod, name, value)
+    return mod
+
+
+@pytest.fixture
+def two_backends():
+    calls: list = []
+    manager = PluginManager(entry_points=[])
+    for kind in ("fake_gpu", "fake_cpu"):
+        manager.backends[kind] = info = BackendInfo(kind, f"tilelang-{kind}", "1.0", f"fake_{kind}")
+        manager.register_plugin(info, _fake_backend(kind, calls))
+    return manager, calls
+
+
+def test_every_hook_is_documented_and_tested():
+    names = _hook_names()
+    assert len(names) >= 10
+    this_module = sys.modules[__name__]
+    for name in names:
+        doc = inspect.getdoc(getattr(hookspecs, name)) or ""
+        assert ":returns:" in doc, f"{name}: docstring lacks :returns:"
+        assert "first non-None result wins" in doc or "All implementations are called" in doc \
+            or "all results" in doc.lower(), f"{name}: docstring does not say how results combine"
+        params = [p for p in inspect.signature(getattr(hookspecs, name)).parameters]
+        for p in params:
+            assert f":param {p}:" in doc, f"{name}: parameter {p} undocumented"
+        assert hasattr(this_module, f"test_hook_{name}"), f"no test for hook {name}"
+
+
+def test_hook_tilelang_register_targets(two_backends):
+    manager, _ = two_backends
+    assert manager.backends["fake_gpu"].kinds == ["fake_gpu"]
+    assert manager.registry.owner_names["fake_cpu"] == "fake_cpu"
+    assert str(manager.parse_target("fake_gpu")) == "fake_gpu/a1"
+
+
+def test_register_targets_duplicate_kind_marks_second_broken(two_backends):
+    manager, calls = two_backends
+    info = BackendInfo("dup", "tilelang-dup", "1.0", "dup")
+    manager.backends["dup"] = info
+    manager.register_plugin(info, _fake_backend("fake_gpu", calls))
+    assert info.broken and "declared twice" in info.error
+    assert manager.registry.owner_names["fake_gpu"] == "fake_gpu"
+
+
+def test_hook_tilelang_detect_targets(two_backends):
+    manager, _ = two_backends
+    detections = manager.detections()
+    assert {d.kind for d in detections} == {"fake_gpu", "fake_cpu"}
+    assert manager.best_detected_target().kind == "fake_gpu"
+
+
+def test_hook_tilelang_pipeline(two_backends):
+    manager, calls = two_backends
+    target = manager.parse_target("fake_cpu/a1")
+    pipeline: list = []
+    manager.hook_for(target, "tilelang_pipeline")(target=target, pipeline=pipeline)
+    assert pipeline == ["fake_cpu"]  # only the owner was called
+    assert calls == [("pipeline", "fake_cpu", "fake_cpu/a1")]
+
+
+def test_hook_tilelang_lower_tile_op(two_backends):
+    manager, calls = two_backends
+    target = manager.parse_target("fake_gpu")
+    hook = manager.hook_for(target, "tilelang_lower_tile_op")
+    assert hook(target=target, op="copy", ctx=None) == "fake_gpu-lowered-copy"
+    assert hook(target=target, op="skip", ctx=None) is None  # None: take the portable lowering
+    assert {c[1] for c in calls} == {"fake_gpu"}
+
+
+def test_hook_tilelang_infer_layout(two_backends):
+    manager, _ = two_backends
+    target = manager.parse_target("fake_cpu")
+    result = manager.hook_for(target, "tilelang_infer_layout")(target=target, op="C", ctx=None)
+    assert result == {"C": "fake_cpu-layout"}
+
+
+def test_hook_tilelang_codegen(two_backends):
+    manager, _ = two_backends
+    from tilelang_core.plugin.facade import TargetHooks
+
+    target = manager.parse_target("fake_gpu")
+    hooks = TargetHooks.__new__(TargetHooks)
+    hooks.target, hooks._manager = target, manager
+    assert hooks.codegen("mod", None) == "fake_gpu-source-of-mod"
+
+
+def test_hook_tilelang_compile(two_backends):
+    manager, _ = two_backends
+    target = manager.parse_target("fake_cpu")
+    assert manager.hook_for(target, "tilelang_compile")(target=target, source="s", options=None) == b"fake_cpu:s"
+
+
+def test_hook_tilelang_runtime(two_backends):
+    manager, _ = two_backends
+    target = manager.parse_target("fake_gpu")
+    assert manager.hook_for(target, "tilelang_runtime")(target=target) == "fake_gpu-runtime"
+
+
+def test_hook_tilelang_cache_key(two_backends):
+    manager, _ = two_backends
+    target = manager.parse_target("fake_gpu")
+    assert manager.hook_for(target, "tilelang_cache_key")(target=target, options=None) == ["fake_gpu-toolchain-1.0"]
+
+
+def test_hook_tilelang_conformance_expectations(two_backends):
+    manager, _ = two_backends
+    target = manager.parse_target("fake_cpu")
+    result = manager.hook_for(target, "tilelang_conformance_expectations")(target=target)
+    assert result == [{"gemm_fp8": "fake_cpu has no fp8"}]
+
+
+def test_unknown_kind_has_no_hooks(two_backends):
+    manager, _ = two_backends
+    with pytest.raises(TargetError):
+        manager.hook_for("nope", "tilelang_codegen")
