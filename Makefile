@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml $(foreach b,$(BACKENDS),$(b)/pyproject.toml) tests/fixt
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m tilelang_core.demo
+	$(PY) examples/tour.py
 
 test: $(STAMP)
 	$(PY) -m pytest $(TEST_ARGS)

@@ -1,0 +1,35 @@
+"""Code generation: the shared C-family printer and the device builtins it understands.
+
+Importing this package imports TVM; the runtime half of the project never does.
+"""
+from .analysis import CodegenError, LaunchInfo, NameTable, find_launch, param_specs
+from .builtins import (
+    BUILTIN_OPS,
+    atomic_add,
+    atomic_max,
+    atomic_min,
+    device_assert,
+    printf,
+    register_builtins,
+    sync_threads,
+)
+from .cstyle import C_MATH_OPS, C_TYPES, CStyleCodegen
+
+__all__ = [
+    "BUILTIN_OPS",
+    "C_MATH_OPS",
+    "C_TYPES",
+    "CStyleCodegen",
+    "CodegenError",
+    "LaunchInfo",
+    "NameTable",
+    "atomic_add",
+    "atomic_max",
+    "atomic_min",
+    "device_assert",
+    "find_launch",
+    "param_specs",
+    "printf",
+    "register_builtins",
+    "sync_threads",
+]

@@ -1,0 +1,1 @@
+"""Compiling tile programs into callable kernels, with a persistent cache."""

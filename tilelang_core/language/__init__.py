@@ -1,0 +1,71 @@
+"""The kernel language, TileLang's names and meanings: `from tilelang_core import language as T`.
+
+`@T.prim_func` parses a kernel into the tile IR described in `tilelang_core.ir`. Everything
+TVMScript's tirx namespace offers (`T.int32(...)`, `T.Cast`, `T.evaluate`, `T.call_extern`,
+math such as `T.exp2`, `T.max`, `T.if_then_else`, ...) is here too; this package's own
+names take precedence. An unknown `T.name` raises AttributeError naming it (and, inside a
+kernel, the source line).
+
+Importing this module imports TVM, registers the `tl.*` ops and the `T.tl` script namespace
+(so printed kernels parse back), and teaches the tirx parser `for ... in T.Parallel(a, b)`.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import tvm.tirx.script.parser as _tirx
+
+import tilelang_core.ir.ops  # noqa: F401 - registers the tl.* ops and the T.tl namespace
+
+from . import allocate, dtypes, kernel, layout, loops, misc, parser, tensor, tileops
+from .allocate import *  # noqa: F401,F403
+from .kernel import *  # noqa: F401,F403
+from .layout import *  # noqa: F401,F403
+from .loops import *  # noqa: F401,F403
+from .misc import *  # noqa: F401,F403
+from .parser import *  # noqa: F401,F403
+from .tensor import *  # noqa: F401,F403
+from .tileops import *  # noqa: F401,F403
+
+loops.install_for_handler()
+
+# TVMScript names this language does not take over: a different meaning here (Layout,
+# Buffer, prim_func, alloc_*, the loop spellings) or none in a TileLang kernel.
+_NOT_FROM_TIRX = {"jit", "Optional", "constexpr", "Ptr", "register_script_namespace"}
+
+_OWN_NAMES = [
+    *allocate.__all__,
+    *kernel.__all__,
+    *layout.__all__,
+    *loops.__all__,
+    *misc.__all__,
+    *parser.__all__,
+    *tensor.__all__,
+    *tileops.__all__,
+    *dtypes.DTYPES,
+    "DType",
+    "to_dtype",
+]
+_OWN = set(_OWN_NAMES)
+
+for _name in _tirx.__all__:
+    if _name not in _OWN and _name not in _NOT_FROM_TIRX and hasattr(_tirx, _name):
+        globals()[_name] = getattr(_tirx, _name)
+globals().update(dtypes.DTYPES)
+DType = dtypes.DType
+to_dtype = dtypes.to_dtype
+
+__all__ = sorted(set(_OWN_NAMES) | {n for n in _tirx.__all__ if n not in _NOT_FROM_TIRX and n in globals()})
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    close = difflib.get_close_matches(name, __all__, n=3, cutoff=0.7)
+    hint = f"; did you mean {', '.join('T.' + c for c in close)}?" if close else ""
+    raise AttributeError(f"T.{name} is not part of the tilelang_core language{hint}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

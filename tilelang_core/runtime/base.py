@@ -188,6 +188,10 @@ class Runtime(abc.ABC):
         """An uninitialized output tensor in the same array library (and device) as `like`."""
         raise NotImplementedError
 
+    def from_numpy(self, array: Any) -> Any:
+        """A tensor on this runtime's device holding `array` (inputs for `do_bench`)."""
+        return array
+
     def make_timer(self) -> Any:
         """An object with start(), stop() and elapsed_ms() for `do_bench`."""
         raise NotImplementedError

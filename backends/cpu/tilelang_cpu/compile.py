@@ -1,11 +1,53 @@
-"""The host C compiler that turns generated C into a shared library."""
+"""The host C compiler that turns generated C into a shared library.
+
+`compile_source(source, arch)` writes the C file into a fresh temporary directory (so any
+number of processes compile at once), runs
+
+    cc -O3 -march=<arch> [-fopenmp] -shared -fPIC -std=gnu11 -ffp-contract=fast
+       -fvisibility=hidden -I<include> kernel.c -o kernel.so -lm
+
+and returns the library's bytes. No -ffast-math: NaN and infinity keep their meaning. On
+failure it raises `CompileError` with the compiler's log, the kept .c file and the command.
+"""
 from __future__ import annotations
 
+import functools
+import hashlib
+import shlex
 import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
 from tilelang_core import env
+from tilelang_core.runtime import CompileError
 
-__all__ = ["find_compiler"]
+from . import target as _target
+
+__all__ = [
+    "INCLUDE_DIR",
+    "find_compiler",
+    "compiler_version",
+    "openmp_supported",
+    "march_flags",
+    "compile_flags",
+    "compile_command",
+    "compile_source",
+    "cache_key",
+]
+
+INCLUDE_DIR = Path(__file__).parent / "include"
+
+# declared arch -> -march for a machine that is not this one
+_MARCH = {
+    "x86-64": ["-march=x86-64"],
+    "x86-64-avx2": ["-march=x86-64-v3"],
+    "x86-64-avx512": ["-march=x86-64-v4", "-mprefer-vector-width=512"],
+    "aarch64": ["-march=armv8-a"],
+    "generic": [],
+}
+
+BASE_FLAGS = ["-O3", "-shared", "-fPIC", "-std=gnu11", "-ffp-contract=fast", "-fvisibility=hidden"]
 
 
 def find_compiler() -> str | None:
@@ -17,3 +59,104 @@ def find_compiler() -> str | None:
         if path:
             return path
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_version(cc: str) -> str:
+    """The first line of `cc --version` (part of the cache key)."""
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+        return (out.stdout or out.stderr).splitlines()[0].strip()
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown"
+
+
+@functools.lru_cache(maxsize=None)
+def openmp_supported(cc: str) -> bool:
+    """Whether `cc -fopenmp` links (clang without libomp does not: blocks then run serially)."""
+    tmp = tempfile.mkdtemp(prefix="tilelang-cpu-omp-")
+    try:
+        src = Path(tmp) / "omp.c"
+        src.write_text("#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n")
+        cmd = [cc, "-fopenmp", "-shared", "-fPIC", str(src), "-o", str(Path(tmp) / "omp.so")]
+        return subprocess.run(cmd, capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def march_flags(arch: str | None) -> list[str]:
+    """-march for a target arch: native for this host's arch, a portable level otherwise."""
+    if arch is None:
+        arch = _target.host_arch()
+    if arch == _target.host_arch():
+        flags = ["-march=native"]
+        if arch == "x86-64-avx512":
+            flags.append("-mprefer-vector-width=512")
+        return flags
+    if arch not in _MARCH:
+        raise CompileError(f"unknown CPU arch {arch!r}; declared archs: {', '.join(_MARCH)}")
+    return list(_MARCH[arch])
+
+
+def compile_flags(cc: str, arch: str | None) -> list[str]:
+    flags = BASE_FLAGS[:1] + march_flags(arch) + BASE_FLAGS[1:]
+    if openmp_supported(cc):
+        flags.append("-fopenmp")
+    return flags + [f"-I{INCLUDE_DIR}"]
+
+
+def compile_command(cc: str, arch: str | None, c_path: str, so_path: str) -> list[str]:
+    return [cc, *compile_flags(cc, arch), c_path, "-o", so_path, "-lm"]
+
+
+def _require_compiler() -> str:
+    cc = find_compiler()
+    if cc is None:
+        raise CompileError("no C compiler found for the CPU backend: install gcc or clang, or set "
+                           "TILELANG_CC to the compiler's path")
+    return cc
+
+
+def compile_source(source: str, arch: str | None = None, name: str = "kernel") -> bytes:
+    """Compile generated C into a shared library; returns its bytes."""
+    cc = _require_compiler()
+    workdir = Path(tempfile.mkdtemp(prefix=f"tilelang-cpu-{name}-"))
+    c_path, so_path = workdir / f"{name}.c", workdir / f"{name}.so"
+    c_path.write_text(source)
+    cmd = compile_command(cc, arch, str(c_path), str(so_path))
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise CompileError(f"could not run the C compiler {cc}: {err}\n"
+                           f"  generated file: {c_path}\n  command: {shlex.join(cmd)}") from None
+    if proc.returncode != 0:
+        log = (proc.stderr + proc.stdout).strip()
+        raise CompileError(
+            f"the C compiler rejected the generated kernel {name!r} (exit code {proc.returncode}).\n"
+            f"--- compiler log ---\n{log}\n--- end of log ---\n"
+            f"  generated file (kept): {c_path}\n"
+            f"  reproduce with: {shlex.join(cmd)}"
+        )
+    binary = so_path.read_bytes()
+    if not env.debug():
+        shutil.rmtree(workdir, ignore_errors=True)
+    return binary
+
+
+def cache_key(arch: str | None) -> str:
+    """Compiler path and version, the flags, and for -march=native the host's CPU flags."""
+    cc = find_compiler()
+    if cc is None:
+        return "cc=none"
+    flags = compile_flags(cc, arch)
+    parts = [f"cc={cc}", f"version={compiler_version(cc)}", "flags=" + " ".join(flags)]
+    if "-march=native" in flags:
+        features = " ".join(sorted(_target.host_features()))
+        parts.append("host=" + hashlib.sha256(features.encode()).hexdigest()[:16])
+    headers = hashlib.sha256()
+    for path in sorted(INCLUDE_DIR.glob("*.h")):
+        headers.update(path.name.encode() + path.read_bytes())
+    parts.append("headers=" + headers.hexdigest()[:16])
+    return ";".join(parts)

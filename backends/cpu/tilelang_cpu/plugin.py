@@ -24,3 +24,31 @@ def tilelang_detect_targets():
             found.append(Detection("cpu", other, device=False, toolchain=cc is not None,
                                    reason=f"not this host's arch ({arch}); code can be generated for it"))
     return found
+
+
+@hookimpl
+def tilelang_codegen(target, module, options):
+    from .codegen import CPUCodegen
+
+    return CPUCodegen(target, options).render(module)
+
+
+@hookimpl
+def tilelang_compile(target, source, options):
+    from . import compile as _compile
+
+    return _compile.compile_source(source.source, target.arch, name=source.entry)
+
+
+@hookimpl
+def tilelang_runtime(target):
+    from .runtime import CPURuntime
+
+    return CPURuntime()
+
+
+@hookimpl
+def tilelang_cache_key(target, options):
+    from . import compile as _compile
+
+    return _compile.cache_key(target.arch)

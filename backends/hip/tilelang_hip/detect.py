@@ -1,22 +1,25 @@
 """Finding an AMD GPU and a HIP toolchain without failing when neither is there."""
 from __future__ import annotations
 
-import shutil
+from pathlib import Path
 
 from tilelang_core.plugin import Detection
 
+from .compile import find_toolchain
 from .target import HIP_ARCHS
 
 __all__ = ["detect", "find_toolchains"]
 
+_INSTALL = "scripts/install_hip_toolchain.sh (apt-get install clang-19 lld-19 llvm-19 libamdhip64-dev rocm-device-libs)"
+
 
 def find_toolchains() -> dict[str, str]:
-    """Compilers that build AMD code objects here: hipcc, and a clang that knows gfx942."""
+    """arch -> the compiler that builds it here (hipcc, or a clang >= 17 for gfx942)."""
     found = {}
-    for name in ("hipcc", "clang-19", "clang-18", "clang-17"):
-        path = shutil.which(name)
-        if path:
-            found[name] = path
+    for arch in HIP_ARCHS:
+        tc = find_toolchain(arch)
+        if tc is not None:
+            found[arch] = tc.compiler
     return found
 
 
@@ -25,20 +28,31 @@ def _device() -> tuple[str | None, str]:
         from hip import hip  # hip-python
     except Exception as exc:  # noqa: BLE001
         return None, f"no AMD device (hip-python not importable: {type(exc).__name__})"
-    err, count = hip.hipGetDeviceCount()
-    if int(err) != 0 or count == 0:
-        return None, "no AMD device"
-    err, props = hip.hipGetDeviceProperties(0)
+    try:
+        err, count = hip.hipGetDeviceCount()
+        if int(err) != 0 or count == 0:
+            return None, f"no AMD device (hipGetDeviceCount: {getattr(err, 'name', err)})"
+        err, props = hip.hipGetDeviceProperties(0)
+        if int(err) != 0:
+            return None, f"no AMD device (hipGetDeviceProperties: {getattr(err, 'name', err)})"
+    except Exception as exc:  # noqa: BLE001 - libamdhip64.so missing or of another ABI
+        return None, f"no AMD device (HIP runtime library: {type(exc).__name__}: {exc})"
     arch = props.gcnArchName.decode().split(":")[0]
-    return (arch if arch in HIP_ARCHS else None), f"{arch}"
+    if arch not in HIP_ARCHS:
+        return None, f"AMD device {arch} is not a supported arch ({', '.join(HIP_ARCHS)})"
+    return arch, arch
+
+
+def _toolchain_text(compiler: str | None) -> str:
+    return f"toolchain: {Path(compiler).name}" if compiler else f"no toolchain: run {_INSTALL}"
 
 
 def detect() -> list[Detection]:
     tools = find_toolchains()
-    tool_text = ", ".join(tools) if tools else "no hipcc or clang-17+ on PATH (apt-get install hipcc clang-19 lld-19)"
     arch, what = _device()
     if arch is not None:
-        return [Detection("hip", arch, device=True, toolchain=bool(tools),
-                          reason=f"device: {what}; toolchain: {tool_text}", priority=10)]
-    return [Detection("hip", a, device=False, toolchain=bool(tools), reason=f"{what}; toolchain: {tool_text}")
+        return [Detection("hip", arch, device=True, toolchain=arch in tools,
+                          reason=f"device: {what}; {_toolchain_text(tools.get(arch))}", priority=10)]
+    return [Detection("hip", a, device=False, toolchain=a in tools,
+                      reason=f"{what}; {_toolchain_text(tools.get(a))}")
             for a in HIP_ARCHS]

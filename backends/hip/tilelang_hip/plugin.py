@@ -15,3 +15,35 @@ def tilelang_register_targets(registry):
 @hookimpl
 def tilelang_detect_targets():
     return _detect.detect()
+
+
+@hookimpl
+def tilelang_codegen(target, module, options):
+    from .codegen import HIPCodegen
+
+    return HIPCodegen(target, options).render(module)
+
+
+@hookimpl
+def tilelang_compile(target, source, options):
+    from .compile import compile_hip
+
+    return compile_hip(source.source, target.arch, {
+        "flags": list(options.extra_flags),
+        "fast_math": options.fast_math,
+        "line_map": source.line_map,
+    })
+
+
+@hookimpl
+def tilelang_cache_key(target, options):
+    from .compile import cache_key
+
+    return cache_key(target.arch)
+
+
+@hookimpl
+def tilelang_runtime(target):
+    from .runtime import HIPRuntime
+
+    return HIPRuntime()

@@ -1,0 +1,137 @@
+/* Runtime helpers of the tilelang-core CPU backend, included by every generated kernel.
+
+   A kernel is an exported C function `int32_t entry(params...)` that loops over its own grid
+   (OpenMP over blocks); it returns 0, or 1 when a device assertion failed, in which case
+   `tl_cpu_last_error()` holds the message. Builds with gcc and clang in C11 (gnu11). */
+#ifndef TL_CPU_H_
+#define TL_CPU_H_
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TL_EXPORT __attribute__((visibility("default")))
+#define TL_ALIGNED(n) __attribute__((aligned(n)))
+#define TL_HELPER static inline __attribute__((always_inline, unused))
+
+/* ---- min / max (NaN-propagating for floats, like numpy) --------------------------------- */
+#define tl_max(a, b) __extension__({ __typeof__(a) tl_a_ = (a); __typeof__(b) tl_b_ = (b); \
+    (tl_a_ > tl_b_ || tl_a_ != tl_a_) ? tl_a_ : tl_b_; })
+#define tl_min(a, b) __extension__({ __typeof__(a) tl_a_ = (a); __typeof__(b) tl_b_ = (b); \
+    (tl_a_ < tl_b_ || tl_a_ != tl_a_) ? tl_a_ : tl_b_; })
+
+/* ---- 16-bit floats: stored as 16 bits, computed in float -------------------------------- */
+TL_HELPER uint32_t tl_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+TL_HELPER float tl_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+#if defined(__FLT16_MAX__)
+typedef _Float16 tl_half;
+TL_HELPER float tl_half_to_float(tl_half h) { return (float)h; }
+TL_HELPER tl_half tl_float_to_half(float f) { return (tl_half)f; }
+#else
+typedef uint16_t tl_half;
+TL_HELPER float tl_half_to_float(tl_half h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  if (exp == 0x1fu) return tl_bits_f32(sign | 0x7f800000u | (man << 13));      /* inf, nan */
+  if (exp == 0) {                                                                /* subnormal */
+    float f = (float)man * 5.9604644775390625e-8f;                               /* 2^-24 */
+    return sign ? -f : f;
+  }
+  return tl_bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
+}
+TL_HELPER tl_half tl_float_to_half(float f) {
+  uint32_t u = tl_f32_bits(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (tl_half)(sign | 0x7e00u);                          /* nan */
+  if (a >= 0x477ff000u) return (tl_half)(sign | 0x7c00u);                         /* overflow */
+  if (a < 0x38800000u) {                                                          /* subnormal */
+    float m = tl_bits_f32(a) * 16777216.0f;                                       /* 2^24 */
+    return (tl_half)(sign | (uint32_t)nearbyintf(m));
+  }
+  uint32_t r = a + 0xfffu + ((a >> 13) & 1u);                                     /* round even */
+  return (tl_half)(sign | ((r - 0x38000000u) >> 13));
+}
+#endif
+TL_HELPER float tl_round_half(float f) { return tl_half_to_float(tl_float_to_half(f)); }
+
+typedef uint16_t tl_bfloat16;
+TL_HELPER float tl_bf16_to_float(tl_bfloat16 h) { return tl_bits_f32((uint32_t)h << 16); }
+TL_HELPER tl_bfloat16 tl_float_to_bf16(float f) {
+  uint32_t u = tl_f32_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (tl_bfloat16)((u >> 16) | 0x40u);  /* quiet nan */
+  u += 0x7fffu + ((u >> 16) & 1u);                                                /* round even */
+  return (tl_bfloat16)(u >> 16);
+}
+TL_HELPER float tl_round_bf16(float f) { return tl_bf16_to_float(tl_float_to_bf16(f)); }
+
+/* ---- atomics (relaxed, like GPU atomics); each returns the old value -------------------- */
+#define TL_ATOMIC_CAS_FLOAT(NAME, T, U, OP)                                               \
+  TL_HELPER T NAME(T* addr, T v) {                                                        \
+    U* p = (U*)addr;                                                                      \
+    U old = __atomic_load_n(p, __ATOMIC_RELAXED), desired;                                \
+    T o, n;                                                                               \
+    do {                                                                                  \
+      memcpy(&o, &old, sizeof(T));                                                        \
+      n = OP(o, v);                                                                       \
+      memcpy(&desired, &n, sizeof(T));                                                    \
+    } while (!__atomic_compare_exchange_n(p, &old, desired, 1, __ATOMIC_RELAXED,          \
+                                          __ATOMIC_RELAXED));                             \
+    return o;                                                                             \
+  }
+#define TL_ATOMIC_CAS_INT(NAME, T, OP)                                                    \
+  TL_HELPER T NAME(T* addr, T v) {                                                        \
+    T old = __atomic_load_n(addr, __ATOMIC_RELAXED);                                      \
+    while (!__atomic_compare_exchange_n(addr, &old, OP(old, v), 1, __ATOMIC_RELAXED,      \
+                                        __ATOMIC_RELAXED)) {                              \
+    }                                                                                     \
+    return old;                                                                           \
+  }
+#define TL_OP_ADD(a, b) ((a) + (b))
+#define TL_OP_MAX(a, b) tl_max(a, b)
+#define TL_OP_MIN(a, b) tl_min(a, b)
+TL_ATOMIC_CAS_FLOAT(tl_atomic_add_f32, float, uint32_t, TL_OP_ADD)
+TL_ATOMIC_CAS_FLOAT(tl_atomic_max_f32, float, uint32_t, TL_OP_MAX)
+TL_ATOMIC_CAS_FLOAT(tl_atomic_min_f32, float, uint32_t, TL_OP_MIN)
+TL_ATOMIC_CAS_FLOAT(tl_atomic_add_f64, double, uint64_t, TL_OP_ADD)
+TL_ATOMIC_CAS_FLOAT(tl_atomic_max_f64, double, uint64_t, TL_OP_MAX)
+TL_ATOMIC_CAS_FLOAT(tl_atomic_min_f64, double, uint64_t, TL_OP_MIN)
+TL_ATOMIC_CAS_INT(tl_atomic_max_i32, int32_t, TL_OP_MAX)
+TL_ATOMIC_CAS_INT(tl_atomic_min_i32, int32_t, TL_OP_MIN)
+TL_ATOMIC_CAS_INT(tl_atomic_max_i64, int64_t, TL_OP_MAX)
+TL_ATOMIC_CAS_INT(tl_atomic_min_i64, int64_t, TL_OP_MIN)
+TL_HELPER int32_t tl_atomic_add_i32(int32_t* p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+TL_HELPER int64_t tl_atomic_add_i64(int64_t* p, int64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+
+/* ---- per-thread scratch for block-local buffers too big for the stack ------------------- */
+TL_HELPER void* tl_cpu_alloc(size_t bytes) {
+  void* p = NULL;
+  if (posix_memalign(&p, 64, bytes ? (bytes + 63) / 64 * 64 : 64) != 0) {
+    fprintf(stderr, "tilelang-cpu: cannot allocate %zu bytes of block-local memory\n", bytes);
+    abort();
+  }
+  return p;
+}
+TL_HELPER void tl_cpu_free(void* p) { free(p); }
+
+/* ---- device_assert: the first failure's message, kept per shared library ---------------- */
+static int tl_cpu_error_flag_ __attribute__((unused));
+static char tl_cpu_error_message_[1024] __attribute__((unused));
+
+TL_EXPORT const char* tl_cpu_last_error(void) {
+  return __atomic_load_n(&tl_cpu_error_flag_, __ATOMIC_ACQUIRE) ? tl_cpu_error_message_ : NULL;
+}
+TL_HELPER void tl_cpu_begin(void) { __atomic_store_n(&tl_cpu_error_flag_, 0, __ATOMIC_RELEASE); }
+TL_HELPER int tl_cpu_failed(void) { return __atomic_load_n(&tl_cpu_error_flag_, __ATOMIC_RELAXED); }
+TL_HELPER int32_t tl_cpu_status(void) { return tl_cpu_failed() ? 1 : 0; }
+static void __attribute__((unused, noinline, cold))
+tl_cpu_fail(const char* where, const char* msg, int bx, int by, int bz) {
+  if (__atomic_exchange_n(&tl_cpu_error_flag_, 2, __ATOMIC_ACQ_REL) == 0) {
+    snprintf(tl_cpu_error_message_, sizeof(tl_cpu_error_message_),
+             "%s: device assertion failed in block (%d, %d, %d): %s", where, bx, by, bz, msg);
+    __atomic_store_n(&tl_cpu_error_flag_, 1, __ATOMIC_RELEASE);
+  }
+}
+
+#endif /* TL_CPU_H_ */

@@ -1,0 +1,132 @@
+"""Load and call CPU kernels: a shared library through ctypes. Imports neither TVM nor the
+compiler, so an exported kernel runs where only NumPy (and optionally torch) is installed.
+
+The entry point is `int32_t entry(params...)` (see codegen.py): a pointer per tensor and a
+C value per scalar, typed from `KernelMeta.params`; a non-zero result means a device
+assertion failed, and `tl_cpu_last_error()` says which.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import tempfile
+import time
+from typing import Any, Sequence
+
+from tilelang_core.runtime.base import KernelMeta, LoadedKernel, Runtime
+
+__all__ = ["CPURuntime", "CPUKernel", "CPUTimer", "DeviceAssertionError", "SCALAR_CTYPES"]
+
+SCALAR_CTYPES = {
+    "bool": ctypes.c_bool,
+    "int8": ctypes.c_int8,
+    "int16": ctypes.c_int16,
+    "int32": ctypes.c_int32,
+    "int64": ctypes.c_int64,
+    "uint8": ctypes.c_uint8,
+    "uint16": ctypes.c_uint16,
+    "uint32": ctypes.c_uint32,
+    "uint64": ctypes.c_uint64,
+    "float16": ctypes.c_float,  # 16-bit scalars are passed as float (their computed type)
+    "bfloat16": ctypes.c_float,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+}
+
+
+class DeviceAssertionError(RuntimeError):
+    """A `T.device_assert` (or assert statement) failed inside a CPU kernel."""
+
+
+class CPUKernel(LoadedKernel):
+    """A loaded shared library and its typed entry point."""
+
+    def __init__(self, library: ctypes.CDLL, meta: KernelMeta) -> None:
+        self.library = library
+        self.meta = meta
+        self.function = getattr(library, meta.entry)
+        argtypes = []
+        for p in meta.params:
+            if p.kind == "tensor":
+                argtypes.append(ctypes.c_void_p)
+            elif p.dtype in SCALAR_CTYPES:
+                argtypes.append(SCALAR_CTYPES[p.dtype])
+            else:
+                raise TypeError(f"parameter {p.name!r} has dtype {p.dtype!r}, which the CPU runtime "
+                                f"cannot pass; supported scalars: {', '.join(SCALAR_CTYPES)}")
+        self.function.argtypes = argtypes
+        self.function.restype = ctypes.c_int32
+        self._last_error = getattr(library, "tl_cpu_last_error", None)
+        if self._last_error is not None:
+            self._last_error.argtypes = []
+            self._last_error.restype = ctypes.c_char_p
+
+    def launch(self, args: Sequence[int | float], grid=None, block=None, shared_memory: int = 0,
+               stream: Any = None) -> None:
+        """Run the kernel: it loops over its own grid, so `grid`, `block`, `shared_memory` and
+        `stream` are accepted for the common contract and not used."""
+        status = self.function(*args)
+        if status != 0:
+            message = self._last_error() if self._last_error is not None else None
+            text = message.decode(errors="replace") if message else f"status {status}"
+            raise DeviceAssertionError(f"kernel {self.meta.entry!r} failed: {text}")
+
+
+class CPUTimer:
+    """Wall-clock timer (`time.perf_counter`) with the interface of a GPU event timer."""
+
+    def __init__(self) -> None:
+        self._start = self._stop = 0.0
+
+    def start(self) -> None:
+        self._start = time.perf_counter()
+
+    def stop(self) -> None:
+        self._stop = time.perf_counter()
+
+    def elapsed_ms(self) -> float:
+        return (self._stop - self._start) * 1e3
+
+
+class CPURuntime(Runtime):
+    """Loads shared libraries from `tilelang_compile` and calls them on host memory."""
+
+    dlpack_device_type = 1
+
+    def load(self, binary: bytes, meta: KernelMeta) -> CPUKernel:
+        # dlopen needs a file; once loaded the mapping outlives it, so the file is removed
+        fd, path = tempfile.mkstemp(prefix=f"tilelang-{meta.entry}-", suffix=".so")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(binary)
+            library = ctypes.CDLL(path)
+        finally:
+            os.unlink(path)
+        return CPUKernel(library, meta)
+
+    def allocate(self, like: Any, shape: Sequence[int], dtype: str) -> Any:
+        if type(like).__module__.startswith("torch"):
+            import torch
+
+            return torch.empty(tuple(shape), dtype=getattr(torch, dtype), device=like.device)
+        import numpy
+
+        return numpy.empty(tuple(shape), dtype=_numpy_dtype(dtype))
+
+    def make_timer(self) -> CPUTimer:
+        return CPUTimer()
+
+    def synchronize(self) -> None:
+        """Kernels run synchronously on the calling thread: nothing to wait for."""
+
+
+def _numpy_dtype(dtype: str):
+    import numpy
+
+    if dtype == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise TypeError("NumPy has no bfloat16: install ml_dtypes, or pass torch tensors") from None
+        return ml_dtypes.bfloat16
+    return numpy.dtype(dtype)

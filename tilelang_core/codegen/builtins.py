@@ -1,0 +1,105 @@
+"""Device builtins the lowered IR may call, registered as TVM ops named `tl.*`.
+
+Every C-family printer understands these (a dialect maps each to its own code); the core's
+passes build them with the constructors below. Argument orders:
+
+| op | arguments | value |
+|---|---|---|
+| `tl.sync_threads` | () | void: a barrier across the threads of a block |
+| `tl.atomic_add` | (dst: BufferLoad naming the address, value) | the old value, dst's dtype |
+| `tl.atomic_max` | (dst: BufferLoad, value) | the old value |
+| `tl.atomic_min` | (dst: BufferLoad, value) | the old value |
+| `tl.printf` | (fmt: StringImm, *args) | int32 |
+| `tl.device_assert` | (cond: bool, msg: StringImm) | void |
+
+Registering is idempotent: another module of the core may register the same names first.
+"""
+from __future__ import annotations
+
+from tvm import ir, tirx
+from tvm.ir import StringImm
+
+__all__ = [
+    "BUILTIN_OPS",
+    "register_builtins",
+    "sync_threads",
+    "atomic_add",
+    "atomic_max",
+    "atomic_min",
+    "printf",
+    "device_assert",
+]
+
+# name -> number of inputs (-1: variadic)
+BUILTIN_OPS = {
+    "tl.sync_threads": 0,
+    "tl.atomic_add": 2,
+    "tl.atomic_max": 2,
+    "tl.atomic_min": 2,
+    "tl.printf": -1,
+    "tl.device_assert": 2,
+}
+
+_OPAQUE = int(tirx.CallEffectKind.Opaque.value)
+
+
+def _has_attr(name: str, key: str) -> bool:
+    try:
+        return bool(ir.Op.get(name).has_attr(key))
+    except Exception:  # the op does not exist yet
+        return False
+
+
+def register_builtins() -> None:
+    """Register every `tl.*` builtin op (opaque effect, printed as `T.tl.<name>`)."""
+    for name in BUILTIN_OPS:
+        if not _has_attr(name, "TCallEffectKind"):
+            ir.register_op_attr(name, "TCallEffectKind", _OPAQUE)
+        if not _has_attr(name, "TScriptPrinterName"):
+            ir.register_op_attr(name, "TScriptPrinterName", name, level=20)
+
+
+def _dtype(expr) -> str:
+    return str(expr.ty.dtype)
+
+
+def sync_threads():
+    """`tl.sync_threads()`: a barrier across the threads of a block."""
+    return tirx.call_intrin("void", "tl.sync_threads")
+
+
+def _atomic(name: str, dst, value):
+    if not isinstance(dst, ir.TensorLoad):
+        raise TypeError(f"{name}: the destination must be a BufferLoad (A[i, j]), got {type(dst).__name__}")
+    value = tirx.convert(value) if not isinstance(value, ir.Expr) else value
+    if _dtype(value) != _dtype(dst):
+        value = tirx.Cast(_dtype(dst), value)
+    return tirx.call_intrin(_dtype(dst), name, dst, value)
+
+
+def atomic_add(dst, value):
+    """`tl.atomic_add(A[i], v)`: atomically `A[i] += v`; returns the old value."""
+    return _atomic("tl.atomic_add", dst, value)
+
+
+def atomic_max(dst, value):
+    """`tl.atomic_max(A[i], v)`: atomically `A[i] = max(A[i], v)`; returns the old value."""
+    return _atomic("tl.atomic_max", dst, value)
+
+
+def atomic_min(dst, value):
+    """`tl.atomic_min(A[i], v)`: atomically `A[i] = min(A[i], v)`; returns the old value."""
+    return _atomic("tl.atomic_min", dst, value)
+
+
+def printf(fmt: str, *args):
+    """`tl.printf("x=%f\\n", x)`: C printf from device code."""
+    return tirx.call_intrin("int32", "tl.printf", StringImm(fmt), *args)
+
+
+def device_assert(cond, msg: str):
+    """`tl.device_assert(cond, "msg")`: stop the kernel with `msg` when `cond` is false."""
+    return tirx.call_intrin("void", "tl.device_assert", cond, StringImm(msg))
+
+
+register_builtins()

@@ -1,0 +1,449 @@
+"""Expressions of the C-family printer: precedence-aware, typed by dialect tables.
+
+`CExprPrinter` is the expression half of `CStyleCodegen` (see cstyle.py for the dialect
+attributes it reads). `expr(e)` returns C text; internally every node returns
+(text, precedence) so parentheses appear only where C needs them.
+
+Values of a dtype listed in `storage_types` (float16/bfloat16 where the C compiler lacks the
+arithmetic) are computed in their *value dtype* (float32): a load converts, a store converts
+back, a cast to the storage dtype rounds.
+"""
+from __future__ import annotations
+
+import math
+import struct
+
+from tvm import ir, tirx
+
+from .analysis import CodegenError, buffer_info, dtype_of, split_lanes
+
+__all__ = ["CExprPrinter", "c_string_literal"]
+
+# C precedence, higher binds tighter
+PREC_ATOM, PREC_UNARY, PREC_MUL, PREC_ADD, PREC_SHIFT = 16, 15, 13, 12, 11
+PREC_REL, PREC_EQ, PREC_BAND, PREC_BXOR, PREC_BOR, PREC_AND, PREC_OR, PREC_COND = 10, 9, 8, 7, 6, 5, 4, 3
+
+_BINARY = {
+    tirx.Add: ("+", PREC_ADD), tirx.Sub: ("-", PREC_ADD), tirx.Mul: ("*", PREC_MUL),
+    tirx.LT: ("<", PREC_REL), tirx.LE: ("<=", PREC_REL), tirx.GT: (">", PREC_REL),
+    tirx.GE: (">=", PREC_REL), tirx.EQ: ("==", PREC_EQ), tirx.NE: ("!=", PREC_EQ),
+    tirx.And: ("&&", PREC_AND), tirx.Or: ("||", PREC_OR),
+    tirx.BitwiseAnd: ("&", PREC_BAND), tirx.BitwiseOr: ("|", PREC_BOR),
+    tirx.BitwiseXor: ("^", PREC_BXOR), tirx.LShift: ("<<", PREC_SHIFT),
+    tirx.RShift: (">>", PREC_SHIFT),
+}
+
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"', "\0": "\\0"}
+
+
+def c_string_literal(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch == "?":
+            out.append("\\?")  # no trigraphs
+        elif 32 <= ord(ch) < 127:
+            out.append(ch)
+        else:
+            out.extend(f"\\{b:03o}" for b in ch.encode("utf-8"))
+    return '"' + "".join(out) + '"'
+
+
+def _short_op_name(name: str) -> str:
+    for prefix in ("tirx.", "prim.", "tir."):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+class CExprPrinter:
+    """Expression printing; mixed into `CStyleCodegen`, which owns the state it reads."""
+
+    # -- types ----------------------------------------------------------------------------
+
+    def value_dtype(self, dtype: str) -> str:
+        """The dtype a value of `dtype` is computed in (float32 for storage-only types)."""
+        base, lanes = split_lanes(dtype)
+        value = self.storage_types.get(base, {}).get("value", base)
+        return value if lanes == 1 else f"{value}x{lanes}"
+
+    def type_name(self, dtype: str) -> str:
+        """The C type that stores a `dtype` (in memory, in a parameter)."""
+        base, lanes = split_lanes(dtype)
+        if lanes > 1:
+            return self.vector_type(base, lanes)
+        if base not in self.type_map:
+            raise CodegenError(f"dtype {dtype!r} has no C type in the {self.language} dialect; "
+                               f"supported: {', '.join(sorted(self.type_map))}")
+        return self.type_map[base]
+
+    def value_type_name(self, dtype: str) -> str:
+        """The C type of a computed value of `dtype`."""
+        return self.type_name(self.value_dtype(dtype))
+
+    def vector_type(self, base: str, lanes: int) -> str:
+        """The C type of a vector of `lanes` x `base` (dialects with vectors override)."""
+        raise CodegenError(f"vector dtype {base}x{lanes} is not supported by the {self.language} dialect")
+
+    # -- entry points ---------------------------------------------------------------------
+
+    def expr(self, e) -> str:
+        return self._expr(e)[0]
+
+    def _paren(self, e, prec: int, right: bool = False) -> str:
+        text, p = self._expr(e)
+        return f"({text})" if p < prec or (right and p == prec) else text
+
+    def _expr(self, e) -> tuple[str, int]:
+        method = self._EXPR_HANDLERS.get(type(e))
+        if method is not None:
+            return getattr(self, method)(e)
+        if type(e) in _BINARY:
+            return self._binary(e)
+        if isinstance(e, ir.Var):
+            return self._var(e), PREC_ATOM
+        raise CodegenError(f"the {self.language} printer cannot print a {type(e).__name__}: {e}")
+
+    # -- leaves ---------------------------------------------------------------------------
+
+    def _var(self, v) -> str:
+        name = self.var_names.get(v)
+        if name is None:
+            raise CodegenError(f"variable {v.name!r} is used but never defined in the kernel "
+                               f"(not a parameter, loop variable, thread index or binding)")
+        return name
+
+    def _int(self, e) -> tuple[str, int]:
+        dtype, value = dtype_of(e), int(e.value)
+        if dtype == "bool":
+            return ("true" if value else "false"), PREC_ATOM
+        if dtype.startswith("uint"):
+            text = f"{value}U" if dtype != "uint64" else f"{value}ULL"
+            return text, PREC_ATOM
+        if dtype == "int64":
+            text = f"{value}LL" if value != -(1 << 63) else "(-9223372036854775807LL - 1)"
+        elif dtype == "int32" and value == -(1 << 31):
+            text = "(-2147483647 - 1)"
+        else:
+            text = str(value)
+        return text, (PREC_UNARY if value < 0 else PREC_ATOM)
+
+    def float_literal(self, value: float, dtype: str) -> str:
+        """A literal of the value dtype of `dtype` (float32 gets the `f` suffix)."""
+        vdtype = self.value_dtype(dtype)
+        ctype = self.type_name(vdtype)
+        if math.isnan(value):
+            return f"(({ctype}){self.nan_literal})"
+        if math.isinf(value):
+            return f"{'-' if value < 0 else ''}(({ctype}){self.inf_literal})"
+        if vdtype == "float32":
+            value = struct.unpack("f", struct.pack("f", value))[0]
+            text = f"{value:.9g}"
+        else:
+            text = repr(float(value))
+        if "e" not in text and "." not in text and "n" not in text:
+            text += ".0"
+        return text + self.float_suffix.get(vdtype, "")
+
+    def _float(self, e) -> tuple[str, int]:
+        text = self.float_literal(float(e.value), dtype_of(e))
+        return text, (PREC_UNARY if text.startswith("-") else PREC_ATOM)
+
+    def _string(self, e) -> tuple[str, int]:
+        return c_string_literal(str(e.value)), PREC_ATOM
+
+    # -- memory ---------------------------------------------------------------------------
+
+    def flat_index(self, buffer, indices):
+        """Row-major flat element index (respecting strides and elem_offset), simplified."""
+        info = buffer_info(buffer)
+        indices = list(indices)
+        size = info.const_size()
+        wide = size is not None and size >= (1 << 31)
+        if wide:
+            indices = [i if dtype_of(i) == "int64" else tirx.Cast("int64", i) for i in indices]
+        if not indices:
+            flat = tirx.IntImm("int32", 0)
+        elif info.strides:
+            flat = None
+            for idx, stride in zip(indices, info.strides):
+                term = idx * stride if not (isinstance(stride, tirx.IntImm) and stride.value == 1) else idx
+                flat = term if flat is None else flat + term
+        else:
+            flat = indices[0]
+            for idx, dim in zip(indices[1:], info.shape[1:]):
+                flat = flat * dim + idx
+        offset = info.elem_offset
+        if offset is not None and not (isinstance(offset, tirx.IntImm) and offset.value == 0):
+            flat = flat + offset
+        return self.analyzer.simplify(flat)
+
+    def buffer_ref(self, buffer, indices) -> str:
+        """The C lvalue of one element (in its storage type): `A[i * 64 + j]` or a scalar name."""
+        name = self.buffer_names.get(buffer)
+        if name is None:
+            raise CodegenError(f"buffer {buffer.name!r} is used but not declared in the kernel")
+        if buffer in self.scalar_buffers:
+            return name
+        indices = list(indices)
+        if len(indices) == 1 and isinstance(indices[0], tirx.Ramp):
+            return self.vector_ref(buffer, name, indices[0])
+        return f"{name}[{self.expr(self.flat_index(buffer, indices))}]"
+
+    def vector_ref(self, buffer, name: str, ramp) -> str:
+        """A vector lvalue for a contiguous Ramp index (`*(vec*)&A[base]`)."""
+        if not (isinstance(ramp.stride, tirx.IntImm) and ramp.stride.value == 1):
+            raise CodegenError(f"strided vector access {buffer.name}[{ramp}] is not supported; "
+                               f"the core's vectorizer emits only unit-stride ramps")
+        base = self.expr(self.flat_index(buffer, [ramp.base]))
+        vtype = self.type_name(f"{buffer_info(buffer).dtype}x{int(ramp.lanes)}")
+        return f"(*({vtype}*)(&{name}[{base}]))"
+
+    def _load(self, e) -> tuple[str, int]:
+        buffer = e.source
+        if not tirx.is_buffer_var(buffer):
+            raise CodegenError(f"load from a non-buffer source {buffer}")
+        ref = self.buffer_ref(buffer, e.indices)
+        dtype = buffer_info(buffer).dtype
+        conv = self.storage_types.get(dtype, {}).get("load")
+        if conv:
+            return conv.format(ref), PREC_ATOM
+        return ref, PREC_ATOM
+
+    def store_value(self, dtype: str, value_text: str) -> str:
+        """Convert a computed value to the storage type of a `dtype` element."""
+        conv = self.storage_types.get(split_lanes(dtype)[0], {}).get("store")
+        return conv.format(value_text) if conv else value_text
+
+    # -- operators ------------------------------------------------------------------------
+
+    def _binary(self, e) -> tuple[str, int]:
+        op, prec = _BINARY[type(e)]
+        return f"{self._paren(e.a, prec)} {op} {self._paren(e.b, prec, right=True)}", prec
+
+    def _is_float(self, e) -> bool:
+        return split_lanes(self.value_dtype(dtype_of(e)))[0].startswith(("float", "bfloat"))
+
+    def _div(self, e) -> tuple[str, int]:
+        return f"{self._paren(e.a, PREC_MUL)} / {self._paren(e.b, PREC_MUL, right=True)}", PREC_MUL
+
+    def _mod(self, e) -> tuple[str, int]:
+        if self._is_float(e):
+            return self._call_math("fmod", [e.a, e.b], dtype_of(e)), PREC_ATOM
+        return f"{self._paren(e.a, PREC_MUL)} % {self._paren(e.b, PREC_MUL, right=True)}", PREC_MUL
+
+    def _non_negative(self, a, b) -> bool:
+        try:
+            return self.analyzer.can_prove(a >= 0) and self.analyzer.can_prove(b > 0)
+        except Exception:
+            return False
+
+    def _floordiv(self, e) -> tuple[str, int]:
+        dtype = self.value_dtype(dtype_of(e))
+        if self._is_float(e):
+            quotient = f"{self._paren(e.a, PREC_MUL)} / {self._paren(e.b, PREC_MUL, right=True)}"
+            return self.math_format("floor", dtype).format(quotient), PREC_ATOM
+        if self._non_negative(e.a, e.b):
+            return self._div(e)
+        return self.int_helper("floordiv", dtype, e.a, e.b), PREC_ATOM
+
+    def _floormod(self, e) -> tuple[str, int]:
+        dtype = self.value_dtype(dtype_of(e))
+        if self._is_float(e):
+            a, b = self.expr(e.a), self.expr(e.b)
+            floor = self.math_format("floor", dtype).format(f"({a}) / ({b})")
+            return f"({a}) - {floor} * ({b})", PREC_ADD
+        if self._non_negative(e.a, e.b):
+            return f"{self._paren(e.a, PREC_MUL)} % {self._paren(e.b, PREC_MUL, right=True)}", PREC_MUL
+        return self.int_helper("floormod", dtype, e.a, e.b), PREC_ATOM
+
+    def int_helper(self, kind: str, dtype: str, a, b) -> str:
+        """A call of the printer's integer helper (`tl_floordiv_i32(a, b)`), marking it used."""
+        suffix = {"int32": "i32", "int64": "i64"}.get(dtype)
+        if suffix is None:  # narrow ints compute in int32, unsigned ones never need a floor
+            if dtype.startswith("uint"):
+                op = "/" if kind == "floordiv" else "%"
+                return f"({self.expr(a)}) {op} ({self.expr(b)})"
+            suffix, a, b = "i32", tirx.Cast("int32", a), tirx.Cast("int32", b)
+        self.used_helpers.add("intdiv")
+        return f"tl_{kind}_{suffix}({self.expr(a)}, {self.expr(b)})"
+
+    def _minmax(self, e) -> tuple[str, int]:
+        kind = "min" if isinstance(e, tirx.Min) else "max"
+        return self._call_math(kind, [e.a, e.b], dtype_of(e)), PREC_ATOM
+
+    def _not(self, e) -> tuple[str, int]:
+        return f"!{self._paren(e.a, PREC_UNARY)}", PREC_UNARY
+
+    def _bitnot(self, e) -> tuple[str, int]:
+        return f"~{self._paren(e.a, PREC_UNARY)}", PREC_UNARY
+
+    def _select(self, e) -> tuple[str, int]:
+        return self.ternary(e.condition, e.true_value, e.false_value), PREC_COND
+
+    def ternary(self, cond, a, b) -> str:
+        # the condition is parenthesized unless atomic, for the reader's sake
+        return f"{self._paren(cond, PREC_ATOM)} ? {self._paren(a, PREC_OR)} : {self._paren(b, PREC_COND)}"
+
+    def _cast(self, e) -> tuple[str, int]:
+        to, frm = dtype_of(e), dtype_of(e.value)
+        vto, vfrm = self.value_dtype(to), self.value_dtype(frm)
+        if vto == vfrm:
+            text, prec = self._expr(e.value)
+        else:
+            text, prec = f"({self.type_name(vto)}){self._paren(e.value, PREC_UNARY)}", PREC_UNARY
+        rounding = self.storage_types.get(to, {}).get("round") if to != frm else None
+        if rounding:
+            return rounding.format(text), PREC_ATOM
+        return text, prec
+
+    def _let(self, e) -> tuple[str, int]:
+        name = self.names.fresh(e.var.name)
+        self.pending_lines.append(f"{self.value_type_name(dtype_of(e.var))} {name} = {self.expr(e.value)};")
+        self.var_names[e.var] = name
+        return self._expr(e.body)
+
+    def _ramp(self, e) -> tuple[str, int]:
+        base, lanes = dtype_of(e.base), int(e.lanes)
+        items = [self.expr(e.base + e.stride * i) for i in range(lanes)]
+        return self.vector_literal(base, lanes, items), PREC_ATOM
+
+    def _broadcast(self, e) -> tuple[str, int]:
+        lanes = int(e.lanes)
+        value = self.expr(e.value)
+        return self.vector_literal(self.value_dtype(dtype_of(e.value)), lanes, [value] * lanes), PREC_ATOM
+
+    def vector_literal(self, base: str, lanes: int, items: list[str]) -> str:
+        return f"(({self.vector_type(base, lanes)}){{{', '.join(items)}}})"
+
+    # -- calls ----------------------------------------------------------------------------
+
+    def math_format(self, name: str, dtype: str) -> str:
+        """The format string of math op `name` for values of `dtype` ({0}, {1}: arguments)."""
+        table = self.math_ops.get(name)
+        if table is None:
+            raise CodegenError(f"math op {name!r} has no {self.language} spelling; "
+                               f"known: {', '.join(sorted(self.math_ops))}")
+        vdtype = split_lanes(self.value_dtype(dtype))[0]
+        kind = "float" if vdtype.startswith("float") else ("bool" if vdtype == "bool" else "int")
+        for key in (vdtype, kind, "default"):
+            if key in table:
+                return table[key]
+        raise CodegenError(f"math op {name!r} is not defined for {dtype} in the {self.language} dialect")
+
+    def _call_math(self, name: str, args, dtype: str) -> str:
+        fmt = self.math_format(name, dtype)
+        return fmt.format(*[self.expr(a) for a in args])
+
+    def _call(self, e) -> tuple[str, int]:
+        op = e.op
+        if not isinstance(op, ir.Op):
+            raise CodegenError(f"call of a non-op {op}")
+        name = str(op.name)
+        handler = self.call_handlers().get(name)
+        if handler is not None:
+            return handler(e)
+        short = _short_op_name(name)
+        if short in self.math_ops:
+            dtype = dtype_of(e.args[0]) if short in self.ARG_TYPED_OPS else dtype_of(e)
+            return self._call_math(short, e.args, dtype), PREC_ATOM
+        if name.startswith("tl."):
+            raise CodegenError(f"{name} reached code generation: tile ops must be lowered by the "
+                               f"core's passes first; builtins the printer knows: "
+                               f"{', '.join(sorted(n for n in self.call_handlers() if n.startswith('tl.')))}, "
+                               f"tl.sync_threads, tl.device_assert")
+        raise CodegenError(f"the {self.language} printer has no rule for op {name!r} in {e}")
+
+    # ops whose C spelling depends on the argument's dtype rather than the result's
+    ARG_TYPED_OPS = frozenset({"isnan", "isinf", "isfinite", "popcount", "clz"})
+
+    def call_handlers(self) -> dict:
+        """Op name -> method(call) -> (text, prec). Dialects extend this table."""
+        return {
+            "tirx.call_extern": self._call_extern,
+            "tirx.call_pure_extern": self._call_extern,
+            "prim.if_then_else": lambda e: (self.ternary(*e.args), PREC_COND),
+            "prim.likely": lambda e: self._expr(e.args[0]),
+            "tirx.address_of": self._address_of,
+            "tirx.buffer_data": lambda e: (self.buffer_names[e.args[0]], PREC_ATOM),
+            "tirx.tvm_access_ptr": self._access_ptr,
+            "tl.atomic_add": lambda e: self._atomic("add", e),
+            "tl.atomic_max": lambda e: self._atomic("max", e),
+            "tl.atomic_min": lambda e: self._atomic("min", e),
+            "tl.printf": lambda e: (self.printf_call(e.args), PREC_ATOM),
+            "tirx.reinterpret": self._reinterpret,
+        }
+
+    def _reinterpret(self, e) -> tuple[str, int]:
+        """Bit cast; `reinterpret_format` over {0}: value, {1}: source type, {2}: target type."""
+        if self.reinterpret_format is None:
+            raise CodegenError(f"reinterpret is not supported by the {self.language} dialect")
+        value = e.args[0]
+        src, dst = self.type_name(dtype_of(value)), self.type_name(dtype_of(e))
+        return self.reinterpret_format.format(self.expr(value), src, dst), PREC_ATOM
+
+    def _call_extern(self, e) -> tuple[str, int]:
+        fname = str(e.args[0].value)
+        return f"{fname}({', '.join(self.expr(a) for a in e.args[1:])})", PREC_ATOM
+
+    def _address_of(self, e) -> tuple[str, int]:
+        load = e.args[0]
+        if not isinstance(load, ir.TensorLoad):
+            raise CodegenError(f"address_of needs a buffer element, got {load}")
+        return f"&{self.buffer_ref(load.source, load.indices)}", PREC_UNARY
+
+    def _access_ptr(self, e) -> tuple[str, int]:
+        _, data, offset, _, _ = e.args
+        base = self.expr(data)
+        if isinstance(offset, tirx.IntImm) and offset.value == 0:
+            return base, PREC_ATOM
+        return f"{base} + {self._paren(offset, PREC_ADD, right=True)}", PREC_ADD
+
+    def _atomic(self, kind: str, e) -> tuple[str, int]:
+        dst, value = e.args
+        if not isinstance(dst, ir.TensorLoad):
+            raise CodegenError(f"tl.atomic_{kind} needs a buffer element as its first argument, got {dst}")
+        dtype = buffer_info(dst.source).dtype
+        fmt = self.atomic_ops.get((kind, dtype)) or self.atomic_ops.get(kind)
+        if fmt is None:
+            known = sorted(f"{k[0]}.{k[1]}" if isinstance(k, tuple) else k for k in self.atomic_ops)
+            raise CodegenError(f"atomic {kind} on {dtype} is not supported by the {self.language} "
+                               f"dialect; supported: {', '.join(known) or 'none'}")
+        ref = self.buffer_ref(dst.source, dst.indices)
+        return fmt.format(f"&{ref}", self.expr(value)), PREC_ATOM
+
+    def printf_call(self, args) -> str:
+        fmt = args[0]
+        if not isinstance(fmt, ir.StringImm):
+            raise CodegenError(f"tl.printf needs a string format as its first argument, got {fmt}")
+        self.used_helpers.add("printf")
+        rest = []
+        for a in args[1:]:
+            text = self.expr(a)
+            # varargs promote float to double but _Float16/vector values need an explicit cast
+            if self._is_float(a) and self.value_dtype(dtype_of(a)) != "float64":
+                text = f"(double)({text})"
+            rest.append(text)
+        return f"{self.printf_name}({', '.join([c_string_literal(str(fmt.value))] + rest)})"
+
+    _EXPR_HANDLERS = {
+        tirx.IntImm: "_int",
+        tirx.FloatImm: "_float",
+        ir.StringImm: "_string",
+        ir.TensorLoad: "_load",
+        ir.Call: "_call",
+        tirx.Cast: "_cast",
+        tirx.Div: "_div",
+        tirx.Mod: "_mod",
+        tirx.FloorDiv: "_floordiv",
+        tirx.FloorMod: "_floormod",
+        tirx.Min: "_minmax",
+        tirx.Max: "_minmax",
+        tirx.Not: "_not",
+        tirx.BitwiseNot: "_bitnot",
+        tirx.Select: "_select",
+        tirx.Let: "_let",
+        tirx.Ramp: "_ramp",
+        tirx.Broadcast: "_broadcast",
+    }

@@ -1,0 +1,73 @@
+"""Names shared by the parser and the lowering passes: scopes, access masks, annotation keys.
+
+This module imports nothing (not even TVM), so anything may read these names cheaply.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "ACCESS_READ",
+    "ACCESS_READ_WRITE",
+    "ACCESS_WRITE",
+    "ANN_NUM_STAGES",
+    "ANN_PARALLEL_COALESCED_WIDTH",
+    "ANN_PIPELINE_GROUP",
+    "ANN_PIPELINE_ORDER",
+    "ANN_PIPELINE_STAGE",
+    "ANN_PIPELINE_SYNC",
+    "ATTR_LAYOUT",
+    "ATTR_THREAD_EXTENT",
+    "GEMM_POLICIES",
+    "LAYOUT_SWIZZLED",
+    "REDUCE_KINDS",
+    "ATOMIC_KINDS",
+    "SCOPE_FRAGMENT",
+    "SCOPE_GLOBAL",
+    "SCOPE_LOCAL",
+    "SCOPE_SHARED",
+    "SCOPE_VAR",
+    "TILE_OP_NAMES",
+]
+
+# Storage scopes of buffers in the tile IR.
+SCOPE_GLOBAL = "global"  # kernel parameters (T.Tensor / T.Buffer)
+SCOPE_SHARED = "shared.dyn"  # T.alloc_shared
+SCOPE_FRAGMENT = "local.fragment"  # T.alloc_fragment: a block-wide tile split across threads
+SCOPE_LOCAL = "local"  # T.alloc_local: private to each thread
+SCOPE_VAR = "local.var"  # T.alloc_var: one scalar per thread, shape (1,)
+
+# Access masks carried by every `tl.region` argument.
+ACCESS_READ = 1
+ACCESS_WRITE = 2
+ACCESS_READ_WRITE = 3
+
+# AttrStmt keys.
+ATTR_THREAD_EXTENT = "thread_extent"  # T.Kernel: one launch_thread per block/thread dim
+ATTR_LAYOUT = "tl.layout"  # T.annotate_layout: node = IndexMap | "swizzled", value = buffer
+LAYOUT_SWIZZLED = "swizzled"  # the node of a tl.layout attr made by T.make_swizzled_layout
+
+# For-loop annotation keys.
+ANN_NUM_STAGES = "num_stages"  # T.Pipelined
+ANN_PIPELINE_ORDER = "tl_pipeline_order"
+ANN_PIPELINE_STAGE = "tl_pipeline_stage"
+ANN_PIPELINE_SYNC = "tl_pipeline_sync"
+ANN_PIPELINE_GROUP = "tl_pipeline_group"
+ANN_PARALLEL_COALESCED_WIDTH = "coalesced_width"  # T.Parallel(..., coalesced_width=)
+
+# Values of the StringImm / int arguments of tile ops.
+GEMM_POLICIES = ("Square", "FullRow", "FullCol")  # index = the policy int of tl.gemm
+REDUCE_KINDS = ("max", "min", "sum", "abssum", "absmax")
+ATOMIC_KINDS = ("add", "max", "min")
+
+# Every tile op, by its registered name. `tl.region` is an argument, not a statement.
+TILE_OP_NAMES = (
+    "tl.copy",
+    "tl.fill",
+    "tl.gemm",
+    "tl.reduce",
+    "tl.cumsum",
+    "tl.atomic",
+    "tl.atomic_elem",
+    "tl.use_swizzle",
+    "tl.print",
+    "tl.device_assert",
+)

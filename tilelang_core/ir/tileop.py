@@ -1,0 +1,88 @@
+"""`TileOp`: a Python view of one tile-op statement, for the lowering passes."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tvm_ffi
+from tvm import ir, tirx
+
+from .constants import TILE_OP_NAMES
+from .region import Region, is_region_call
+from .source import source_of
+
+__all__ = ["TileOp", "collect_tile_ops", "is_tile_op", "tile_op_call"]
+
+
+def tile_op_call(stmt: object) -> ir.Call | None:
+    """The `tl.*` call of a tile-op statement (`Evaluate(Call(tl.<op>, ...))`), else None."""
+    if not isinstance(stmt, tirx.Evaluate):
+        return None
+    call = stmt.value
+    if isinstance(call, ir.Call) and isinstance(call.op, ir.Op) and call.op.name in TILE_OP_NAMES:
+        return call
+    return None
+
+
+def is_tile_op(stmt: object, name: str | None = None) -> bool:
+    """Whether `stmt` is a tile-op statement (of op `name`, e.g. "copy" or "tl.copy", if given)."""
+    call = tile_op_call(stmt)
+    if call is None:
+        return False
+    return name is None or call.op.name in (name, f"tl.{name}")
+
+
+@dataclass(frozen=True)
+class TileOp:
+    """One tile op: `name` without the "tl." prefix ("copy", "gemm", ...), the raw call
+    `args`, the `regions` among them (in argument order) and the user's `source` line.
+
+    Argument orders (the contract; see `tilelang_core.ir`):
+    copy(src, dst) · fill(dst, value) · gemm(A, B, C, trans_A, trans_B, policy, clear_accum,
+    M, N, K) · reduce(src, dst, kind, dim, clear) · cumsum(src, dst, dim, reverse) ·
+    atomic(kind, dst, src) · atomic_elem(kind, BufferLoad dst, value) ·
+    use_swizzle(panel_size, order) · print(value or region, msg) · device_assert(cond, msg).
+    """
+
+    name: str
+    args: tuple
+    regions: tuple[Region, ...]
+    source: tuple[str, int] | None
+    stmt: tirx.Evaluate
+
+    @classmethod
+    def from_stmt(cls, stmt: tirx.Evaluate) -> TileOp:
+        """The view of a tile-op statement; ValueError if `stmt` is not one."""
+        call = tile_op_call(stmt)
+        if call is None:
+            raise ValueError(f"not a tile-op statement: {stmt}")
+        regions = tuple(Region.from_call(a) for a in call.args if is_region_call(a))
+        return cls(call.op.name[3:], tuple(call.args), regions, source_of(stmt), stmt)
+
+    @property
+    def call(self) -> ir.Call:
+        return self.stmt.value
+
+    def int_arg(self, index: int) -> int:
+        """Argument `index` as a Python int (it must be an IntImm)."""
+        return int(self.args[index].value)
+
+    def str_arg(self, index: int) -> str:
+        """Argument `index` as a Python str (it must be a StringImm)."""
+        return str(self.args[index].value)
+
+    @property
+    def location(self) -> str:
+        """`file:line`, for error messages."""
+        return f"{self.source[0]}:{self.source[1]}" if self.source else "<unknown location>"
+
+
+def collect_tile_ops(node: object) -> list[TileOp]:
+    """Every tile op under `node` (a PrimFunc or a Stmt), in program order."""
+    found: list[TileOp] = []
+
+    def visit(stmt: tirx.Evaluate) -> None:
+        if tile_op_call(stmt) is not None:
+            found.append(TileOp.from_stmt(stmt))
+
+    tvm_ffi.structural_walk(node, [(tirx.Evaluate, visit)], order="pre")
+    return found

@@ -1,0 +1,174 @@
+"""`tilelang_core.compile` and `@tilelang_core.jit`: tile IR in, a callable kernel out."""
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+from .. import __version__
+from ..plugin import Target, get_plugin_manager, hooks_for
+from ..runtime.base import KernelMeta, ParamSpec
+from ..runtime.kernel import Kernel
+from .cache import KernelCache, cache_key
+from .options import CompileOptions
+
+__all__ = ["compile", "jit", "JITKernel", "lower"]
+
+
+class JITKernel(Kernel):
+    """A kernel compiled in this process: adds the target, timings and the cache outcome."""
+
+    target: Target
+    cache_hit: bool = False
+    compile_seconds: float = 0.0
+
+
+_MEMO: dict[tuple, JITKernel] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+def _normalize_out_idx(out_idx, n_params: int) -> tuple[int, ...]:
+    if out_idx is None:
+        return ()
+    items = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    out = []
+    for i in items:
+        j = i + n_params if i < 0 else i
+        if not 0 <= j < n_params:
+            raise ValueError(f"out_idx {i} is out of range for a kernel with {n_params} parameters")
+        out.append(j)
+    return tuple(sorted(set(out)))
+
+
+def _param_specs(func) -> list[ParamSpec]:
+    from tvm import tirx as tir
+
+    specs = []
+    for p in func.params:
+        if isinstance(p, tir.Buffer):
+            shape = tuple(int(d) if isinstance(d, tir.IntImm) else str(d) for d in p.shape)
+            strides = tuple(int(s) if isinstance(s, tir.IntImm) else str(s) for s in p.strides) or None
+            specs.append(ParamSpec(p.name, "tensor", str(p.dtype), shape, strides))
+        else:
+            specs.append(ParamSpec(p.name, "scalar", str(p.dtype)))
+    return specs
+
+
+def lower(func, target: Target, options: CompileOptions, facts: dict | None = None):
+    """Run the pass pipeline (with the backend's edits) and return the lowered PrimFunc."""
+    from ..transform.pipeline import PassContext, default_pipeline
+
+    hooks = hooks_for(target)
+    pipeline = default_pipeline()
+    hooks.pipeline(pipeline)
+    ctx = PassContext(target=target, options=options, hooks=hooks)
+    dump = None
+    if options.debug_dump:
+        def dump(name, f):  # noqa: E306
+            print(f"# ---- after {name} ----\n{f.script()}")
+    lowered = pipeline.run(func, ctx, dump)
+    if facts is not None:
+        facts.update(ctx.facts)
+    return lowered
+
+
+def _build(func, target: Target, options: CompileOptions, out_idx: tuple[int, ...]):
+    hooks = hooks_for(target)
+    facts: dict = {}
+    lowered = lower(func, target, options, facts)
+    source = hooks.codegen(lowered, options)
+    binary = hooks.compile(source, options)
+    symbols = facts.get("symbols", {})
+    params = _param_specs(func) + [ParamSpec(name, "scalar", "int32") for name in symbols]
+    meta = KernelMeta(
+        target=str(target),
+        entry=source.entry,
+        params=tuple(params),
+        grid=tuple(source.grid),
+        block=tuple(source.block),
+        shared_memory=int(source.shared_memory),
+        symbols={k: tuple(v) for k, v in symbols.items()},
+        out_idx=out_idx,
+        extra={"language": source.language, **{k: v for k, v in source.extra.items() if isinstance(v, (str, int, float, bool))}},
+    )
+    return meta, binary, source.source
+
+
+def compile(func, out_idx: int | Sequence[int] | None = None, target: str | Target | None = None,
+            pass_configs: dict[str, Any] | None = None, execution_backend: str | None = None,
+            verbose: bool = False, cache: bool = True) -> JITKernel:
+    """Compile a `T.prim_func` for a target (default: `TILELANG_TARGET`, else `auto`).
+
+    `out_idx` names the parameters that are outputs: they are allocated on each call, in the
+    same array library and device as the inputs, and returned.
+    """
+    import tvm_ffi
+
+    start = time.perf_counter()
+    tgt = get_plugin_manager().parse_target(target)
+    options = CompileOptions.from_pass_configs(pass_configs)
+    n_params = len(func.params)
+    outs = _normalize_out_idx(out_idx, n_params)
+    memo_key = (tvm_ffi.structural_hash(func), str(tgt), options, outs)
+    with _MEMO_LOCK:
+        hit = _MEMO.get(memo_key)
+    if hit is not None and cache:
+        return hit
+    hooks = hooks_for(tgt)
+    key = cache_key(__version__, func.script(show_meta=True), str(tgt), repr(tgt.options), options.key(),
+                    repr(outs), *hooks.cache_key(options))
+    if cache:
+        (meta, binary, source), was_hit = KernelCache().get_or_build(key, lambda: _build(func, tgt, options, outs))
+    else:
+        (meta, binary, source), was_hit = _build(func, tgt, options, outs), False
+    kernel = JITKernel(meta, binary, hooks.runtime(), source)
+    kernel.target = tgt
+    kernel.cache_hit = was_hit
+    kernel.compile_seconds = time.perf_counter() - start
+    if verbose:
+        print(f"tilelang: {meta.entry} for {tgt}: {'cache hit' if was_hit else 'compiled'} in {kernel.compile_seconds * 1e3:.1f} ms")
+    with _MEMO_LOCK:
+        _MEMO[memo_key] = kernel
+    return kernel
+
+
+def jit(func: Callable | None = None, *, out_idx: int | Sequence[int] | None = None,
+        target: str | Target | None = None, pass_configs: dict[str, Any] | None = None,
+        execution_backend: str | None = None, verbose: bool = False):
+    """Decorate a function that returns a `T.prim_func` (shape/dtype parameters as Python
+    arguments): calling it compiles one kernel per distinct set of arguments. Decorating a
+    `T.prim_func` directly compiles it on first call and runs it with the given tensors."""
+
+    def wrap(fn):
+        from tvm import tirx as tir
+
+        if isinstance(fn, tir.PrimFunc):
+            kernel_box: list[JITKernel] = []
+
+            @functools.wraps(fn)
+            def run(*tensors):
+                if not kernel_box:
+                    kernel_box.append(compile(fn, out_idx, target, pass_configs, execution_backend, verbose))
+                return kernel_box[0](*tensors)
+
+            return run
+
+        specializations: dict[tuple, JITKernel] = {}
+
+        @functools.wraps(fn)
+        def specialize(*args, **kwargs):
+            key = (args, tuple(sorted(kwargs.items())))
+            kernel = specializations.get(key)
+            if kernel is None:
+                prim = fn(*args, **kwargs)
+                if not isinstance(prim, tir.PrimFunc):
+                    raise TypeError(f"@jit function {fn.__name__} must return a T.prim_func, got {type(prim).__name__}")
+                kernel = compile(prim, out_idx, target, pass_configs, execution_backend, verbose)
+                specializations[key] = kernel
+            return kernel
+
+        specialize.specializations = specializations
+        return specialize
+
+    return wrap(func) if func is not None else wrap

@@ -1,0 +1,72 @@
+"""The persistent kernel cache: one directory per key, written atomically.
+
+Several processes may compile the same kernel at once: each writes into its own temporary
+directory and renames it into place; a file lock per key keeps the work to one of them.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from filelock import FileLock
+
+from .. import env
+from ..runtime.base import KernelMeta
+from ..runtime.export import META_FILE, SOURCE_FILE
+
+__all__ = ["KernelCache", "cache_key"]
+
+
+def cache_key(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+class KernelCache:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root) if root is not None else env.cache_dir()
+
+    def _dir(self, key: str) -> Path:
+        return self.root / "kernels" / key[:2] / key
+
+    def get(self, key: str) -> tuple[KernelMeta, bytes, str] | None:
+        path = self._dir(key)
+        try:
+            meta = KernelMeta.from_json((path / META_FILE).read_text())
+            binary = (path / meta.binary_name).read_bytes()
+            source = (path / SOURCE_FILE).read_text()
+        except (OSError, ValueError, KeyError):
+            return None
+        return meta, binary, source
+
+    def get_or_build(self, key: str, build: Callable[[], tuple[KernelMeta, bytes, str]]):
+        """The cached entry, or `build()` stored under `key` (at most once across processes)."""
+        hit = self.get(key)
+        if hit is not None:
+            return hit, True
+        path = self._dir(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(path) + ".lock"):
+            hit = self.get(key)
+            if hit is not None:
+                return hit, True
+            meta, binary, source = build()
+            tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=path.parent))
+            try:
+                (tmp / meta.binary_name).write_bytes(binary)
+                (tmp / SOURCE_FILE).write_text(source)
+                (tmp / META_FILE).write_text(meta.to_json())
+                if path.exists():
+                    shutil.rmtree(path)
+                os.replace(tmp, path)
+            finally:
+                if tmp.exists():
+                    shutil.rmtree(tmp, ignore_errors=True)
+            return (meta, binary, source), False

@@ -1,0 +1,105 @@
+"""Dtypes of the language: `T.float16` is the string "float16" that is also callable.
+
+`T.float32(1.0)` makes a constant (or casts an expression), `T.float32()` declares a scalar
+(`x: T.float32`), and the same object serves wherever a dtype string is expected (`T.Tensor`,
+`T.alloc_shared`), which TVMScript's own dtype constructors do not.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from tvm import ir
+from tvm.tirx.script.builder import ir as _builder
+
+__all__ = ["DType", "DTYPE_ALIASES", "DTYPES", "to_dtype"]
+
+# TileLang / PyTorch spellings -> TVM dtype names
+DTYPE_ALIASES = {
+    "float": "float32",
+    "half": "float16",
+    "double": "float64",
+    "int": "int32",
+    "long": "int64",
+    "short": "int16",
+    "char": "int8",
+    "e4m3_float8": "float8_e4m3fn",
+    "e5m2_float8": "float8_e5m2",
+    "float8_e4m3": "float8_e4m3fn",
+}
+
+
+class DType(str):
+    """A dtype name that is also TVMScript's constructor for that dtype."""
+
+    def __call__(self, value: Any = None) -> ir.Expr:
+        if value is None:
+            # a scalar declaration, as `T.int32()` in TVMScript (`n: T.int32`, `x: T.int32 = 0`)
+            return _constructor(self)()
+        if isinstance(value, ir.Expr):
+            if str(value.ty) == str(self):
+                return value
+            return _builder.cast(value, str(self))
+        return _constructor(self)(value)
+
+    def __repr__(self) -> str:
+        return f"T.{self}"
+
+
+def _constructor(dtype: str) -> Any:
+    name = "boolean" if dtype == "bool" else dtype
+    return getattr(_builder, name)
+
+
+def _is_dtype_constructor(value: Any) -> bool:
+    return isinstance(value, _builder.DtypeConstructor)
+
+
+def to_dtype(dtype: Any) -> DType:
+    """Normalize a dtype given as a string, a `DType`, a TVMScript constructor, a `PrimType`,
+    a numpy dtype or a torch dtype."""
+    if isinstance(dtype, DType):
+        return dtype
+    if isinstance(dtype, ir.PrimType):
+        return DType(str(dtype.dtype))
+    if _is_dtype_constructor(dtype):
+        return DType(dtype._dtype_str)  # pylint: disable=protected-access
+    if dtype is bool:
+        return DType("bool")
+    if dtype is float:
+        return DType("float32")
+    if dtype is int:
+        return DType("int32")
+    text = str(dtype)
+    if text.startswith("torch."):
+        text = text[len("torch.") :]
+    if not isinstance(dtype, str) and not text.startswith(("float", "int", "uint", "bool", "bfloat")):
+        text = _numpy_name(dtype, text)
+    text = DTYPE_ALIASES.get(text, text)
+    try:
+        canonical = str(ir.PrimType(text).dtype)
+    except Exception as err:  # TVM raises its own error type for bad names
+        raise TypeError(f"unknown dtype {dtype!r}; use e.g. 'float16', T.float32 or torch.int8") from err
+    return DType(canonical)
+
+
+def _numpy_name(dtype: Any, default: str) -> str:
+    import numpy
+
+    try:
+        return numpy.dtype(dtype).name
+    except TypeError:
+        return default
+
+
+def _collect_dtypes() -> dict[str, DType]:
+    names = {}
+    for name in _builder.__all__:
+        value = getattr(_builder, name, None)
+        if _is_dtype_constructor(value):
+            names[name] = DType(value._dtype_str)  # pylint: disable=protected-access
+    names["bool"] = DType("bool")
+    return names
+
+
+# Every dtype name of TVMScript (float16, int8x4, bf16, ...) as a DType.
+DTYPES = _collect_dtypes()

@@ -1,0 +1,86 @@
+"""Layouts the user asks for: `T.Layout`, `T.make_swizzled_layout`, `T.annotate_layout`.
+
+The parser only records them (AttrStmt "tl.layout" per buffer, see `tilelang_core.ir`);
+layout inference decides what they mean on a target.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Mapping, Sequence
+
+from tvm import ir
+from tvm.tirx import IndexMap, is_buffer_var
+from tvm.tirx.script.builder import ir as _builder
+from tvm.tirx.script.builder import utils as _builder_utils
+
+from tilelang_core.ir.constants import ATTR_LAYOUT, LAYOUT_SWIZZLED
+
+from .tensor import normalize_shape
+
+__all__ = ["Layout", "SwizzledLayout", "annotate_layout", "make_swizzled_layout"]
+
+
+class Layout:
+    """`T.Layout(shape, forward_fn)`: element `idx` of a tile of `shape` lives at
+    `forward_fn(*idx)` (one index or a tuple of indices) in the physical buffer."""
+
+    def __init__(self, shape: Any, forward_fn: Callable[..., Any]) -> None:
+        self.shape = normalize_shape(shape)
+        arity = len(inspect.signature(forward_fn).parameters)
+        if arity != len(self.shape):
+            raise ValueError(
+                f"T.Layout: the function takes {arity} indices but the shape {self.shape} "
+                f"has {len(self.shape)} dims"
+            )
+        # int64 index vars: TVMScript reads printed index maps back with int64 vars
+        self.index_map = IndexMap.from_func(forward_fn, index_dtype="int64")
+
+    def attr_node(self) -> Any:
+        return self.index_map
+
+
+class SwizzledLayout:
+    """`T.make_swizzled_layout(buf)`: the target's bank-conflict-free swizzle for `buf`."""
+
+    def __init__(self, buffer: ir.Var) -> None:
+        self.buffer = buffer
+
+    def attr_node(self) -> Any:
+        return LAYOUT_SWIZZLED
+
+
+def make_swizzled_layout(buffer: Any, k_major: bool = True, allow_pad: bool = True) -> SwizzledLayout:
+    """The swizzled shared-memory layout of `buffer`, chosen by the target at lowering."""
+    if not is_buffer_var(buffer):
+        raise TypeError(f"T.make_swizzled_layout: expected a buffer, got {type(buffer).__name__}")
+    return SwizzledLayout(buffer)
+
+
+def _check_layout_shape(buffer: ir.Var, layout: Layout) -> None:
+    shape = tuple(buffer.ty.shape)
+    if len(shape) != len(layout.shape):
+        raise ValueError(
+            f"T.annotate_layout: {buffer.name} has {len(shape)} dims but its layout is for "
+            f"shape {layout.shape}"
+        )
+
+
+def annotate_layout(layout_map: Mapping[Any, Any]) -> Any:
+    """Record `{buffer: layout}`: one `AttrStmt(node, "tl.layout", buffer)` per entry around
+    the rest of the enclosing scope."""
+    frames: list[Any] = []
+    items: Sequence[tuple[Any, Any]] = list(layout_map.items())
+    for buffer, layout in items:
+        if not is_buffer_var(buffer):
+            raise TypeError(f"T.annotate_layout: keys must be buffers, got {type(buffer).__name__} {buffer}")
+        if not isinstance(layout, (Layout, SwizzledLayout)):
+            raise TypeError(
+                f"T.annotate_layout: the layout of {buffer.name} must come from T.Layout or "
+                f"T.make_swizzled_layout, got {type(layout).__name__}"
+            )
+        if isinstance(layout, Layout):
+            _check_layout_shape(buffer, layout)
+        frames.append(_builder.attr(layout.attr_node(), ATTR_LAYOUT, buffer))
+    if not frames:
+        return None
+    return frames[0] if len(frames) == 1 else _builder_utils._FrameScope(frames)  # pylint: disable=protected-access

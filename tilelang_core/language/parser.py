@@ -1,0 +1,74 @@
+"""`@T.prim_func`: parse a kernel written in the language into a tile-IR `tvm.tirx.PrimFunc`.
+
+Parsing is TVMScript's (the tirx dialect) with this package's names in scope; only the
+error type differs. TVM's own `DiagnosticError` is printed by TVM's excepthook as a bare
+"note: run with TVM_BACKTRACE=1" line when uncaught, so every parse error is re-raised as
+`KernelSyntaxError`, a subclass that prints normally: the message, the file:line:column and
+the offending source line.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from tvm.error import DiagnosticError
+from tvm.script.parser._core import parse, utils
+from tvm.tirx import PrimFunc
+
+from . import kernel as _kernel
+
+__all__ = ["KernelSyntaxError", "prim_func"]
+
+# TVMScript dispatches the parse of a decorated function on this token (tirx's parser).
+_DISPATCH_TOKEN = "tirx"
+
+
+class KernelSyntaxError(DiagnosticError):
+    """A kernel that does not parse or is ill-formed. The message names the error, the
+    user's `file:line:column` and shows the line."""
+
+
+def _parse(func: Callable, outer_stack: list, check_well_formed: bool) -> PrimFunc:
+    extra_vars = utils.inspect_function_capture(func)
+    utils.resolve_closure_vars(func, extra_vars, outer_stack)
+    _kernel._kernel_stack().clear()  # pylint: disable=protected-access
+    try:
+        result = parse(func, extra_vars, check_well_formed=check_well_formed)
+    except KernelSyntaxError:
+        raise
+    except DiagnosticError as err:
+        raise KernelSyntaxError(str(err)) from None
+    except OSError as err:
+        raise OSError(
+            f"T.prim_func: cannot read the source of {func.__qualname__} ({err}); TVMScript "
+            "parses the source text, so define kernels in a .py file or a notebook cell, "
+            "not in exec() or `python -c`"
+        ) from None
+    setattr(result, "__name__", func.__name__)
+    return result
+
+
+def prim_func(
+    func: Callable | None = None, *, private: bool = False, check_well_formed: bool = True
+) -> Any:
+    """Parse `func` into a tile-IR PrimFunc: `@T.prim_func` or `@T.prim_func(private=True)`.
+
+    `private` (read by the parser from the decorator itself) drops the global symbol.
+    Raises `KernelSyntaxError` with the user's source line on any error.
+    """
+    outer_stack = inspect.stack()
+
+    def decorate(fn: Callable) -> PrimFunc:
+        if not inspect.isfunction(fn):
+            raise TypeError(f"T.prim_func decorates a function, got {fn!r}")
+        if utils.is_defined_in_class(outer_stack, fn):
+            return fn  # an IRModule class body parses it
+        return _parse(fn, outer_stack, check_well_formed)
+
+    if func is not None:
+        return decorate(func)
+    setattr(decorate, "dispatch_token", _DISPATCH_TOKEN)
+    return decorate
+
+
+setattr(prim_func, "dispatch_token", _DISPATCH_TOKEN)

@@ -1,0 +1,84 @@
+"""check: semantic checks that need the target, reported at the user's source line.
+
+Before: tile IR straight from the parser.
+After: unchanged IR, or a `TileLangCompileError` / `CapabilityError` naming the line, what
+was seen and what to do: a dtype the target lacks, too many threads per block, explicit
+thread indices mixed with tile ops on a block-serial target.
+"""
+from __future__ import annotations
+
+from tvm import tirx as tir
+
+from ..ir import TileOp, is_tile_op
+from .errors import CapabilityError, TileLangCompileError
+from .irutil import walk
+from .kernel_info import launch_info
+from .threads import uses_var
+
+__all__ = ["check"]
+
+
+def _source(node):
+    span = getattr(node, "span", None)
+    if span is None or span.source_name is None:
+        return None
+    return (span.source_name.name, span.line)
+
+
+def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
+    caps = ctx.caps
+    for param in func.params:
+        if isinstance(param, tir.Buffer) and not caps.supports_dtype(param.dtype):
+            raise CapabilityError(
+                f"tensor {param.name} has dtype {param.dtype}, which {ctx.target} does not support "
+                f"(its dtypes: {', '.join(caps.dtypes)})", _source(func))
+
+    def visit(node):
+        if isinstance(node, tir.AllocBuffer) and not caps.supports_dtype(node.buffer.dtype):
+            raise CapabilityError(
+                f"buffer {node.buffer.name} has dtype {node.buffer.dtype}, which {ctx.target} does not "
+                f"support (its dtypes: {', '.join(caps.dtypes)})", _source(node))
+
+    walk(func.body, visit, (tir.AllocBuffer,))
+
+    info = launch_info(func)
+    if not info.extents:
+        raise TileLangCompileError("the kernel has no `with T.Kernel(...)` launch frame", _source(func))
+    threads = info.threads
+    if threads > caps.max_threads_per_block:
+        raise CapabilityError(
+            f"T.Kernel asks for {threads} threads per block; {ctx.target} allows at most "
+            f"{caps.max_threads_per_block} (capability max_threads_per_block)", _source(func))
+    if caps.execution_model == "block-serial":
+        _check_explicit_threads(func, info)
+    return func
+
+
+def _check_explicit_threads(func: tir.PrimFunc, info) -> None:
+    """Explicit thread indices are emulated by a loop over thread ids, which is only
+    faithful when nothing in the body is block-wide (tile ops, T.Parallel, barriers)."""
+    bodies = []
+
+    def find(node):
+        if node.attr_key == "thread_extent" and node.node.thread_tag.startswith("threadIdx"):
+            bodies.append((node.node.var, node.body))
+
+    walk(func.body, find, (tir.AttrStmt,))
+    if not any(uses_var(body, var) for var, body in bodies):
+        return
+    block_wide = []
+
+    def visit(node):
+        if isinstance(node, tir.Evaluate) and is_tile_op(node):
+            block_wide.append((f"T.{TileOp.from_stmt(node).name}", _source(node)))
+        elif isinstance(node, tir.For) and node.kind == tir.ForKind.PARALLEL:
+            block_wide.append(("T.Parallel", _source(node)))
+
+    walk(func.body, visit, (tir.Evaluate, tir.For))
+    if block_wide:
+        what, where = block_wide[0]
+        raise CapabilityError(
+            f"this kernel names thread indices explicitly and also uses {what}; on block-serial "
+            f"targets (execution_model 'block-serial') explicit threads are emulated one after "
+            f"another, which cannot mix with block-wide tile ops. Use tile ops and T.Parallel "
+            f"only, or a SIMT target", where)

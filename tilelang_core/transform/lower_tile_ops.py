@@ -1,0 +1,61 @@
+"""lower_tile_ops: every tile op becomes loops, by the backend's lowering or the portable one.
+
+Before: `Evaluate(tl.copy/fill/gemm/reduce/...)` statements (see `tilelang_core.ir`).
+After: no tile op is left; each became the statement returned by the target's
+`tilelang_lower_tile_op` hook or, when that returns None, by `portable.lower_portable`.
+Loops over independent elements are PARALLEL loops, for `partition_parallel` to place.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tvm import tirx as tir
+
+from ..ir import TileOp, is_tile_op
+from . import portable
+from .errors import TileLangCompileError
+from .irutil import map_stmts
+from .kernel_info import launch_info
+
+__all__ = ["LowerContext", "lower_tile_ops"]
+
+
+@dataclass
+class LowerContext:
+    """What a tile-op lowering may read: the target, its thread count and execution model.
+
+    `portable(op)` returns the core's lowering of `op`, for backends that specialise part
+    of an op and delegate the rest.
+    """
+
+    target: Any
+    threads: int
+    block_serial: bool
+    facts: dict
+
+    @property
+    def caps(self):
+        return self.target.capabilities
+
+    def portable(self, op: TileOp) -> tir.Stmt:
+        return portable.lower_portable(op, self)
+
+
+def lower_tile_ops(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
+    lctx = LowerContext(ctx.target, launch_info(func).threads, ctx.block_serial, ctx.facts)
+
+    def on_eval(stmt: tir.Evaluate):
+        if not is_tile_op(stmt):
+            return stmt
+        op = TileOp.from_stmt(stmt)
+        lowered = ctx.hooks.lower_tile_op(op, lctx) if ctx.hooks is not None else None
+        if lowered is None:
+            lowered = portable.lower_portable(op, lctx)
+        if not isinstance(lowered, tir.Stmt):
+            raise TileLangCompileError(
+                f"the lowering of T.{op.name} for {ctx.target} returned {type(lowered).__name__}, "
+                f"not a statement (a backend bug)", op.source)
+        return lowered
+
+    return func.with_body(map_stmts(func.body, (tir.Evaluate,), on_eval))

@@ -1,0 +1,116 @@
+"""The core pass pipeline: a flat, named list of passes where backends insert their own.
+
+A pass is a function `(func: PrimFunc, ctx: PassContext) -> PrimFunc`. Backends edit the
+pipeline through the `tilelang_pipeline` hook with `insert_before/insert_after/replace`; the
+core never branches on a target's name, only on its capabilities.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..plugin.target import Target
+
+__all__ = ["PassContext", "Pipeline", "PipelineError", "default_pipeline", "POINTS"]
+
+# Named points of the default pipeline, in order. Backends insert passes relative to them.
+POINTS = (
+    "check",             # semantic checks with the user's source lines
+    "infer_layout",      # fragment and shared layouts (asks tilelang_infer_layout)
+    "plan_pipeline",     # T.Pipelined: stages, or a plain loop where the target has no async copy
+    "lower_tile_ops",    # tile ops -> loops (asks tilelang_lower_tile_op, else portable)
+    "partition_parallel",  # T.Parallel -> thread-partitioned or whole-tile loops
+    "lower_threads",     # block-serial targets: explicit thread indices emulated or rejected
+    "vectorize",         # mark contiguous innermost loops
+    "plan_storage",      # shared-memory budget against the capability table
+    "insert_barriers",   # barriers between shared-memory writes and reads (SIMT targets)
+    "finalize",          # symbolic dims become scalar params; launch metadata
+)
+
+PassFn = Callable[[Any, "PassContext"], Any]
+
+
+class PipelineError(ValueError):
+    """A pipeline edit that names no pass or point."""
+
+
+@dataclass
+class PassContext:
+    """What passes share: the target, its capabilities, options, and facts found on the way."""
+
+    target: Target
+    options: Any = None
+    hooks: Any = None
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def caps(self):
+        return self.target.capabilities
+
+    @property
+    def block_serial(self) -> bool:
+        return self.caps.execution_model == "block-serial"
+
+
+class Pipeline:
+    """An ordered list of (name, pass) with edit operations for backends."""
+
+    def __init__(self, passes: list[tuple[str, PassFn]]) -> None:
+        self.passes: list[tuple[str, PassFn]] = list(passes)
+
+    def names(self) -> list[str]:
+        return [n for n, _ in self.passes]
+
+    def _index(self, name: str) -> int:
+        for i, (n, _) in enumerate(self.passes):
+            if n == name:
+                return i
+        raise PipelineError(f"no pass named {name!r}; passes are: {', '.join(self.names())}")
+
+    def insert_before(self, point: str, name: str, fn: PassFn) -> None:
+        self.passes.insert(self._index(point), (name, fn))
+
+    def insert_after(self, point: str, name: str, fn: PassFn) -> None:
+        self.passes.insert(self._index(point) + 1, (name, fn))
+
+    def replace(self, name: str, fn: PassFn) -> None:
+        self.passes[self._index(name)] = (name, fn)
+
+    def remove(self, name: str) -> None:
+        del self.passes[self._index(name)]
+
+    def run(self, func, ctx: PassContext, dump: Callable[[str, Any], None] | None = None):
+        for name, fn in self.passes:
+            func = fn(func, ctx)
+            if dump is not None:
+                dump(name, func)
+        return func
+
+
+def default_pipeline() -> Pipeline:
+    """The core's passes at every named point, before any backend edits."""
+    from . import (
+        barriers,
+        check,
+        finalize,
+        layout_inference,
+        lower_tile_ops,
+        parallel,
+        pipeline_planning,
+        storage,
+        threads,
+        vectorize,
+    )
+
+    return Pipeline([
+        ("check", check.check),
+        ("infer_layout", layout_inference.infer_layout),
+        ("plan_pipeline", pipeline_planning.plan_pipeline),
+        ("lower_tile_ops", lower_tile_ops.lower_tile_ops),
+        ("partition_parallel", parallel.partition_parallel),
+        ("lower_threads", threads.lower_threads),
+        ("vectorize", vectorize.vectorize),
+        ("plan_storage", storage.plan_storage),
+        ("insert_barriers", barriers.insert_barriers),
+        ("finalize", finalize.finalize),
+    ])

@@ -1,0 +1,325 @@
+"""The portable lowering of every tile op: what any backend gets on day one.
+
+Each tile op becomes loop nests over its elements. Loops over independent elements are
+`T.Parallel` loops (ForKind.PARALLEL), so one later pass (`partition_parallel`) decides how
+they run: split over the threads of a block on SIMT targets, whole-tile loops on block-serial
+ones. Reductions keep a serial inner loop per output element. Global accesses are masked:
+a load past a tensor's edge reads 0, a store past it is skipped.
+
+A backend overrides any op through `tilelang_lower_tile_op`, and may call these functions
+for the parts it does not specialise.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from tvm import tirx as tir
+
+from ..ir import Region, TileOp
+from .errors import TileLangCompileError
+from .irutil import const, dtype_of, in_bounds, is_global, loop_nest, region_indices, seq, squeeze_extents
+
+__all__ = ["lower_portable", "PORTABLE_LOWERINGS"]
+
+PAR = tir.ForKind.PARALLEL
+SER = tir.ForKind.SERIAL
+
+
+def _load(buf: tir.Buffer, idx: Sequence[tir.Expr], dtype: str) -> tir.Expr:
+    value = tir.BufferLoad(buf, list(idx))
+    if str(buf.dtype) != str(dtype):
+        value = tir.Cast(dtype, value)
+    return value
+
+
+def _masked_load(buf: tir.Buffer, idx, dtype: str) -> tir.Expr:
+    value = _load(buf, idx, dtype)
+    if is_global(buf):
+        cond = in_bounds(buf, idx)
+        if cond is not None:
+            return tir.if_then_else(cond, value, tir.const(0, dtype))
+    return value
+
+
+def _masked_store(buf: tir.Buffer, idx, value: tir.Expr, span=None) -> tir.Stmt:
+    store = tir.BufferStore(buf, value, list(idx), span=span)
+    if is_global(buf):
+        cond = in_bounds(buf, idx)
+        if cond is not None:
+            return tir.IfThenElse(cond, store, None, span=span)
+    return store
+
+
+def _shape_of(region: Region) -> list[tir.Expr]:
+    return [region.extents[i] for i in squeeze_extents(region.extents)]
+
+
+def _same_shape(a: Sequence[tir.Expr], b: Sequence[tir.Expr]) -> bool:
+    from .irutil import analyzer
+
+    return len(a) == len(b) and all(analyzer().can_prove_equal(x, y) for x, y in zip(a, b))
+
+
+# --- copy / fill ----------------------------------------------------------------------------
+
+
+def lower_copy(op: TileOp, ctx) -> tir.Stmt:
+    src, dst = op.regions[0], op.regions[1]
+    shape_s, shape_d = _shape_of(src), _shape_of(dst)
+    if not _same_shape(shape_s, shape_d):
+        raise TileLangCompileError(
+            f"T.copy: source {src.buffer.name} has shape {_fmt(shape_s)} but destination "
+            f"{dst.buffer.name} has shape {_fmt(shape_d)}; give both sides the same extents "
+            f"(a point like A[i, j] takes the other side's shape)", op.source)
+    shape = shape_d
+
+    def body(vs):
+        value = _masked_load(src.buffer, region_indices(src.mins, src.extents, vs), str(dst.buffer.dtype))
+        return _masked_store(dst.buffer, region_indices(dst.mins, dst.extents, vs), value, op.stmt.span)
+
+    if not shape:
+        return body([])
+    return loop_nest(shape, body, kind=PAR, span=op.stmt.span)
+
+
+def lower_fill(op: TileOp, ctx) -> tir.Stmt:
+    dst = op.regions[0]
+    value = op.args[1]
+    if dtype_of(value) != str(dst.buffer.dtype):
+        value = tir.Cast(str(dst.buffer.dtype), value)
+    shape = _shape_of(dst)
+
+    def body(vs):
+        return _masked_store(dst.buffer, region_indices(dst.mins, dst.extents, vs), value, op.stmt.span)
+
+    if not shape:
+        return body([])
+    return loop_nest(shape, body, kind=PAR, span=op.stmt.span)
+
+
+# --- gemm -----------------------------------------------------------------------------------
+
+
+def lower_gemm(op: TileOp, ctx) -> tir.Stmt:
+    a, b, c = op.regions[:3]
+    trans_a, trans_b, _policy, clear = (int(x) for x in op.args[3:7])
+    m, n, k = op.args[7:10]
+    acc = str(c.buffer.dtype)
+
+    def a_at(i, kk):
+        idx = (kk, i) if trans_a else (i, kk)
+        return _load(a.buffer, region_indices(a.mins, a.extents, list(idx)), acc)
+
+    def b_at(kk, j):
+        idx = (j, kk) if trans_b else (kk, j)
+        return _load(b.buffer, region_indices(b.mins, b.extents, list(idx)), acc)
+
+    def c_idx(i, j):
+        return region_indices(c.mins, c.extents, [i, j])
+
+    i, j, kk = (tir.Var(n_, "int32") for n_ in ("i", "j", "k"))
+    stmts = []
+    if clear:
+        stmts.append(loop_nest([m, n], lambda vs: tir.BufferStore(
+            c.buffer, tir.const(0, acc), c_idx(*vs)), kind=PAR, span=op.stmt.span))
+    if ctx.block_serial:
+        # i, k, j: the innermost loop runs along contiguous rows of B and C, so it vectorizes.
+        update = tir.BufferStore(c.buffer, tir.BufferLoad(c.buffer, c_idx(i, j)) + a_at(i, kk) * b_at(kk, j),
+                                 c_idx(i, j), span=op.stmt.span)
+        inner = tir.For(j, const(0), n, PAR, update)
+        stmts.append(tir.For(i, const(0), m, SER, tir.For(kk, const(0), k, SER, inner), span=op.stmt.span))
+    else:
+        # one output element per iteration of the parallel loops, summed over k in a register
+        update = tir.BufferStore(c.buffer, tir.BufferLoad(c.buffer, c_idx(i, j)) + a_at(i, kk) * b_at(kk, j),
+                                 c_idx(i, j), span=op.stmt.span)
+        stmts.append(tir.For(i, const(0), m, PAR, tir.For(j, const(0), n, PAR,
+                                                           tir.For(kk, const(0), k, SER, update)), span=op.stmt.span))
+    return seq(stmts)
+
+
+# --- reductions -----------------------------------------------------------------------------
+
+
+def _reduce_init(kind: str, dtype: str) -> tir.Expr:
+    if kind == "max":
+        return tir.min_value(dtype)
+    if kind == "min":
+        return tir.max_value(dtype)
+    return tir.const(0, dtype)
+
+
+def _reduce_combine(kind: str, acc: tir.Expr, value: tir.Expr) -> tir.Expr:
+    if kind == "max":
+        return tir.max(acc, value)
+    if kind == "min":
+        return tir.min(acc, value)
+    if kind == "sum":
+        return acc + value
+    if kind == "abssum":
+        return acc + tir.abs(value)
+    if kind == "absmax":
+        return tir.max(acc, tir.abs(value))
+    raise ValueError(kind)
+
+
+def lower_reduce(op: TileOp, ctx) -> tir.Stmt:
+    src, dst = op.regions[:2]
+    kind = str(op.args[2].value)
+    dim = int(op.args[3])
+    clear = bool(int(op.args[4]))
+    src_shape = _shape_of(src)
+    dst_shape = _shape_of(dst)
+    if dim >= len(src_shape):
+        raise TileLangCompileError(f"T.reduce_{kind}: dim={dim} but the source has {len(src_shape)} dims", op.source)
+    kept = [e for d, e in enumerate(src_shape) if d != dim]
+    if not _same_shape(kept, dst_shape):
+        raise TileLangCompileError(
+            f"T.reduce_{kind}: reducing {_fmt(src_shape)} over dim {dim} gives {_fmt(kept)}, "
+            f"but the destination has shape {_fmt(dst_shape)}", op.source)
+    dtype = str(dst.buffer.dtype)
+    acc_buf = tir.decl_buffer((1,), dtype, name=f"{kind}_acc", scope="local")
+    r = tir.Var("r", "int32")
+
+    def body(vs):
+        src_vars = list(vs[:dim]) + [r] + list(vs[dim:])
+        value = _load(src.buffer, region_indices(src.mins, src.extents, src_vars), dtype)
+        acc = tir.BufferLoad(acc_buf, [0])
+        d_idx = region_indices(dst.mins, dst.extents, vs)
+        final = acc if clear else _reduce_combine(kind, tir.BufferLoad(dst.buffer, d_idx), acc)
+        return seq([
+            tir.AllocBuffer(acc_buf),
+            tir.BufferStore(acc_buf, _reduce_init(kind, dtype), [0]),
+            tir.For(r, const(0), src_shape[dim], SER,
+                    tir.BufferStore(acc_buf, _reduce_combine(kind, acc, value), [0])),
+            tir.BufferStore(dst.buffer, final, d_idx),
+        ])
+
+    if not kept:
+        return body([])
+    return loop_nest(kept, body, kind=PAR, span=op.stmt.span)
+
+
+def lower_cumsum(op: TileOp, ctx) -> tir.Stmt:
+    src, dst = op.regions[:2]
+    dim, reverse = int(op.args[2]), bool(int(op.args[3]))
+    shape = _shape_of(src)
+    dtype = str(dst.buffer.dtype)
+    acc_buf = tir.decl_buffer((1,), dtype, name="cumsum_acc", scope="local")
+    r = tir.Var("r", "int32")
+    kept = [e for d, e in enumerate(shape) if d != dim]
+
+    def body(vs):
+        pos = (shape[dim] - 1 - r) if reverse else r
+        full = list(vs[:dim]) + [pos] + list(vs[dim:])
+        acc = tir.BufferLoad(acc_buf, [0])
+        return seq([
+            tir.AllocBuffer(acc_buf),
+            tir.BufferStore(acc_buf, tir.const(0, dtype), [0]),
+            tir.For(r, const(0), shape[dim], SER, seq([
+                tir.BufferStore(acc_buf, acc + _load(src.buffer, region_indices(src.mins, src.extents, full), dtype), [0]),
+                tir.BufferStore(dst.buffer, acc, region_indices(dst.mins, dst.extents, full)),
+            ])),
+        ])
+
+    if not kept:
+        return body([])
+    return loop_nest(kept, body, kind=PAR, span=op.stmt.span)
+
+
+# --- atomics, printing, assertions, hints ---------------------------------------------------
+
+
+def lower_atomic(op: TileOp, ctx) -> tir.Stmt:
+    kind = str(op.args[0].value)
+    dst, src = op.regions[:2]
+    shape = _shape_of(dst)
+
+    def body(vs):
+        d_idx = region_indices(dst.mins, dst.extents, vs)
+        value = _masked_load(src.buffer, region_indices(src.mins, src.extents, vs), str(dst.buffer.dtype))
+        call = tir.Evaluate(tir.call_intrin("handle", f"tl.atomic_{kind}", tir.BufferLoad(dst.buffer, d_idx), value))
+        cond = in_bounds(dst.buffer, d_idx) if is_global(dst.buffer) else None
+        return tir.IfThenElse(cond, call, None) if cond is not None else call
+
+    return loop_nest(shape, body, kind=PAR, span=op.stmt.span) if shape else body([])
+
+
+def lower_atomic_elem(op: TileOp, ctx) -> tir.Stmt:
+    kind = str(op.args[0].value)
+    target, value = op.args[1], op.args[2]
+    buf_dtype = str(target.source.dtype)
+    if dtype_of(value) != buf_dtype:
+        value = tir.Cast(buf_dtype, value)
+    return tir.Evaluate(tir.call_intrin("handle", f"tl.atomic_{kind}", target, value))
+
+
+_PRINTF = {"float": "%f", "int": "%d", "uint": "%u", "bool": "%d"}
+
+
+def _fmt_of(dtype: str) -> tuple[str, str]:
+    """printf conversion and the dtype to cast to before printing."""
+    if dtype.startswith(("float", "bfloat")):
+        return "%f", "float64"
+    if dtype.startswith("uint"):
+        return "%llu", "uint64"
+    return "%lld", "int64"
+
+
+def lower_print(op: TileOp, ctx) -> tir.Stmt:
+    msg = str(op.args[-1].value) if isinstance(op.args[-1], tir.StringImm) else ""
+    prefix = f"{msg}: " if msg else ""
+    where = f"[{op.source[0].rsplit('/', 1)[-1]}:{op.source[1]}] " if op.source else ""
+    if op.regions:
+        region = op.regions[0]
+        shape = _shape_of(region)
+        conv, cast = _fmt_of(str(region.buffer.dtype))
+
+        def body(vs):
+            idx = region_indices(region.mins, region.extents, vs)
+            fmt = f"{where}{prefix}{region.buffer.name}[" + ", ".join(["%d"] * len(vs)) + f"] = {conv}\n"
+            return tir.Evaluate(tir.call_intrin("int32", "tl.printf", tir.StringImm(fmt), *vs,
+                                                tir.Cast(cast, tir.BufferLoad(region.buffer, idx))))
+
+        return loop_nest(shape, body, kind=SER, span=op.stmt.span) if shape else body([])
+    value = op.args[0]
+    conv, cast = _fmt_of(dtype_of(value))
+    return tir.Evaluate(tir.call_intrin("int32", "tl.printf", tir.StringImm(f"{where}{prefix}{conv}\n"),
+                                        tir.Cast(cast, value)))
+
+
+def lower_device_assert(op: TileOp, ctx) -> tir.Stmt:
+    cond = op.args[0]
+    msg = str(op.args[1].value) if len(op.args) > 1 else "device assertion failed"
+    where = f"{op.source[0]}:{op.source[1]}: " if op.source else ""
+    return tir.Evaluate(tir.call_intrin("int32", "tl.device_assert", cond, tir.StringImm(where + msg)))
+
+
+def lower_nothing(op: TileOp, ctx) -> tir.Stmt:
+    """Hints with no effect on results (rasterization, layout annotations) on this path."""
+    return tir.Evaluate(const(0))
+
+
+PORTABLE_LOWERINGS = {
+    "copy": lower_copy,
+    "fill": lower_fill,
+    "gemm": lower_gemm,
+    "reduce": lower_reduce,
+    "cumsum": lower_cumsum,
+    "atomic": lower_atomic,
+    "atomic_elem": lower_atomic_elem,
+    "print": lower_print,
+    "device_assert": lower_device_assert,
+    "use_swizzle": lower_nothing,
+    "annotate_layout": lower_nothing,
+}
+
+
+def lower_portable(op: TileOp, ctx) -> tir.Stmt:
+    fn = PORTABLE_LOWERINGS.get(op.name)
+    if fn is None:
+        raise TileLangCompileError(f"no lowering for tile op T.{op.name}", op.source)
+    return fn(op, ctx)
+
+
+def _fmt(shape) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"

@@ -1,0 +1,329 @@
+"""The portable SIMT placement: T.Parallel loops split over a block's threads, fragments in
+registers where every access agrees with one layout, barriers where threads share data.
+
+This is the correct-first fallback every SIMT backend gets; a backend replaces pieces of it
+(MMA fragment layouts, warp-shuffle reductions) through its hooks.
+
+Rules:
+- A *parallel nest* is a maximal nest of PARALLEL loops. It runs as
+  `for r in range(ceildiv(total, T)): flat = r * T + t; if flat < total: <body at unflatten(flat)>`
+  where T is the block's thread count and t the flat thread index (cyclic distribution).
+- A fragment (`local.fragment`) stays in registers when every access to it sits in a parallel
+  nest of exactly its shape and indexes it by the nest's loop variables in order: element
+  `flat` then lives in slot `r` of the thread `flat % T`. Otherwise it moves to shared memory.
+- Statements outside parallel nests run on every thread (uniform control flow). A store to
+  memory other threads see (shared, global), an atomic or a print there runs on thread 0 only.
+- A barrier follows every uniform statement that writes shared memory, and opens every
+  uniform serial loop whose body writes shared memory (so iteration k+1 does not overwrite
+  what iteration k still reads).
+"""
+from __future__ import annotations
+
+from tvm import ir as _ir
+from tvm import tirx as tir
+
+from .irutil import const, map_stmts, seq, substitute, walk
+from .kernel_info import launch_info
+
+__all__ = ["partition_over_threads", "insert_block_barriers", "sync_threads", "PARTITIONED"]
+
+PARTITIONED = "tl.partitioned"
+SHARED = ("shared", "shared.dyn")
+_UNROLL_LIMIT = 256
+
+
+def sync_threads() -> tir.Stmt:
+    return tir.Evaluate(tir.call_intrin("int32", "tl.sync_threads"))
+
+
+def _flat_thread(info) -> tuple[tir.Expr, int]:
+    """The flat thread index expression and the thread count."""
+    tags = [t for t in ("threadIdx.x", "threadIdx.y", "threadIdx.z") if t in info.extents]
+    expr, stride = None, 1
+    for tag in tags:
+        term = info.vars[tag] if stride == 1 else info.vars[tag] * stride
+        expr = term if expr is None else expr + term
+        stride *= int(info.extents[tag])
+    return (expr if expr is not None else const(0)), stride
+
+
+def _parallel_nest(loop: tir.For) -> tuple[list[tir.For], tir.Stmt]:
+    loops = [loop]
+    body = loop.body
+    while isinstance(body, tir.For) and body.kind == tir.ForKind.PARALLEL:
+        loops.append(body)
+        body = body.body
+    return loops, body
+
+
+def _buffer_key(buf) -> int:
+    return buf.__chandle__()
+
+
+def _fragment_placement(func: tir.PrimFunc) -> dict[int, bool]:
+    """For every fragment buffer: True when it can live in registers (see module rules)."""
+    fragments: dict[int, tir.Buffer] = {}
+    ok: dict[int, bool] = {}
+
+    def collect(node):
+        if isinstance(node, tir.AllocBuffer) and node.buffer.scope() == "local.fragment":
+            fragments[_buffer_key(node.buffer)] = node.buffer
+            ok[_buffer_key(node.buffer)] = all(isinstance(d, tir.IntImm) for d in node.buffer.shape)
+
+    walk(func.body, collect, (tir.AllocBuffer,))
+    if not fragments:
+        return ok
+
+    def check_access(buf, indices, nest_vars, nest_shape):
+        key = _buffer_key(buf)
+        if key not in fragments or not ok[key]:
+            return
+        shape = [int(d) for d in buf.shape]
+        good = (nest_vars is not None and len(indices) == len(nest_vars) and shape == nest_shape
+                and all(isinstance(i, tir.Var) and i.__chandle__() == v.__chandle__()
+                        for i, v in zip(indices, nest_vars)))
+        if not good:
+            ok[key] = False
+
+    def scan(stmt, nest_vars=None, nest_shape=None):
+        def visit(node):
+            if isinstance(node, tir.BufferStore):
+                check_access(node.buffer, list(node.indices), nest_vars, nest_shape)
+            elif type(node).__name__ == "TensorLoad":
+                check_access(node.source, list(node.indices), nest_vars, nest_shape)
+
+        walk(stmt, visit)
+
+    def visit_stmt(stmt):
+        """Scan statements, switching to nest mode inside each maximal parallel nest."""
+        if isinstance(stmt, tir.For) and stmt.kind == tir.ForKind.PARALLEL:
+            loops, body = _parallel_nest(stmt)
+            shape = [int(lp.extent) if isinstance(lp.extent, tir.IntImm) else -1 for lp in loops]
+            scan(body, [lp.loop_var for lp in loops], shape)
+            return
+        if isinstance(stmt, tir.SeqStmt):
+            for s in stmt.seq:
+                visit_stmt(s)
+        elif isinstance(stmt, (tir.For, tir.AttrStmt, tir.While)):
+            if isinstance(stmt, tir.While):
+                scan(stmt.condition)
+            elif isinstance(stmt, tir.For):
+                scan(stmt.extent)
+            else:
+                scan(stmt.value)
+            visit_stmt(stmt.body)
+        elif isinstance(stmt, tir.IfThenElse):
+            scan(stmt.condition)
+            visit_stmt(stmt.then_case)
+            if stmt.else_case is not None:
+                visit_stmt(stmt.else_case)
+        else:
+            scan(stmt)
+
+    visit_stmt(func.body)
+    return ok
+
+
+class _Partitioner:
+    def __init__(self, func: tir.PrimFunc, ctx) -> None:
+        info = launch_info(func)
+        self.tid, self.threads = _flat_thread(info)
+        self.in_registers = _fragment_placement(func)
+        self.registers: dict[int, tir.Buffer] = {}  # fragment -> per-thread array
+        self.moved: dict[int, tir.Buffer] = {}  # fragment -> shared buffer
+        ctx.facts["fragments_in_registers"] = sorted(
+            k for k, v in self.in_registers.items() if v)
+
+    # -- buffers ---------------------------------------------------------------------------
+
+    def register_array(self, buf: tir.Buffer) -> tir.Buffer:
+        key = _buffer_key(buf)
+        if key not in self.registers:
+            total = 1
+            for d in buf.shape:
+                total *= int(d)
+            slots = (total + self.threads - 1) // self.threads
+            self.registers[key] = tir.decl_buffer((slots,), buf.dtype, name=f"{buf.name}_reg", scope="local")
+        return self.registers[key]
+
+    def shared_copy(self, buf: tir.Buffer) -> tir.Buffer:
+        key = _buffer_key(buf)
+        if key not in self.moved:
+            self.moved[key] = tir.decl_buffer(buf.shape, buf.dtype, name=buf.name, scope="shared.dyn")
+        return self.moved[key]
+
+    def is_register_fragment(self, buf) -> bool:
+        return self.in_registers.get(_buffer_key(buf), False)
+
+    def is_fragment(self, buf) -> bool:
+        return _buffer_key(buf) in self.in_registers
+
+    # -- rewriting -------------------------------------------------------------------------
+
+    def run(self, body: tir.Stmt) -> tir.Stmt:
+        body = self.stmt(body, uniform=True)
+        return self.retarget_shared(body)
+
+    def retarget_shared(self, node):
+        """Fragments that left registers: every access now names the shared copy."""
+        if not self.moved:
+            return node
+
+        def on_store(s: tir.BufferStore):
+            new = self.moved.get(_buffer_key(s.buffer))
+            return s if new is None else tir.BufferStore(new, s.value, list(s.indices), span=s.span)
+
+        def on_load(ld):
+            new = self.moved.get(_buffer_key(ld.source))
+            return ld if new is None else tir.BufferLoad(new, list(ld.indices))
+
+        def on_alloc(a: tir.AllocBuffer):
+            new = self.moved.get(_buffer_key(a.buffer))
+            return a if new is None else tir.AllocBuffer(new)
+
+        from tvm import ir
+        import tvm_ffi
+
+        return tvm_ffi.structural_map(node, ((tir.BufferStore, on_store), (ir.TensorLoad, on_load),
+                                             (tir.AllocBuffer, on_alloc)))
+
+    def stmt(self, s: tir.Stmt, uniform: bool) -> tir.Stmt:
+        if isinstance(s, tir.SeqStmt):
+            return seq(self.stmt(x, uniform) for x in s.seq)
+        if isinstance(s, tir.For):
+            if s.kind == tir.ForKind.PARALLEL:
+                return self.partition(s)
+            return tir.For(s.loop_var, s.min, s.extent, s.kind, self.stmt(s.body, uniform),
+                           annotations=s.annotations, span=s.span)
+        if isinstance(s, tir.AttrStmt):
+            return tir.AttrStmt(s.node, s.attr_key, s.value, self.stmt(s.body, uniform), span=s.span)
+        if isinstance(s, tir.IfThenElse):
+            return tir.IfThenElse(s.condition, self.stmt(s.then_case, uniform),
+                                  None if s.else_case is None else self.stmt(s.else_case, uniform), span=s.span)
+        if isinstance(s, tir.While):
+            return tir.While(s.condition, self.stmt(s.body, uniform), span=s.span)
+        if isinstance(s, tir.AllocBuffer):
+            if self.is_register_fragment(s.buffer):
+                return tir.AllocBuffer(self.register_array(s.buffer))
+            return s
+        if uniform and self._shared_side_effect(s):
+            return tir.IfThenElse(tir.EQ(self.tid, const(0)), s, None, span=getattr(s, "span", None))
+        return s
+
+    def _shared_side_effect(self, s: tir.Stmt) -> bool:
+        if isinstance(s, tir.BufferStore):
+            return s.buffer.scope() not in ("local", "local.var") and not self.is_register_fragment(s.buffer)
+        if isinstance(s, tir.Evaluate) and isinstance(s.value, _ir.Call):
+            name = s.value.op.name
+            return name.startswith("tl.atomic") or name == "tl.printf"
+        return False
+
+    def partition(self, loop: tir.For) -> tir.Stmt:
+        loops, body = _parallel_nest(loop)
+        extents = [lp.extent for lp in loops]
+        total = extents[0]
+        for e in extents[1:]:
+            total = total * e
+        r = tir.Var("r", "int32")
+        flat = tir.Var("flat", "int32")
+        # unflatten: the last loop varies fastest, so consecutive threads touch consecutive
+        # elements of row-major tiles (coalesced global accesses)
+        values, rest = [], flat
+        for depth in reversed(range(len(loops))):
+            if depth == 0:
+                values.append(rest)
+            else:
+                values.append(tir.floormod(rest, extents[depth]))
+                rest = tir.floordiv(rest, extents[depth])
+        values.reverse()
+        inner = self.nest_body(body, [lp.loop_var for lp in loops], r)
+        inner = substitute(inner, {lp.loop_var: v for lp, v in zip(loops, values)})
+        const_total = int(total) if isinstance(total, tir.IntImm) else None
+        if const_total is None or const_total % self.threads:
+            inner = tir.IfThenElse(flat < total, inner, None)
+        inner = seq([tir.Bind(flat, r * self.threads + self.tid), inner])
+        trips = (total + self.threads - 1) // self.threads if const_total is None \
+            else const((const_total + self.threads - 1) // self.threads)
+        kind = tir.ForKind.UNROLLED if (const_total is not None and int(trips) <= _UNROLL_LIMIT) else tir.ForKind.SERIAL
+        return tir.For(r, const(0), trips, kind, inner, annotations={PARTITIONED: 1}, span=loop.span)
+
+    def nest_body(self, body: tir.Stmt, nest_vars, r: tir.Var) -> tir.Stmt:
+        """Register fragments indexed by the nest's variables become slot `r` of their array;
+        PARALLEL loops nested deeper run serially inside one thread."""
+        def on_store(s: tir.BufferStore):
+            if self.is_register_fragment(s.buffer):
+                return tir.BufferStore(self.register_array(s.buffer), s.value, [r], span=s.span)
+            return s
+
+        def on_load(ld):
+            if self.is_register_fragment(ld.source):
+                return tir.BufferLoad(self.register_array(ld.source), [r])
+            return ld
+
+        def on_for(lp: tir.For):
+            if lp.kind == tir.ForKind.PARALLEL:
+                return tir.For(lp.loop_var, lp.min, lp.extent, tir.ForKind.SERIAL, lp.body,
+                               annotations=lp.annotations, span=lp.span)
+            return lp
+
+        from tvm import ir
+        import tvm_ffi
+
+        return tvm_ffi.structural_map(body, ((tir.BufferStore, on_store), (ir.TensorLoad, on_load),
+                                             (tir.For, on_for)))
+
+
+def partition_over_threads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
+    """Before: PARALLEL loops over tile elements, fragments as block-wide tiles.
+    After: no PARALLEL loop; each nest is a loop over per-thread slots; fragments are
+    per-thread arrays or shared buffers."""
+    return func.with_body(_Partitioner(func, ctx).run(func.body))
+
+
+# --- barriers -------------------------------------------------------------------------------
+
+
+def _writes_shared(stmt: tir.Stmt) -> bool:
+    found = False
+
+    def visit(node):
+        nonlocal found
+        if isinstance(node, tir.BufferStore) and node.buffer.scope() in SHARED:
+            found = True
+        elif isinstance(node, tir.Evaluate) and isinstance(node.value, _ir.Call) \
+                and node.value.op.name.startswith("tl.") and "async" in node.value.op.name:
+            found = True
+
+    walk(stmt, visit, (tir.BufferStore, tir.Evaluate))
+    return found
+
+
+def _is_barrier(stmt: tir.Stmt) -> bool:
+    return (isinstance(stmt, tir.Evaluate) and isinstance(stmt.value, _ir.Call)
+            and stmt.value.op.name == "tl.sync_threads")
+
+
+def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
+    def rewrite(s: tir.Stmt) -> tir.Stmt:
+        if isinstance(s, tir.SeqStmt):
+            out: list[tir.Stmt] = []
+            for child in s.seq:
+                out.append(rewrite(child))
+                if _writes_shared(child) and not _is_barrier(child):
+                    out.append(sync_threads())
+            return seq(out)
+        if isinstance(s, tir.For):
+            if PARTITIONED in s.annotations:
+                return s
+            body = rewrite(s.body)
+            if _writes_shared(s.body) and s.kind != tir.ForKind.PARALLEL:
+                body = seq([sync_threads(), body])
+            return tir.For(s.loop_var, s.min, s.extent, s.kind, body, annotations=s.annotations, span=s.span)
+        if isinstance(s, tir.AttrStmt):
+            return tir.AttrStmt(s.node, s.attr_key, s.value, rewrite(s.body), span=s.span)
+        if isinstance(s, tir.IfThenElse):
+            return tir.IfThenElse(s.condition, rewrite(s.then_case),
+                                  None if s.else_case is None else rewrite(s.else_case), span=s.span)
+        return s
+
+    return func.with_body(rewrite(func.body))

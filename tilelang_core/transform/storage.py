@@ -1,0 +1,59 @@
+"""plan_storage: the block's shared memory against the target's budget.
+
+Before: allocations in scope `shared.dyn` / `shared` anywhere in the kernel.
+After: unchanged IR; `ctx.facts["shared_bytes"]` holds their total (each rounded up to 16
+bytes, the way the code generator packs them). A kernel over the target's opt-in limit fails
+here with the sizes of its buffers, not in the driver at launch.
+"""
+from __future__ import annotations
+
+import tvm
+from tvm import tirx as tir
+
+from .errors import CapabilityError
+from .irutil import walk
+
+__all__ = ["plan_storage", "buffer_bytes", "SHARED_SCOPES"]
+
+SHARED_SCOPES = ("shared", "shared.dyn")
+
+
+def buffer_bytes(buf: tir.Buffer) -> int | None:
+    total = 1
+    for dim in buf.shape:
+        if not isinstance(dim, tir.IntImm):
+            return None
+        total *= int(dim)
+    dtype = tvm.runtime.DataType(buf.dtype)
+    bits = dtype.bits * dtype.lanes
+    return (total * bits + 7) // 8
+
+
+def plan_storage(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
+    sizes: list[tuple[str, int]] = []
+
+    def visit(node):
+        if isinstance(node, tir.AllocBuffer) and node.buffer.scope() in SHARED_SCOPES:
+            nbytes = buffer_bytes(node.buffer)
+            if nbytes is None:
+                raise CapabilityError(f"shared buffer {node.buffer.name} needs a constant shape, got {list(node.buffer.shape)}",
+                                      _source(node))
+            sizes.append((node.buffer.name, (nbytes + 15) // 16 * 16))
+
+    walk(func.body, visit, (tir.AllocBuffer,))
+    total = sum(n for _, n in sizes)
+    ctx.facts["shared_bytes"] = total
+    limit = ctx.caps.shared_memory_optin
+    if total > limit:
+        detail = ", ".join(f"{name} {n} B" for name, n in sizes)
+        raise CapabilityError(
+            f"the kernel needs {total} bytes of shared memory ({detail}) but {ctx.target} allows "
+            f"{limit} per block (capability shared_memory_optin); use smaller tiles or fewer stages")
+    return func
+
+
+def _source(node):
+    span = getattr(node, "span", None)
+    if span is None or span.source_name is None:
+        return None
+    return (span.source_name.name, span.line)
