@@ -17,7 +17,14 @@ $(STAMP): pyproject.toml $(foreach b,$(BACKENDS),$(b)/pyproject.toml) tests/fixt
 demo: $(STAMP)
 	$(PY) examples/tour.py
 
-test: $(STAMP)
+# Compilers for the device backends that build here without their hardware (HIP: clang + ROCm
+# device libraries from Debian). Needs apt and root; without them the HIP compile tests skip.
+TOOLCHAINS := $(VENV)/.toolchains
+$(TOOLCHAINS): scripts/install_hip_toolchain.sh | $(STAMP)
+	bash scripts/install_hip_toolchain.sh
+	touch $(TOOLCHAINS)
+
+test: $(STAMP) $(TOOLCHAINS)
 	$(PY) -m pytest $(TEST_ARGS)
 
 clean:

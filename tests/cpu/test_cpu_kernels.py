@@ -461,3 +461,49 @@ def test_thread_index_is_refused():
 
     with pytest.raises(CodegenError, match="threadIdx.x.*block-serial"):
         CPUCodegen().render(uses_threads)
+
+
+# ---------------------------------------------------------------------------------------------
+# Vectors (Ramp / Broadcast), assert statements, buffer views, bit casts, parallel loops
+# ---------------------------------------------------------------------------------------------
+
+
+@T.prim_func
+def vector_ops(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32"), Bits: T.Buffer((64,), "int32"),
+               n: T.int32):
+    bx = T.launch_thread("blockIdx.x", 16)
+    T.Assert(n > 0, "n must be positive")
+    B[T.Ramp(bx * 4, 1, 4)] = A[T.Ramp(bx * 4, 1, 4)] * T.Broadcast(T.float32(2), 4) + T.Broadcast(
+        T.Cast("float32", n), 4)
+    for i in T.parallel(4):
+        Bits[bx * 4 + i] = T.reinterpret("int32", A[bx * 4 + i])
+
+
+def test_vectors_asserts_and_bit_casts(build, rng, poisoned):
+    from tilelang_cpu.runtime import DeviceAssertionError
+
+    k = build(vector_ops)
+    assert "tl_float32x4" in k.source and "#pragma GCC ivdep" in k.source
+    a = rng.standard_normal(64).astype("float32")
+    b, bits = poisoned(64), poisoned(64, "int32")
+    k(a, b, bits, 3)
+    np.testing.assert_allclose(b, a.astype(np.float64) * 2 + 3, rtol=1e-6)
+    np.testing.assert_array_equal(bits, a.view(np.int32))
+    with pytest.raises(DeviceAssertionError, match="n must be positive"):
+        k(a, b, bits, 0)
+
+
+@T.prim_func
+def flat_view(A: T.Buffer((8, 8), "float32"), B: T.Buffer((64,), "float32")):
+    bx = T.launch_thread("blockIdx.x", 1)
+    Af = T.decl_buffer((64,), "float32", data=A.data)
+    for i in range(64):
+        B[i] = Af[63 - i] + T.float32(1)
+
+
+def test_buffer_view(build, rng, poisoned):
+    k = build(flat_view)
+    a = rng.standard_normal((8, 8)).astype("float32")
+    b = poisoned(64)
+    k(a, b)
+    np.testing.assert_allclose(b, a.ravel()[::-1].astype(np.float64) + 1, rtol=1e-6)

@@ -61,8 +61,8 @@ Source lines
     The 0.27 parser attaches a `Span` (file, line) to each statement it builds, tile ops and
     loops included; `source_of(stmt)` returns `(file, line)` (see `source.py`).
 
-Helpers here: `Region`, `TileOp` (`TileOp.from_stmt`), `collect_tile_ops`, `is_tile_op`, `tile_op_call`,
-`source_of`, `format_source`, `make_call`, `get_op`, and the constants. The constants load
+Helpers here: `Region`, `TileOp` (`TileOp.from_stmt`), `collect_tile_ops`, `is_tile_op`,
+`tile_op_call`, `source_of`, `format_source`, `make_call`, `get_op`, and the constants. The constants load
 without TVM; everything else imports TVM on first use.
 """
 from __future__ import annotations

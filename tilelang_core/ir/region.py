@@ -10,13 +10,12 @@ buffer dimension.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
 import tvm
 from tvm import ir
 
 from .constants import ACCESS_READ, ACCESS_READ_WRITE, ACCESS_WRITE
-from .ops import REGION_OP_NAME, get_op, make_call
+from .ops import REGION_OP_NAME, make_call
 
 __all__ = ["Region", "is_region_call"]
 
@@ -25,7 +24,9 @@ _ACCESS_NAMES = {ACCESS_READ: "r", ACCESS_WRITE: "w", ACCESS_READ_WRITE: "rw"}
 
 def is_region_call(expr: object) -> bool:
     """Whether `expr` is a `tl.region(...)` call."""
-    return isinstance(expr, ir.Call) and isinstance(expr.op, ir.Op) and expr.op.name == REGION_OP_NAME
+    if not isinstance(expr, ir.Call) or not isinstance(expr.op, ir.Op):
+        return False
+    return expr.op.name == REGION_OP_NAME
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,8 @@ globals().update(dtypes.DTYPES)
 DType = dtypes.DType
 to_dtype = dtypes.to_dtype
 
-__all__ = sorted(set(_OWN_NAMES) | {n for n in _tirx.__all__ if n not in _NOT_FROM_TIRX and n in globals()})
+_FROM_TIRX = {n for n in _tirx.__all__ if n not in _NOT_FROM_TIRX and n in globals()}
+__all__ = sorted(set(_OWN_NAMES) | _FROM_TIRX)
 
 
 def __getattr__(name: str) -> Any:

@@ -28,6 +28,9 @@ DTYPE_ALIASES = {
 }
 
 
+_TVM_DTYPE_PREFIXES = ("float", "int", "uint", "bool", "bfloat")
+
+
 class DType(str):
     """A dtype name that is also TVMScript's constructor for that dtype."""
 
@@ -72,13 +75,15 @@ def to_dtype(dtype: Any) -> DType:
     text = str(dtype)
     if text.startswith("torch."):
         text = text[len("torch.") :]
-    if not isinstance(dtype, str) and not text.startswith(("float", "int", "uint", "bool", "bfloat")):
+    if not isinstance(dtype, str) and not text.startswith(_TVM_DTYPE_PREFIXES):
         text = _numpy_name(dtype, text)
     text = DTYPE_ALIASES.get(text, text)
     try:
         canonical = str(ir.PrimType(text).dtype)
     except Exception as err:  # TVM raises its own error type for bad names
-        raise TypeError(f"unknown dtype {dtype!r}; use e.g. 'float16', T.float32 or torch.int8") from err
+        raise TypeError(
+            f"unknown dtype {dtype!r}; use e.g. 'float16', T.float32 or torch.int8"
+        ) from err
     return DType(canonical)
 
 

@@ -86,7 +86,9 @@ def get_thread_binding(dim: int = 0) -> ir.Var:
     """The threadIdx var of dimension `dim` (0 x, 1 y, 2 z) of the enclosing kernel."""
     kernel = _current_kernel("get_thread_binding")
     if not 0 <= dim < len(kernel.thread_vars):
-        raise ValueError(f"the kernel has {len(kernel.thread_vars)} thread dims, asked for dim {dim}")
+        raise ValueError(
+            f"the kernel has {len(kernel.thread_vars)} thread dims, asked for dim {dim}"
+        )
     return kernel.thread_vars[dim]
 
 

@@ -49,7 +49,9 @@ class SwizzledLayout:
         return LAYOUT_SWIZZLED
 
 
-def make_swizzled_layout(buffer: Any, k_major: bool = True, allow_pad: bool = True) -> SwizzledLayout:
+def make_swizzled_layout(
+    buffer: Any, k_major: bool = True, allow_pad: bool = True
+) -> SwizzledLayout:
     """The swizzled shared-memory layout of `buffer`, chosen by the target at lowering."""
     if not is_buffer_var(buffer):
         raise TypeError(f"T.make_swizzled_layout: expected a buffer, got {type(buffer).__name__}")
@@ -72,7 +74,9 @@ def annotate_layout(layout_map: Mapping[Any, Any]) -> Any:
     items: Sequence[tuple[Any, Any]] = list(layout_map.items())
     for buffer, layout in items:
         if not is_buffer_var(buffer):
-            raise TypeError(f"T.annotate_layout: keys must be buffers, got {type(buffer).__name__} {buffer}")
+            raise TypeError(
+                f"T.annotate_layout: keys must be buffers, got {type(buffer).__name__} {buffer}"
+            )
         if not isinstance(layout, (Layout, SwizzledLayout)):
             raise TypeError(
                 f"T.annotate_layout: the layout of {buffer.name} must come from T.Layout or "
@@ -83,4 +87,6 @@ def annotate_layout(layout_map: Mapping[Any, Any]) -> Any:
         frames.append(_builder.attr(layout.attr_node(), ATTR_LAYOUT, buffer))
     if not frames:
         return None
-    return frames[0] if len(frames) == 1 else _builder_utils._FrameScope(frames)  # pylint: disable=protected-access
+    if len(frames) == 1:
+        return frames[0]
+    return _builder_utils._FrameScope(frames)  # pylint: disable=protected-access

@@ -39,7 +39,9 @@ def _bounds(start: Any, stop: Any) -> tuple[Any, Any]:
     return (0, start) if stop is None else (start, stop)
 
 
-def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: dict | None = None) -> Any:
+def serial(
+    start: Any, stop: Any = None, step: Any = None, *, annotations: dict | None = None
+) -> Any:
     """A serial loop over [start, stop) (or [0, start)) with an optional step."""
     return _builder.serial(*_bounds(start, stop), step=step, annotations=annotations)
 
@@ -55,11 +57,15 @@ def unroll(
 ) -> Any:
     """An unrolled loop; `unroll_factor=` asks for a partial unroll (`#pragma unroll N`)."""
     if unroll_factor is not None:
-        return _builder.serial(*_bounds(start, stop), step=step, unroll=unroll_factor, annotations=annotations)
+        return _builder.serial(
+            *_bounds(start, stop), step=step, unroll=unroll_factor, annotations=annotations
+        )
     return _builder.unroll(*_bounds(start, stop), step=step, annotations=annotations)
 
 
-def vectorized(start: Any, stop: Any = None, step: Any = None, *, annotations: dict | None = None) -> Any:
+def vectorized(
+    start: Any, stop: Any = None, step: Any = None, *, annotations: dict | None = None
+) -> Any:
     """A vectorized loop."""
     return _builder.vectorized(*_bounds(start, stop), step=step, annotations=annotations)
 
@@ -128,7 +134,9 @@ def Parallel(*extents: Any, coalesced_width: int | None = None) -> Any:  # noqa:
 def _parallel_call(parser: Any, node: doc.For) -> Any:
     """The loops of a `for ... in T.Parallel(...)` loop, else None (TVM's handler runs)."""
     call = node.iter
-    if not isinstance(call, doc.Call) or isinstance(call.func, doc.Name) and call.func.id == "range":
+    if not isinstance(call, doc.Call):
+        return None
+    if isinstance(call.func, doc.Name) and call.func.id == "range":
         return None
     try:
         func = parser.eval_expr(call.func)
@@ -144,7 +152,8 @@ def _visit_parallel(parser: Any, node: doc.For, frames: list[Any]) -> None:
     with parser.var_table.with_frame(), ExitStack() as loops:
         loop_vars = [loops.enter_context(frame) for frame in frames]
         source = loop_vars if len(loop_vars) > 1 else loop_vars[0]
-        parser.eval_assign(target=node.target, source=source, bind_value=_tirx_parser.bind_for_value)
+        bind = _tirx_parser.bind_for_value
+        parser.eval_assign(target=node.target, source=source, bind_value=bind)
         parser.visit_body(node.body)
 
 

@@ -47,7 +47,9 @@ def device_assert(condition: Any, msg: str = "") -> ir.Call:
     if isinstance(condition, bool):
         condition = tvm.tirx.IntImm("bool", int(condition))
     if not tvm.ir.is_prim_expr(condition):
-        raise TypeError(f"T.device_assert: the condition must be a boolean expression, got {condition}")
+        raise TypeError(
+            f"T.device_assert: the condition must be a boolean expression, got {condition}"
+        )
     return make_call("device_assert", condition, str(msg))
 
 

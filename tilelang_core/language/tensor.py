@@ -50,7 +50,8 @@ class TensorProxy:
         )
 
     def __getitem__(self, keys: Any) -> tvm.ir.Var:
-        if isinstance(keys, tuple) and len(keys) == 2 and not isinstance(keys[1], (int, tvm.ir.Expr)):
+        is_shape_and_dtype = isinstance(keys, tuple) and len(keys) == 2
+        if is_shape_and_dtype and not isinstance(keys[1], (int, tvm.ir.Expr)):
             return self(keys[0], keys[1])
         return self(keys)
 

@@ -67,7 +67,8 @@ def copy(src: Any, dst: Any) -> ir.Call:
     stands for a block of the other side's shape starting there."""
     src_operand = as_operand(src, ACCESS_READ, "copy", "source")
     dst_operand = as_operand(dst, ACCESS_WRITE, "copy", "destination")
-    src_region, dst_region = resolve_pair(src_operand, dst_operand, "copy", ("source", "destination"))
+    roles = ("source", "destination")
+    src_region, dst_region = resolve_pair(src_operand, dst_operand, "copy", roles)
     check_same_extents(src_region, dst_region, "copy")
     return make_call("copy", src_region.to_call(), dst_region.to_call())
 
@@ -109,7 +110,9 @@ def gemm(
     """`C += A @ B` on tiles (`C = A @ B` with `clear_accum=True`):
     `tl.gemm(A, B, C, transpose_A, transpose_B, policy, clear_accum, M, N, K)`."""
     if k_pack != 1 or wg_wait != 0:
-        raise ValueError("T.gemm: k_pack and wg_wait are not supported by tilelang-core; leave them out")
+        raise ValueError(
+            "T.gemm: k_pack and wg_wait are not supported by tilelang-core; leave them out"
+        )
     policy = GemmWarpPolicy(int(policy))
     a = as_region(A, ACCESS_READ, "gemm", "A")
     b = as_region(B, ACCESS_READ, "gemm", "B")
@@ -156,7 +159,8 @@ def _check_reduced_shape(src: Region, dst: Region, dim: int, op: str) -> None:
             got = None
         else:
             got.pop(dim)
-    if got is None or len(got) != len(expected) or any(known_unequal(x, y) for x, y in zip(got, expected)):
+    mismatch = got is None or len(got) != len(expected)
+    if mismatch or any(known_unequal(x, y) for x, y in zip(got, expected)):
         raise ValueError(
             f"T.{op}: reducing {describe(src)} over dim {dim} gives {format_shape(expected)}, "
             f"but the destination is {describe(dst)}"
@@ -206,7 +210,8 @@ def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> ir
     `tl.cumsum(src, dst, dim, reverse)`."""
     source = as_region(src, ACCESS_READ, "cumsum", "source")
     in_place = dst is None
-    target = as_region(src if in_place else dst, ACCESS_READ_WRITE if in_place else ACCESS_WRITE, "cumsum", "destination")
+    access = ACCESS_READ_WRITE if in_place else ACCESS_WRITE
+    target = as_region(src if in_place else dst, access, "cumsum", "destination")
     dim = _normalize_dim(dim, source.ndim, "cumsum")
     check_same_extents(source, target, "cumsum")
     return make_call("cumsum", source.to_call(), target.to_call(), dim, bool(reverse))

@@ -15,6 +15,7 @@ from typing import Sequence
 
 from tvm import tirx as tir
 
+from ..codegen import builtins
 from ..ir import Region, TileOp
 from .errors import TileLangCompileError
 from .irutil import const, dtype_of, in_bounds, is_global, loop_nest, region_indices, seq, squeeze_extents
@@ -237,7 +238,7 @@ def lower_atomic(op: TileOp, ctx) -> tir.Stmt:
     def body(vs):
         d_idx = region_indices(dst.mins, dst.extents, vs)
         value = _masked_load(src.buffer, region_indices(src.mins, src.extents, vs), str(dst.buffer.dtype))
-        call = tir.Evaluate(tir.call_intrin("handle", f"tl.atomic_{kind}", tir.BufferLoad(dst.buffer, d_idx), value))
+        call = tir.Evaluate(_ATOMICS[kind](tir.BufferLoad(dst.buffer, d_idx), value))
         cond = in_bounds(dst.buffer, d_idx) if is_global(dst.buffer) else None
         return tir.IfThenElse(cond, call, None) if cond is not None else call
 
@@ -250,10 +251,10 @@ def lower_atomic_elem(op: TileOp, ctx) -> tir.Stmt:
     buf_dtype = str(target.source.dtype)
     if dtype_of(value) != buf_dtype:
         value = tir.Cast(buf_dtype, value)
-    return tir.Evaluate(tir.call_intrin("handle", f"tl.atomic_{kind}", target, value))
+    return tir.Evaluate(_ATOMICS[kind](target, value))
 
 
-_PRINTF = {"float": "%f", "int": "%d", "uint": "%u", "bool": "%d"}
+_ATOMICS = {"add": builtins.atomic_add, "max": builtins.atomic_max, "min": builtins.atomic_min}
 
 
 def _fmt_of(dtype: str) -> tuple[str, str]:
@@ -277,21 +278,19 @@ def lower_print(op: TileOp, ctx) -> tir.Stmt:
         def body(vs):
             idx = region_indices(region.mins, region.extents, vs)
             fmt = f"{where}{prefix}{region.buffer.name}[" + ", ".join(["%d"] * len(vs)) + f"] = {conv}\n"
-            return tir.Evaluate(tir.call_intrin("int32", "tl.printf", tir.StringImm(fmt), *vs,
-                                                tir.Cast(cast, tir.BufferLoad(region.buffer, idx))))
+            return tir.Evaluate(builtins.printf(fmt, *vs, tir.Cast(cast, tir.BufferLoad(region.buffer, idx))))
 
         return loop_nest(shape, body, kind=SER, span=op.stmt.span) if shape else body([])
     value = op.args[0]
     conv, cast = _fmt_of(dtype_of(value))
-    return tir.Evaluate(tir.call_intrin("int32", "tl.printf", tir.StringImm(f"{where}{prefix}{conv}\n"),
-                                        tir.Cast(cast, value)))
+    return tir.Evaluate(builtins.printf(f"{where}{prefix}{conv}\n", tir.Cast(cast, value)))
 
 
 def lower_device_assert(op: TileOp, ctx) -> tir.Stmt:
     cond = op.args[0]
     msg = str(op.args[1].value) if len(op.args) > 1 else "device assertion failed"
     where = f"{op.source[0]}:{op.source[1]}: " if op.source else ""
-    return tir.Evaluate(tir.call_intrin("int32", "tl.device_assert", cond, tir.StringImm(where + msg)))
+    return tir.Evaluate(builtins.device_assert(cond, where + msg))
 
 
 def lower_nothing(op: TileOp, ctx) -> tir.Stmt:

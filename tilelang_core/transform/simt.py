@@ -22,6 +22,7 @@ from __future__ import annotations
 from tvm import ir as _ir
 from tvm import tirx as tir
 
+from ..codegen import builtins
 from .irutil import const, map_stmts, seq, substitute, walk
 from .kernel_info import launch_info
 
@@ -33,7 +34,7 @@ _UNROLL_LIMIT = 256
 
 
 def sync_threads() -> tir.Stmt:
-    return tir.Evaluate(tir.call_intrin("int32", "tl.sync_threads"))
+    return tir.Evaluate(builtins.sync_threads())
 
 
 def _flat_thread(info) -> tuple[tir.Expr, int]:
@@ -205,6 +206,8 @@ class _Partitioner:
         if isinstance(s, tir.AllocBuffer):
             if self.is_register_fragment(s.buffer):
                 return tir.AllocBuffer(self.register_array(s.buffer))
+            if self.is_fragment(s.buffer):
+                return tir.AllocBuffer(self.shared_copy(s.buffer))
             return s
         if uniform and self._shared_side_effect(s):
             return tir.IfThenElse(tir.EQ(self.tid, const(0)), s, None, span=getattr(s, "span", None))

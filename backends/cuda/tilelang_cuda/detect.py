@@ -1,8 +1,6 @@
 """Finding an NVIDIA GPU and a CUDA toolchain without failing when neither is there."""
 from __future__ import annotations
 
-import shutil
-
 from tilelang_core.plugin import Detection
 
 from .target import CUDA_ARCHS, arch_for_compute_capability
@@ -11,16 +9,12 @@ __all__ = ["detect"]
 
 
 def _toolchain() -> tuple[bool, str]:
-    try:
-        from cuda.bindings import nvrtc  # noqa: F401
+    from .compile import toolchain_version
 
-        return True, "NVRTC (cuda-python)"
-    except Exception:  # noqa: BLE001 - any failure means "not usable"
-        pass
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        return True, f"nvcc at {nvcc}"
-    return False, "no NVRTC (pip install cuda-python) and no nvcc on PATH"
+    version = toolchain_version()
+    if version == "none":
+        return False, "no NVRTC (pip install tilelang-cuda brings it) and no nvcc on PATH"
+    return True, version
 
 
 def _device():

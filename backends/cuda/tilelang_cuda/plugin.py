@@ -15,3 +15,28 @@ def tilelang_register_targets(registry):
 @hookimpl
 def tilelang_detect_targets():
     return _detect.detect()
+
+
+@hookimpl
+def tilelang_compile(target, source, options):
+    from .compile import compile_cuda
+
+    return compile_cuda(source.source, target.arch, {
+        "fast_math": options.fast_math,
+        "line_map": source.line_map,
+        "name": source.entry,
+    })
+
+
+@hookimpl
+def tilelang_cache_key(target, options):
+    from .compile import include_digest, toolchain_version
+
+    return f"{toolchain_version()} headers:{include_digest()}"
+
+
+@hookimpl
+def tilelang_runtime(target):
+    from .runtime import CUDARuntime
+
+    return CUDARuntime()
