@@ -20,15 +20,17 @@ _LAZY = {
     "MatrixInstruction": "tilelang_core.plugin.capabilities:MatrixInstruction",
     "Detection": "tilelang_core.plugin.manager:Detection",
     "get_plugin_manager": "tilelang_core.plugin.manager:get_plugin_manager",
-    "compile": "tilelang_core.jit.api:compile",
-    "jit": "tilelang_core.jit.api:jit",
     "autotune": "tilelang_core.jit.autotune:autotune",
     "load": "tilelang_core.runtime.export:load",
     "language": "tilelang_core.language",
     "PassConfigKey": "tilelang_core.jit.options:PassConfigKey",
 }
 
-__all__ = ["__version__", *_LAZY]
+# `jit` is both a subpackage and the decorator (as in TileLang): bind the function after the
+# subpackage import so the name means the decorator. The JIT imports TVM only when it compiles.
+from .jit.api import compile, jit  # noqa: E402
+
+__all__ = ["__version__", "compile", "jit", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

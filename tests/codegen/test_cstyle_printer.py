@@ -223,8 +223,10 @@ def test_precedence():
         (x - y) - z: "x - y - z",
         x * (y * z): "x * (y * z)",
         tirx.Div(x, y * z): "x / (y * z)",
-        tirx.BitwiseAnd(x + y, z): "x + y & z",
-        tirx.LShift(x, y + 1): "x << y + 1",
+        tirx.BitwiseAnd(x + y, z): "(x + y) & z",
+        tirx.LShift(x, y + 1): "x << (y + 1)",
+        tirx.BitwiseXor(tirx.LShift(x, y), z): "(x << y) ^ z",
+        tirx.Or(tirx.And(x < y, y < z), x == z): "(x < y && y < z) || x == z",
         tirx.Not(x < y): "!(x < y)",
         tirx.And(x < y, tirx.Or(y < z, x == z)): "x < y && (y < z || x == z)",
         tirx.Select(x < y, x, tirx.Select(y < z, y, z)): "(x < y) ? x : (y < z) ? y : z",
@@ -281,3 +283,20 @@ def test_builtins_are_registered_ops():
         assert str(call.op.name) == "tl.atomic_add" and len(call.args) == 2
     assert str(builtins.sync_threads().op.name) == "tl.sync_threads"
     assert str(builtins.printf("x=%d\n", 3).args[0].value) == "x=%d\n"
+
+
+class HalfGPUCodegen(ToyGPUCodegen):
+    type_map = {**CStyleCodegen.type_map, "float16": "half"}
+    math_ops = {**ToyGPUCodegen.math_ops, "sqrt": {**CStyleCodegen.math_ops["sqrt"], "float16": "hsqrt({0})"}}
+
+
+@T.prim_func
+def half_math(X: T.Buffer((4,), "float16"), Y: T.Buffer((4,), "float16")):
+    bx = T.launch_thread("blockIdx.x", 1)
+    for i in range(4):
+        Y[i] = T.exp(X[i]) + T.sqrt(X[i])
+
+
+def test_native_half_math_falls_back_to_float32_spellings():
+    src = HalfGPUCodegen().render(half_math).source
+    assert "Y[i] = ((half)(expf((float)(X[i])))) + hsqrt(X[i]);" in src

@@ -319,7 +319,8 @@ NBLOCKS = 4096
 @T.prim_func
 def count_blocks(C: T.Buffer((2,), "float32"), I: T.Buffer((2,), "int32")):
     bx = T.launch_thread("blockIdx.x", NBLOCKS)
-    T.evaluate(T.call_intrin("handle", "tl.atomic_add", C[0], T.float32(1)))
+    for r in range(8):  # enough work per launch that blocks run on several threads
+        T.evaluate(T.call_intrin("handle", "tl.atomic_add", C[0], T.float32(0.125)))
     T.evaluate(T.call_intrin("handle", "tl.atomic_max", C[1], T.Cast("float32", bx)))
     T.evaluate(T.call_intrin("handle", "tl.atomic_add", I[0], 1))
     T.evaluate(T.call_intrin("handle", "tl.atomic_min", I[1], 0 - bx))
@@ -327,7 +328,7 @@ def count_blocks(C: T.Buffer((2,), "float32"), I: T.Buffer((2,), "int32")):
 
 def test_atomics_from_many_blocks(build):
     k = build(count_blocks)
-    assert "tl_atomic_add_f32(&C[0], 1.0f)" in k.source
+    assert "tl_atomic_add_f32(&C[0], 0.125f)" in k.source and "omp parallel for" in k.source
     for _ in range(5):  # a lost update would show in some repetition
         c = np.array([0.0, -1.0], "float32")
         i = np.array([0, 0], "int32")
@@ -430,22 +431,52 @@ def test_control_flow(build, poisoned):
 
 
 @T.prim_func
-def grid3(O: T.Buffer((3, 4, 5), "int32")):
+def grid3(O: T.Buffer((3, 4, 5), "int32"), P: T.Buffer((3, 4, 5, 1024), "int32")):
     bx = T.launch_thread("blockIdx.x", 5)
     by = T.launch_thread("blockIdx.y", 4)
     bz = T.launch_thread("blockIdx.z", 3)
     tx = T.launch_thread("threadIdx.x", 128)
     O[bz, by, bx] = bz * 100 + by * 10 + bx
+    for t in range(1024):
+        P[bz, by, bx, t] = t - bx
 
 
 def test_three_dimensional_grid(build, poisoned):
     k = build(grid3)
     assert "collapse(3)" in k.source and "threadIdx" not in k.source
     assert k.kernel_source.grid == (5, 4, 3) and k.kernel_source.block == (128, 1, 1)
-    o = poisoned((3, 4, 5), "int32")
-    k(o)
+    o, p = poisoned((3, 4, 5), "int32"), poisoned((3, 4, 5, 1024), "int32")
+    k(o, p)
     z, y, x = np.meshgrid(np.arange(3), np.arange(4), np.arange(5), indexing="ij")
     np.testing.assert_array_equal(o, z * 100 + y * 10 + x)
+    np.testing.assert_array_equal(p, np.arange(1024)[None, None, None, :] - x[..., None])
+
+
+@T.prim_func
+def tiny(O: T.Buffer((8,), "int32")):
+    bx = T.launch_thread("blockIdx.x", 8)
+    O[bx] = bx
+
+
+@T.prim_func
+def symbolic_grid(o: T.handle, n: T.int32):
+    O = T.match_buffer(o, (n,), "int32")
+    bx = T.launch_thread("blockIdx.x", n)
+    O[bx] = bx * 2
+
+
+def test_small_launches_skip_the_thread_team(build, poisoned):
+    k = build(tiny)
+    assert "omp parallel" not in k.source  # 8 stores: a thread team would cost more
+    o = poisoned(8, "int32")
+    k(o)
+    np.testing.assert_array_equal(o, np.arange(8))
+    k = build(symbolic_grid)
+    assert "if((int64_t)tl_grid_x * 1 >= 32768)" in k.source  # decided at run time
+    for n in (3, 100000):
+        o = poisoned(n, "int32")
+        k(o, n)
+        np.testing.assert_array_equal(o, np.arange(n) * 2)
 
 
 @T.prim_func
@@ -507,3 +538,39 @@ def test_buffer_view(build, rng, poisoned):
     b = poisoned(64)
     k(a, b)
     np.testing.assert_allclose(b, a.ravel()[::-1].astype(np.float64) + 1, rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# Small and wide dtypes: bool, int8, uint8, int16, int64 and float64 scalars
+# ---------------------------------------------------------------------------------------------
+
+NT = 100
+
+
+@T.prim_func
+def dtypes(M: T.Buffer((NT,), "bool"), I8: T.Buffer((NT,), "int8"), U8: T.Buffer((NT,), "uint8"),
+           I16: T.Buffer((NT,), "int16"), O: T.Buffer((NT,), "float64"), OB: T.Buffer((NT,), "bool"),
+           O8: T.Buffer((NT,), "int8"), big: T.int64, scale: T.float64):
+    bx = T.launch_thread("blockIdx.x", 1)
+    for i in range(NT):
+        O[i] = T.if_then_else(M[i], T.Cast("float64", I8[i]) * scale,
+                              T.Cast("float64", U8[i]) + T.Cast("float64", I16[i]) + T.Cast("float64", big))
+        OB[i] = I8[i] < T.int8(0) or not M[i]
+        O8[i] = I8[i] // T.int8(3) + T.Cast("int8", U8[i] % T.uint8(5))
+
+
+def test_small_and_wide_dtypes(build, rng, poisoned):
+    k = build(dtypes)
+    m = rng.integers(0, 2, NT).astype(bool)
+    i8 = rng.integers(-128, 128, NT).astype("int8")
+    u8 = rng.integers(0, 256, NT).astype("uint8")
+    i16 = rng.integers(-30000, 30000, NT).astype("int16")
+    o, o8 = poisoned(NT, "float64"), poisoned(NT, "int8")
+    ob = np.ones(NT, bool)
+    ob[::2] = False
+    big = 3 * 10**12
+    k(m, i8, u8, i16, o, ob, o8, big, 0.5)
+    ref = np.where(m, i8.astype(np.float64) * 0.5, u8.astype(np.float64) + i16 + big)
+    np.testing.assert_array_equal(o, ref)
+    np.testing.assert_array_equal(ob, (i8 < 0) | ~m)
+    np.testing.assert_array_equal(o8, (i8.astype(np.int64) // 3 + u8 % 5).astype(np.int8))

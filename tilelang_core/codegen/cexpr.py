@@ -220,6 +220,11 @@ class CExprPrinter:
 
     def _binary(self, e) -> tuple[str, int]:
         op, prec = _BINARY[type(e)]
+        if prec in (PREC_SHIFT, PREC_BAND, PREC_BXOR, PREC_BOR):
+            # C's precedence of bit operators surprises readers (and -Wparentheses): group
+            return f"{self._paren(e.a, PREC_UNARY)} {op} {self._paren(e.b, PREC_UNARY)}", prec
+        if prec == PREC_OR:
+            return f"{self._paren(e.a, PREC_AND + 1)} {op} {self._paren(e.b, PREC_AND + 1)}", prec
         return f"{self._paren(e.a, prec)} {op} {self._paren(e.b, prec, right=True)}", prec
 
     def _is_float(self, e) -> bool:
@@ -265,9 +270,15 @@ class CExprPrinter:
             if dtype.startswith("uint"):
                 op = "/" if kind == "floordiv" else "%"
                 return f"({self.expr(a)}) {op} ({self.expr(b)})"
-            suffix, a, b = "i32", tirx.Cast("int32", a), tirx.Cast("int32", b)
+            suffix, a, b = "i32", self._as_int32(a), self._as_int32(b)
         self.used_helpers.add("intdiv")
         return f"tl_{kind}_{suffix}({self.expr(a)}, {self.expr(b)})"
+
+    @staticmethod
+    def _as_int32(e):
+        if isinstance(e, tirx.IntImm):
+            return tirx.IntImm("int32", int(e.value))
+        return tirx.Cast("int32", e)
 
     def _minmax(self, e) -> tuple[str, int]:
         kind = "min" if isinstance(e, tirx.Min) else "max"
@@ -333,6 +344,13 @@ class CExprPrinter:
         raise CodegenError(f"math op {name!r} is not defined for {dtype} in the {self.language} dialect")
 
     def _call_math(self, name: str, args, dtype: str) -> str:
+        vdtype = split_lanes(self.value_dtype(dtype))[0]
+        table = self.math_ops.get(name, {})
+        if vdtype in ("float16", "bfloat16") and vdtype not in table and "float32" in table:
+            # a 16-bit type the dialect computes natively but has no spelling for: via float32
+            ctype = self.type_name(vdtype)
+            inner = table["float32"].format(*[f"(float)({self.expr(a)})" for a in args])
+            return f"(({ctype})({inner}))"
         fmt = self.math_format(name, dtype)
         return fmt.format(*[self.expr(a) for a in args])
 

@@ -36,6 +36,7 @@ from tilelang_core.runtime.base import KernelSource
 
 from .analysis import (
     BLOCK_TAGS,
+    C_KEYWORDS,
     CodegenError,
     LaunchInfo,
     NameTable,
@@ -174,7 +175,8 @@ class CStyleCodegen(CExprPrinter):
         entry, func = primfunc_of(module)
         self._reset()
         self.func = func
-        self.entry = self.names.fresh(entry)
+        # `main` (TileLang's usual name) would collide with C's main: print main_kernel
+        self.entry = self.names.fresh(f"{entry}_kernel" if entry in C_KEYWORDS else entry)
         params = self._declare_params(func)
         launch_names = {p: self.var_names[p] for p in func.params if not tirx.is_buffer_var(p)}
         self.launch = find_launch(func.body, launch_names)
@@ -192,7 +194,8 @@ class CStyleCodegen(CExprPrinter):
         shift = len(head)
         source = "\n".join(head + self.lines) + "\n"
         line_map = {n + shift: where for n, where in self.line_map.items()}
-        specs = param_specs(func, {p: self.var_names[p] for p in func.params if p in self.var_names})
+        specs = param_specs(func, {**self.buffer_names, **{p: self.var_names[p] for p in func.params
+                                                             if p in self.var_names}})
         extra = {
             "params": [asdict(s) for s in specs],
             "launch_params": {name: i for i, p in enumerate(func.params)
@@ -337,11 +340,12 @@ class CStyleCodegen(CExprPrinter):
                             self.written_buffers.add(a.args[0])
                     if name == "tirx.buffer_data":
                         self.written_buffers.add(e.args[0])
-                self.note_call(name)
+                self.note_call(name, e)
         self.plan_allocations(allocs)
 
-    def note_call(self, op_name: str) -> None:
-        """Seen a call of `op_name` somewhere in the body (dialects record what they need)."""
+    def note_call(self, op_name: str, call) -> None:
+        """Seen `call` (of op `op_name`) in the body, before printing: dialects record what
+        they will need (a header for an extern function, a runtime flag)."""
         if op_name == "tl.printf":
             self.used_helpers.add("printf")
         elif op_name == "tl.device_assert":
@@ -409,7 +413,7 @@ class CStyleCodegen(CExprPrinter):
     def loop_pragmas(self, s) -> list[str]:
         kind = int(s.kind)
         if kind == int(tirx.ForKind.UNROLLED):
-            n = int(s.extent.value) if isinstance(s.extent, tirx.IntImm) else 8
+            n = min(int(s.extent.value), 65534) if isinstance(s.extent, tirx.IntImm) else 8
             return [self.unroll_pragma.format(n=n)]
         if kind == int(tirx.ForKind.VECTORIZED):
             return list(self.vectorize_pragma)
@@ -484,6 +488,10 @@ class CStyleCodegen(CExprPrinter):
     def visit_bind(self, s) -> None:
         value = self.expr(s.value)
         name = self.var_names[s.var] = self.names.get(s.var)
+        if dtype_of(s.var).startswith(("int", "uint")):
+            # the value's bounds carry over to the name: a later floordiv of a provably
+            # non-negative binding prints as `/`, not as the floor helper
+            self.analyzer.update(s.var, self.analyzer.const_int_bound(s.value), True)
         self.emit(f"{self.var_type_name(s.var)} {name} = {value};")
 
     def visit_alloc(self, s) -> None:

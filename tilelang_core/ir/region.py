@@ -29,7 +29,7 @@ def is_region_call(expr: object) -> bool:
     return expr.op.name == REGION_OP_NAME
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Region:
     """A rectangular part of a buffer that a tile op reads and/or writes.
 

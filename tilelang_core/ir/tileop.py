@@ -31,7 +31,7 @@ def is_tile_op(stmt: object, name: str | None = None) -> bool:
     return name is None or call.op.name in (name, f"tl.{name}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TileOp:
     """One tile op: `name` without the "tl." prefix ("copy", "gemm", ...), the raw call
     `args`, the `regions` among them (in argument order) and the user's `source` line.

@@ -6,12 +6,12 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
-from .. import __version__
-from ..plugin import Target, get_plugin_manager, hooks_for
 from ..runtime.base import KernelMeta, ParamSpec
 from ..runtime.kernel import Kernel
-from .cache import KernelCache, cache_key
 from .options import CompileOptions
+
+# The plugin manager, the cache and TVM load on the first compile, keeping
+# `import tilelang_core` cheap.
 
 __all__ = ["compile", "jit", "JITKernel", "lower"]
 
@@ -19,7 +19,7 @@ __all__ = ["compile", "jit", "JITKernel", "lower"]
 class JITKernel(Kernel):
     """A kernel compiled in this process: adds the target, timings and the cache outcome."""
 
-    target: Target
+    target: Any
     cache_hit: bool = False
     compile_seconds: float = 0.0
 
@@ -46,17 +46,18 @@ def _param_specs(func) -> list[ParamSpec]:
 
     specs = []
     for p in func.params:
-        if isinstance(p, tir.Buffer):
+        if tir.is_buffer_var(p):
             shape = tuple(int(d) if isinstance(d, tir.IntImm) else str(d) for d in p.shape)
             strides = tuple(int(s) if isinstance(s, tir.IntImm) else str(s) for s in p.strides) or None
             specs.append(ParamSpec(p.name, "tensor", str(p.dtype), shape, strides))
         else:
-            specs.append(ParamSpec(p.name, "scalar", str(p.dtype)))
+            specs.append(ParamSpec(p.name, "scalar", str(p.ty.dtype)))
     return specs
 
 
-def lower(func, target: Target, options: CompileOptions, facts: dict | None = None):
+def lower(func, target, options: CompileOptions, facts: dict | None = None):
     """Run the pass pipeline (with the backend's edits) and return the lowered PrimFunc."""
+    from ..plugin import hooks_for
     from ..transform.pipeline import PassContext, default_pipeline
 
     hooks = hooks_for(target)
@@ -73,7 +74,9 @@ def lower(func, target: Target, options: CompileOptions, facts: dict | None = No
     return lowered
 
 
-def _build(func, target: Target, options: CompileOptions, out_idx: tuple[int, ...]):
+def _build(func, target, options: CompileOptions, out_idx: tuple[int, ...]):
+    from ..plugin import hooks_for
+
     hooks = hooks_for(target)
     facts: dict = {}
     lowered = lower(func, target, options, facts)
@@ -95,7 +98,7 @@ def _build(func, target: Target, options: CompileOptions, out_idx: tuple[int, ..
     return meta, binary, source.source
 
 
-def compile(func, out_idx: int | Sequence[int] | None = None, target: str | Target | None = None,
+def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None,
             pass_configs: dict[str, Any] | None = None, execution_backend: str | None = None,
             verbose: bool = False, cache: bool = True) -> JITKernel:
     """Compile a `T.prim_func` for a target (default: `TILELANG_TARGET`, else `auto`).
@@ -104,6 +107,10 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: str | Targ
     same array library and device as the inputs, and returned.
     """
     import tvm_ffi
+
+    from .. import __version__
+    from ..plugin import get_plugin_manager, hooks_for
+    from .cache import KernelCache, cache_key
 
     start = time.perf_counter()
     tgt = get_plugin_manager().parse_target(target)
@@ -134,7 +141,7 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: str | Targ
 
 
 def jit(func: Callable | None = None, *, out_idx: int | Sequence[int] | None = None,
-        target: str | Target | None = None, pass_configs: dict[str, Any] | None = None,
+        target: Any = None, pass_configs: dict[str, Any] | None = None,
         execution_backend: str | None = None, verbose: bool = False):
     """Decorate a function that returns a `T.prim_func` (shape/dtype parameters as Python
     arguments): calling it compiles one kernel per distinct set of arguments. Decorating a

@@ -32,12 +32,16 @@ class Kernel:
     """`with T.Kernel(gx, gy, threads=128) as (bx, by):` launches a gx x gy grid of blocks.
 
     One to three grid extents; `threads` is an int or a tuple of up to three extents.
+    `is_cpu` is accepted for TileLang compatibility and has no effect: the target's
+    capabilities decide how blocks run.
     Entering opens one `launch_thread` per block dim (blockIdx.x/y/z, named as the user
     names them) and per thread dim (threadIdx.x/y/z, named tx/ty/tz); the `as` target gets
     the block vars (a single var for a 1-D grid).
     """
 
-    def __init__(self, *blocks: Any, threads: Any = None, prelude: str | None = None) -> None:
+    def __init__(
+        self, *blocks: Any, threads: Any = None, is_cpu: bool = False, prelude: str | None = None
+    ) -> None:
         if not 1 <= len(blocks) <= 3:
             raise ValueError(f"T.Kernel takes 1 to 3 grid extents, got {len(blocks)}")
         if threads is None:

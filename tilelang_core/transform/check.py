@@ -28,7 +28,7 @@ def _source(node):
 def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     caps = ctx.caps
     for param in func.params:
-        if isinstance(param, tir.Buffer) and not caps.supports_dtype(param.dtype):
+        if tir.is_buffer_var(param) and not caps.supports_dtype(param.dtype):
             raise CapabilityError(
                 f"tensor {param.name} has dtype {param.dtype}, which {ctx.target} does not support "
                 f"(its dtypes: {', '.join(caps.dtypes)})", _source(func))

@@ -17,7 +17,7 @@ def symbolic_dims(func: tir.PrimFunc) -> dict[str, tuple[tir.Var, int, int]]:
     """name -> (var, parameter index, dim) for every variable dimension of a tensor param."""
     found: dict[str, tuple[tir.Var, int, int]] = {}
     for p_index, param in enumerate(func.params):
-        if not isinstance(param, tir.Buffer):
+        if not tir.is_buffer_var(param):
             continue
         for dim, extent in enumerate(param.shape):
             if isinstance(extent, tir.Var) and extent.name not in found:

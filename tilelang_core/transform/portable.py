@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from tvm import ir as _ir
 from tvm import tirx as tir
 
 from ..codegen import builtins
@@ -267,7 +268,7 @@ def _fmt_of(dtype: str) -> tuple[str, str]:
 
 
 def lower_print(op: TileOp, ctx) -> tir.Stmt:
-    msg = str(op.args[-1].value) if isinstance(op.args[-1], tir.StringImm) else ""
+    msg = str(op.args[-1].value) if isinstance(op.args[-1], _ir.StringImm) else ""
     prefix = f"{msg}: " if msg else ""
     where = f"[{op.source[0].rsplit('/', 1)[-1]}:{op.source[1]}] " if op.source else ""
     if op.regions:

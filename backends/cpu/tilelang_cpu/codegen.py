@@ -6,8 +6,9 @@ Calling convention of the generated code (what `CPURuntime` calls through ctypes
 
 Parameters come in the PrimFunc's order: a pointer per buffer (`const` when the kernel never
 writes it), a value per scalar. The function loops over the grid itself (blockIdx z, y, x;
-OpenMP `parallel for collapse` when compiled with -fopenmp) and returns 0, or 1 when a device
-assertion failed (`tl_cpu_last_error()`, also exported, then holds the message).
+OpenMP `parallel for collapse` when compiled with -fopenmp and the launch has enough work to
+pay for a thread team, see `PARALLEL_MIN_WORK`) and returns 0, or 1 when a device assertion
+failed (`tl_cpu_last_error()`, also exported, then holds the message).
 
 Execution model "block-serial": a block is one thread of execution, so the lowered code must
 not use threadIdx; block-local buffers (shared.dyn, shared, local, local.fragment, local.var)
@@ -16,16 +17,38 @@ more than 512 KiB in all), which are allocated once per OpenMP thread.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tvm import ir, tirx
 
 from tilelang_core.codegen import CStyleCodegen, CodegenError
 from tilelang_core.codegen.analysis import THREAD_TAGS, buffer_info, dtype_of, iter_exprs
+from tilelang_core.codegen.cexpr import c_string_literal
 from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
 
-__all__ = ["CPUCodegen", "STACK_ARRAY_LIMIT", "STACK_TOTAL_LIMIT"]
+__all__ = ["CPUCodegen", "STACK_ARRAY_LIMIT", "STACK_TOTAL_LIMIT", "PARALLEL_MIN_WORK"]
 
 STACK_ARRAY_LIMIT = 64 << 10  # bytes: a bigger block-local array moves to the heap
 STACK_TOTAL_LIMIT = 512 << 10  # bytes: block-local arrays on the stack, in all
+PARALLEL_MIN_WORK = 1 << 15  # estimated statement executions below which blocks run serially
+
+
+def _estimate_work(stmt) -> int:
+    """Statement executions of one block, from constant loop extents (symbolic ones count 256)."""
+    if isinstance(stmt, tirx.SeqStmt):
+        return sum(_estimate_work(s) for s in stmt.seq)
+    if isinstance(stmt, tirx.For):
+        n = int(stmt.extent.value) if isinstance(stmt.extent, tirx.IntImm) else 256
+        return max(n, 1) * _estimate_work(stmt.body)
+    if isinstance(stmt, tirx.While):
+        return 64 * _estimate_work(stmt.body)
+    if isinstance(stmt, tirx.IfThenElse):
+        other = _estimate_work(stmt.else_case) if stmt.else_case is not None else 0
+        return 1 + max(_estimate_work(stmt.then_case), other)
+    if isinstance(stmt, tirx.AttrStmt):
+        return _estimate_work(stmt.body)
+    return 1
+
 
 def _omp(pragma: str, fallback: str | None = None) -> list[str]:
     lines = ["#ifdef _OPENMP", pragma]
@@ -89,12 +112,13 @@ class CPUCodegen(CStyleCodegen):
 
     def _reset(self) -> None:
         super()._reset()
-        self.hoisted: dict = {}  # buffer -> (name, C type, size text)
+        self.hoisted: dict = {}  # buffers allocated once per OpenMP thread (ordered set)
         self._grid_open = False
         self._simd_depth = 0
         self._in_block = False
         self._uses_block_label = False
         self._uses_kernel_label = False
+        self.vector_typedefs: dict = {}
 
     def plan_allocations(self, allocs: list) -> None:
         """Keep small block-local arrays on the stack; move big ones to per-thread heap memory."""
@@ -117,8 +141,12 @@ class CPUCodegen(CStyleCodegen):
             self.hoisted[buf] = None
             total -= nbytes
 
-    def note_call(self, op_name: str) -> None:
-        super().note_call(op_name)
+    def note_call(self, op_name: str, call) -> None:
+        super().note_call(op_name, call)
+        if op_name in ("tirx.call_extern", "tirx.call_pure_extern"):
+            name = str(call.args[0].value)
+            if name.startswith("tl_cpu_gemm_"):
+                self.used_helpers.add("gemm")
 
     def kernel_prologue(self) -> None:
         if "assert" in self.used_helpers:
@@ -171,6 +199,7 @@ class CPUCodegen(CStyleCodegen):
 
     def _emit_grid(self, body) -> None:
         loops = []  # (name, C type, extent text), outermost first
+        const_blocks, symbolic = 1, []
         for tag in self.BLOCK_TAGS_ZYX:
             if tag not in self.launch.extents:
                 continue
@@ -182,22 +211,27 @@ class CPUCodegen(CStyleCodegen):
                 self.emit(f"const {ctype} {name} = 0;")
                 continue
             text = self.expr(extent)
-            if not isinstance(extent, tirx.IntImm):
+            if isinstance(extent, tirx.IntImm):
+                const_blocks *= int(extent.value)
+            else:
                 grid_name = self.names.fresh(f"tl_grid_{tag[-1]}", internal=True)
                 self.emit(f"const {ctype} {grid_name} = {text};")
                 text = grid_name
+                symbolic.append(grid_name)
             loops.append((name, ctype, text))
+        parallel, condition = self._parallel_choice(body, const_blocks, symbolic, bool(loops))
         hoist = bool(self.hoisted)
         if hoist:
-            for line in _omp("#pragma omp parallel"):
-                self.emit(line)
+            if parallel:
+                for line in _omp(f"#pragma omp parallel{condition}"):
+                    self.emit(line)
             self.emit("{")
             self._depth += 1
             self._open_hoisted()
-        if loops:
+        if parallel:
             collapse = f" collapse({len(loops)})" if len(loops) > 1 else ""
             pragma = "#pragma omp for" if hoist else "#pragma omp parallel for"
-            for line in _omp(f"{pragma}{collapse} schedule(static)"):
+            for line in _omp(f"{pragma}{collapse} schedule(static){'' if hoist else condition}"):
                 self.emit(line)
         for name, ctype, text in loops:
             self.emit(f"for ({ctype} {name} = 0; {name} < {text}; ++{name}) {{")
@@ -217,6 +251,20 @@ class CPUCodegen(CStyleCodegen):
             self._depth -= 1
             self.emit("}")
 
+    def _parallel_choice(self, body, const_blocks: int, symbolic: list, has_loops: bool):
+        """Whether to spread blocks over OpenMP threads, and the `if(...)` clause deciding it
+        at run time when the grid is symbolic. Starting a thread team costs microseconds, so
+        a launch with little work (estimated from the loop extents) runs serially."""
+        if not has_loops:
+            return False, ""
+        work = const_blocks * _estimate_work(body)
+        if not symbolic:
+            return (const_blocks > 1 and work >= PARALLEL_MIN_WORK), ""
+        if work >= PARALLEL_MIN_WORK:
+            return True, ""
+        grid = " * ".join(f"(int64_t){name}" for name in symbolic)
+        return True, f" if({grid} * {work} >= {PARALLEL_MIN_WORK})"
+
     # -- statements -----------------------------------------------------------------------
 
     def declare_buffer(self, info, stmt) -> None:
@@ -226,7 +274,7 @@ class CPUCodegen(CStyleCodegen):
                                    f"is allocated outside the block loop")
             return  # allocated once per thread, before the block loop
         scope = "local" if info.scope in ("shared.dyn", "shared") else info.scope
-        super().declare_buffer(_with_scope(info, scope), stmt)
+        super().declare_buffer(replace(info, scope=scope), stmt)
 
     def enter_loop(self, s) -> None:
         if int(s.kind) == int(tirx.ForKind.VECTORIZED):
@@ -243,8 +291,6 @@ class CPUCodegen(CStyleCodegen):
         for tag in ("blockIdx.x", "blockIdx.y", "blockIdx.z"):
             var = self.launch.vars.get(tag)
             blocks.append(self.var_names[var] if self._in_block and var is not None and var in self.var_names else "0")
-        from tilelang_core.codegen.cexpr import c_string_literal
-
         self.emit(f"if (!({self.expr(cond)})) {{")
         with self.indented():
             self.emit(f"tl_cpu_fail({c_string_literal(where)}, {c_string_literal(message)}, {', '.join(blocks)});")
@@ -268,16 +314,7 @@ class CPUCodegen(CStyleCodegen):
 
     def file_header(self) -> list[str]:
         head = super().file_header()
-        if getattr(self, "vector_typedefs", None):
-            head[-1:-1] = sorted(self.vector_typedefs.values())
+        if "gemm" in self.used_helpers:
+            head.insert(head.index('#include "tl_cpu.h"') + 1, '#include "tl_cpu_gemm.h"')
+        head[-1:-1] = sorted(self.vector_typedefs.values())
         return head
-
-    def render(self, module):
-        self.vector_typedefs: dict = {}
-        return super().render(module)
-
-
-def _with_scope(info, scope: str):
-    from dataclasses import replace
-
-    return replace(info, scope=scope)

@@ -40,3 +40,10 @@ def tilelang_runtime(target):
     from .runtime import CUDARuntime
 
     return CUDARuntime()
+
+
+@hookimpl
+def tilelang_codegen(target, module, options):
+    from .codegen import CUDACodegen
+
+    return CUDACodegen(target, options).render(module)

@@ -44,6 +44,6 @@ def tilelang_cache_key(target, options):
 
 @hookimpl
 def tilelang_runtime(target):
-    from .runtime import HIPRuntime
+    from .runtime import HIPRuntimeOnDemand
 
-    return HIPRuntime()
+    return HIPRuntimeOnDemand()

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 from tilelang_core.runtime import KernelCallError, KernelMeta, LoadedKernel, ParamSpec, Runtime
 
-__all__ = ["HIPRuntime", "HIPKernel", "HIPEventTimer", "HIPRuntimeUnavailable", "pack_args"]
+__all__ = ["HIPRuntime", "HIPRuntimeOnDemand", "HIPKernel", "HIPEventTimer", "HIPRuntimeUnavailable", "pack_args"]
 
 _COMPILE_ONLY = "the HIP backend can compile here (conformance level: compile)"
 _DEFAULT_LDS = 64 * 1024  # gfx90a and gfx942: 64 KiB of LDS per workgroup
@@ -271,3 +271,45 @@ class HIPRuntime(Runtime):
                 self._hip.hipFree(self._flush_buffer)
             except Exception:  # noqa: BLE001
                 pass
+
+
+class HIPRuntimeOnDemand(Runtime):
+    """A `HIPRuntime` made on first use, so compiling works where nothing can run.
+
+    `tilelang_core.compile` asks for the runtime when it builds the kernel object; on a machine
+    without an AMD GPU the kernel still compiles (and exports), and only loading or launching
+    it raises `HIPRuntimeUnavailable`.
+    """
+
+    dlpack_device_type = HIPRuntime.dlpack_device_type
+
+    def __init__(self, device_index: int | None = None):
+        self._device_index = device_index
+        self._runtime: HIPRuntime | None = None
+
+    @property
+    def runtime(self) -> HIPRuntime:
+        if self._runtime is None:
+            self._runtime = HIPRuntime(self._device_index)
+        return self._runtime
+
+    def load(self, binary: bytes, meta: KernelMeta) -> HIPKernel:
+        return self.runtime.load(binary, meta)
+
+    def current_stream(self, device_index: int = 0) -> Any:
+        return self.runtime.current_stream(device_index)
+
+    def synchronize(self) -> None:
+        self.runtime.synchronize()
+
+    def allocate(self, like: Any, shape: Sequence[int], dtype: str) -> Any:
+        return self.runtime.allocate(like, shape, dtype)
+
+    def from_numpy(self, array: Any) -> Any:
+        return self.runtime.from_numpy(array)
+
+    def make_timer(self) -> HIPEventTimer:
+        return self.runtime.make_timer()
+
+    def flush_l2(self) -> None:
+        self.runtime.flush_l2()

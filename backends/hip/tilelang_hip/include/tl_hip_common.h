@@ -53,6 +53,17 @@ template <> TL_DEVICE bfloat16_t tl_from_float<bfloat16_t>(float x) { return __f
 template <> TL_DEVICE bfloat16_t tl_from_float<bfloat16_t>(float x) { return bfloat16_t(x); }
 #endif
 
+// Storage-only types in generated code: a float16/bfloat16 element is loaded as float,
+// computed in float and rounded back on store (one rounding per store, as on the CPU backend).
+template <typename T> TL_DEVICE float tl_round(float x) { return tl_to_float(tl_from_float<T>(x)); }
+
+// ---------------------------------------------------------------------------------------------
+// min/max of generated code: a NaN operand wins (TIR's max/min, as fmaxf/fminf would not).
+// ---------------------------------------------------------------------------------------------
+
+template <typename T> TL_DEVICE T tl_max(T a, T b) { return (a > b || a != a) ? a : b; }
+template <typename T> TL_DEVICE T tl_min(T a, T b) { return (a < b || a != a) ? a : b; }
+
 // ---------------------------------------------------------------------------------------------
 // Python semantics for // and % (the result of % takes the divisor's sign; // rounds down)
 // ---------------------------------------------------------------------------------------------
@@ -87,6 +98,15 @@ TL_DEVICE unsigned long long tl_atomic_add(unsigned long long* addr, unsigned lo
 TL_DEVICE long long tl_atomic_add(long long* addr, long long v) {
   return static_cast<long long>(atomicAdd(reinterpret_cast<unsigned long long*>(addr),
                                           static_cast<unsigned long long>(v)));
+}
+// int64_t/uint64_t are `long`/`unsigned long` on amdgcn, distinct from the long long forms.
+TL_DEVICE long tl_atomic_add(long* addr, long v) {
+  return static_cast<long>(atomicAdd(reinterpret_cast<unsigned long long*>(addr),
+                                     static_cast<unsigned long long>(v)));
+}
+TL_DEVICE unsigned long tl_atomic_add(unsigned long* addr, unsigned long v) {
+  return static_cast<unsigned long>(atomicAdd(reinterpret_cast<unsigned long long*>(addr),
+                                              static_cast<unsigned long long>(v)));
 }
 // atomicAdd stays correct on fine-grained (host-coherent) memory, where the hardware float
 // atomics of gfx90a silently do nothing; unsafeAtomicAdd would be faster on coarse-grained.

@@ -1,0 +1,177 @@
+"""The CUDA dialect of the core's C-family printer: CUDA C++ for NVRTC and nvcc.
+
+What the generated file looks like:
+
+    #include "tl_cuda_common.h"          // + "tl_cuda_mma.h" when a tl::mma_* / ldmatrix / cp.async helper is called
+    extern "C" __global__ void __launch_bounds__(128) main(const half_t* __restrict__ A, ...) {
+      extern __shared__ __align__(128) unsigned char tl_dyn_smem[];
+      int bx = blockIdx.x;
+      ...
+    }
+
+- Every `shared.dyn` buffer is a slice of one dynamic shared memory array; its size is
+  `KernelSource.shared_memory` (the runtime opts in past 48 KB). `local` and register
+  fragments are per-thread arrays.
+- float16 / bfloat16 / fp8 are stored as the header's `half_t` / `bfloat16_t` / `fp8_e4_t`
+  and computed in float (a load converts, a store rounds to nearest even), as TileLang's
+  own CUDA output does for everything but tensor-core operands.
+- Math uses the precise functions (`expf`, `exp2f`, ...); with `fast_math` the intrinsics
+  (`__expf`, `__logf`, ...), which is also what nvcc's --use_fast_math would pick.
+- `tl.atomic_*` become the header's overloaded `tl_atomic_add/max/min`, `tl.printf` is
+  `printf`, `tl.device_assert` is `tl_device_assert(cond, msg, "file:line")` (prints, then
+  traps: the launch fails and the runtime reports it at the next synchronize).
+
+Rendering needs TVM but no driver and no GPU.
+"""
+from __future__ import annotations
+
+from tilelang_core.codegen import CStyleCodegen
+from tilelang_core.codegen.cexpr import c_string_literal
+from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
+
+__all__ = ["CUDACodegen", "CUDA_TYPES", "CUDA_MATH_OPS", "CUDA_FAST_MATH_OPS"]
+
+CUDA_TYPES = {
+    **C_TYPES,
+    "float16": "half_t",
+    "bfloat16": "bfloat16_t",
+    "float8_e4m3fn": "fp8_e4_t",
+    "float8_e5m2": "fp8_e5_t",
+}
+
+
+def _through_float(load: str, store: str) -> dict:
+    """A storage-only dtype: computed in float32; `round` is a store then a load."""
+    return {"value": "float32", "load": load, "store": store, "round": load.format(store)}
+
+
+# Low-precision dtypes are loaded into float and rounded to nearest even on the way back
+# (cuda_fp16.h / cuda_bf16.h / cuda_fp8.h conversions).
+CUDA_STORAGE_TYPES = {
+    "float16": _through_float("__half2float({0})", "__float2half_rn({0})"),
+    "bfloat16": _through_float("__bfloat162float({0})", "__float2bfloat16_rn({0})"),
+    "float8_e4m3fn": _through_float("static_cast<float>({0})", "fp8_e4_t({0})"),
+    "float8_e5m2": _through_float("static_cast<float>({0})", "fp8_e5_t({0})"),
+}
+
+CUDA_MATH_OPS = {
+    **C_MATH_OPS,
+    "rsqrt": {"float32": "rsqrtf({0})", "float64": "rsqrt({0})"},
+    "round": {"float32": "rintf({0})", "float64": "rint({0})"},
+    "nearbyint": {"float32": "rintf({0})", "float64": "rint({0})"},
+    "sigmoid": {"float32": "(1.0f / (1.0f + expf(-({0}))))", "float64": "(1.0 / (1.0 + exp(-({0}))))"},
+    "popcount": {"int64": "__popcll({0})", "uint64": "__popcll({0})", "default": "__popc({0})"},
+    "clz": {"int64": "__clzll({0})", "uint64": "__clzll({0})", "default": "__clz({0})"},
+    # fmaxf/fminf for floats (what TileLang prints), the header's templates for the rest
+    "min": {"float32": "fminf({0}, {1})", "float64": "fmin({0}, {1})", "default": "tl::min({0}, {1})"},
+    "max": {"float32": "fmaxf({0}, {1})", "float64": "fmax({0}, {1})", "default": "tl::max({0}, {1})"},
+}
+
+# The hardware approximations (SFU), used only when the user asks for fast math.
+CUDA_FAST_MATH_OPS = {
+    **CUDA_MATH_OPS,
+    "exp": {**CUDA_MATH_OPS["exp"], "float32": "__expf({0})"},
+    "exp10": {**CUDA_MATH_OPS["exp10"], "float32": "__exp10f({0})"},
+    "log": {**CUDA_MATH_OPS["log"], "float32": "__logf({0})"},
+    "log2": {**CUDA_MATH_OPS["log2"], "float32": "__log2f({0})"},
+    "log10": {**CUDA_MATH_OPS["log10"], "float32": "__log10f({0})"},
+    "sin": {**CUDA_MATH_OPS["sin"], "float32": "__sinf({0})"},
+    "cos": {**CUDA_MATH_OPS["cos"], "float32": "__cosf({0})"},
+    "tan": {**CUDA_MATH_OPS["tan"], "float32": "__tanf({0})"},
+    "pow": {**CUDA_MATH_OPS["pow"], "float32": "__powf({0}, {1})"},
+    "sigmoid": {**CUDA_MATH_OPS["sigmoid"], "float32": "(1.0f / (1.0f + __expf(-({0}))))"},
+}
+
+# Extern functions that live in tl_cuda_mma.h (tensor cores, ldmatrix, cp.async).
+MMA_HEADER_PREFIXES = ("tl::mma_", "tl::ldmatrix", "tl::cp_async", "tl::smem_addr", "tl::wgmma",
+                       "tl_mma_", "tl_ldmatrix", "tl_cp_async")
+
+_ATOMIC_DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "uint32", "int64")
+
+
+def _atomic_ops() -> dict:
+    ops = {}
+    for kind in ("add", "max", "min"):
+        for dtype in _ATOMIC_DTYPES:
+            store = CUDA_STORAGE_TYPES.get(dtype, {}).get("store", "{0}")
+            ops[(kind, dtype)] = f"tl_atomic_{kind}({{0}}, {store.format('{1}')})"
+    return ops
+
+
+class CUDACodegen(CStyleCodegen):
+    """CUDA C++ for sm_80 and newer; see the module docstring for the shape of the output."""
+
+    language = "cuda"
+    kernel_prefix = 'extern "C" __global__ '
+    restrict = "__restrict__"
+    preamble = ('#include "tl_cuda_common.h"',)
+    helper_qualifier = "static __device__ __forceinline__"
+    barrier = "__syncthreads();"
+    shared_qualifier = "__shared__ "
+    dyn_shared_name = "tl_dyn_smem"
+    dyn_shared_decl = "extern __shared__ __align__({align}) unsigned char {name}[];"
+    dyn_shared_alignment = 128
+    unroll_pragma = "#pragma unroll"
+    type_map = CUDA_TYPES
+    storage_types = CUDA_STORAGE_TYPES
+    math_ops = CUDA_MATH_OPS
+    fast_math_ops = CUDA_FAST_MATH_OPS
+    inf_literal = "CUDART_INF_F"
+    nan_literal = "CUDART_NAN_F"
+    atomic_ops = _atomic_ops()
+    printf_name = "printf"
+    # a bit cast through memcpy (the CUDA compilers fold it into a register move)
+    reinterpret_format = "([&]() {{ {1} tl_src_ = ({0}); {2} tl_dst_; memcpy(&tl_dst_, &tl_src_, sizeof(tl_dst_)); return tl_dst_; }}())"
+    reserved_names = CStyleCodegen.reserved_names + (
+        "blockDim", "gridDim", "warpSize", "tl", "half", "half_t", "bfloat16_t", "half2_t",
+        "bfloat162_t", "fp8_e4_t", "fp8_e5_t", "dim3", "uint", "memcpy", "__syncthreads")
+    calling_convention = ('extern "C" __global__ void entry(buffer pointers..., scalars...) in '
+                          'parameter order; dynamic shared memory of KernelSource.shared_memory bytes')
+
+    def __init__(self, target=None, options=None) -> None:
+        super().__init__(target, options)
+        if options is not None and getattr(options, "fast_math", False):
+            self.math_ops = self.fast_math_ops
+
+    # -- launch ---------------------------------------------------------------------------
+
+    def launch_bounds(self, launch) -> str:
+        """Nothing before the signature: the bounds go inside it (see `kernel_signature`)."""
+        return ""
+
+    def kernel_signature(self, entry: str, params: list[tuple]) -> str:
+        # `extern "C" __global__ void __launch_bounds__(n) f(...)`: after the return type, the
+        # one place both nvcc and NVRTC accept it with C linkage
+        args = ", ".join(self.param_decl(kind, var) for kind, var in params)
+        return f"{self.kernel_prefix}{self.kernel_return_type} {self.thread_bounds(self.launch)}{entry}({args})"
+
+    @staticmethod
+    def thread_bounds(launch) -> str:
+        """`__launch_bounds__(threads) ` when the block size is a constant, else nothing."""
+        threads = 1
+        for extent in launch.block:
+            if not isinstance(extent, int):
+                return ""
+            threads *= extent
+        return f"__launch_bounds__({threads}) "
+
+    # -- header ---------------------------------------------------------------------------
+
+    def note_call(self, op_name: str, call) -> None:
+        super().note_call(op_name, call)
+        if op_name in ("tirx.call_extern", "tirx.call_pure_extern"):
+            if str(call.args[0].value).startswith(MMA_HEADER_PREFIXES):
+                self.used_helpers.add("mma")
+
+    def file_header(self) -> list[str]:
+        head = super().file_header()
+        if "mma" in self.used_helpers:
+            head.insert(head.index(self.preamble[0]) + 1, '#include "tl_cuda_mma.h"')
+        return head
+
+    # -- statements -----------------------------------------------------------------------
+
+    def emit_assert(self, cond, message: str) -> None:
+        span = self._span
+        where = f"{span.source_name.name}:{span.line}" if span is not None and span.source_name else self.entry
+        self.emit(f"tl_device_assert({self.expr(cond)}, {c_string_literal(message)}, {c_string_literal(where)});")

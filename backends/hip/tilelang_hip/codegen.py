@@ -1,0 +1,115 @@
+"""The HIP dialect of the core's C-family printer: AMD GPUs, wavefront 64.
+
+Calling convention of the generated code (what `HIPRuntime` launches through
+`hipModuleLaunchKernel`):
+
+    extern "C" __global__ __launch_bounds__(<threads>) void <entry>(<T>* __restrict__ buf0, ...,
+                                                                    int32_t m, ...);
+
+Parameters come in the PrimFunc's order: a device pointer per buffer (`const` when the kernel
+never writes it), a value per scalar. Dynamic LDS is one `extern __shared__` byte array; its
+size is `KernelSource.shared_memory`.
+
+float16/bfloat16 are storage types (`half_t`/`bfloat16_t` of `tl_hip_common.h`): a load
+converts to float, arithmetic runs in float, a store rounds back. MFMA wrappers
+(`tl_hip_mfma.h`) are included when the lowered code calls one.
+"""
+from __future__ import annotations
+
+from tilelang_core.codegen import CodegenError, CStyleCodegen
+from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
+
+__all__ = ["HIPCodegen"]
+
+
+def _storage(ctype: str) -> dict:
+    return {"value": "float32", "load": "tl_to_float({0})", "store": f"tl_from_float<{ctype}>({{0}})",
+            "round": f"tl_round<{ctype}>({{0}})"}
+
+
+_ATOMIC_DTYPES = {
+    "add": ("float32", "float64", "int32", "uint32", "int64", "uint64"),
+    "max": ("float32", "int32", "uint32"),
+    "min": ("float32", "int32", "uint32"),
+}
+
+
+class HIPCodegen(CStyleCodegen):
+    """HIP C++ for clang (HIP mode), hipcc and hiprtc; see the module docstring."""
+
+    language = "hip"
+    kernel_prefix = 'extern "C" __global__ '
+    restrict = "__restrict__"
+    preamble = ("#include <hip/hip_runtime.h>", '#include "tl_hip_common.h"')
+    helper_qualifier = "static __device__ __forceinline__"
+    barrier = "__syncthreads();"
+    shared_qualifier = "__shared__ "
+    dyn_shared_decl = "extern __shared__ __align__({align}) unsigned char {name}[];"
+    unroll_pragma = "#pragma unroll"
+    type_map = {**C_TYPES, "float16": "half_t", "bfloat16": "bfloat16_t"}
+    storage_types = {"float16": _storage("half_t"), "bfloat16": _storage("bfloat16_t")}
+    math_ops = {**C_MATH_OPS, "min": {"default": "tl_min({0}, {1})"},
+                "max": {"default": "tl_max({0}, {1})"}}
+    inf_literal = "__builtin_huge_valf()"
+    nan_literal = "__builtin_nanf(\"\")"
+    atomic_ops = {(kind, dtype): f"tl_atomic_{kind}({{0}}, {{1}})"
+                  for kind, dtypes in _ATOMIC_DTYPES.items() for dtype in dtypes}
+    reinterpret_format = "__builtin_bit_cast({2}, {0})"
+    assert_format = "TL_DEVICE_ASSERT({cond}, {msg});"
+    reserved_names = CStyleCodegen.reserved_names + (
+        "half_t", "bfloat16_t", "warpSize", "half", "bfloat16", "hip_bfloat16", "__half")
+    calling_convention = ('extern "C" __global__ entry(buffer pointers and scalars in PrimFunc '
+                          'order), launched with KernelSource.grid/block/shared_memory')
+
+    # -- launch ---------------------------------------------------------------------------
+
+    def block_threads(self, launch) -> int | None:
+        """Threads per block when every block extent is a constant, else None."""
+        total = 1
+        for extent in launch.block:
+            if not isinstance(extent, int):
+                return None
+            total *= extent
+        return total
+
+    def check_launch(self, launch) -> None:
+        limit = self.target.capabilities.max_threads_per_block if self.target is not None else 1024
+        threads = self.block_threads(launch)
+        if threads is not None and threads > limit:
+            raise CodegenError(f"the kernel launches {threads} threads per block ({launch.block}); "
+                               f"{self.target} allows {limit} (capability max_threads_per_block)")
+
+    def kernel_signature(self, entry: str, params: list[tuple]) -> str:
+        # __launch_bounds__ sits between __global__ and the return type: clang refuses an
+        # attribute in front of the `extern "C"` linkage specification.
+        args = ", ".join(self.param_decl(kind, var) for kind, var in params)
+        threads = self.block_threads(self.launch)
+        bounds = f"__launch_bounds__({threads}) " if threads is not None else ""
+        return f"{self.kernel_prefix}{bounds}{self.kernel_return_type} {entry}({args})"
+
+    # -- helpers and headers --------------------------------------------------------------
+
+    def note_call(self, op_name: str, call) -> None:
+        super().note_call(op_name, call)
+        if op_name in ("tirx.call_extern", "tirx.call_pure_extern"):
+            if str(call.args[0].value).startswith("tl_mfma"):
+                self.used_helpers.add("mfma")
+
+    def vector_type(self, base: str, lanes: int) -> str:
+        """Clang vector types (`ext_vector_type`), declared on demand in the file header."""
+        name = f"tl_{base}x{lanes}"
+        self.vector_typedefs[name] = (f"typedef {self.type_name(base)} {name} "
+                                      f"__attribute__((ext_vector_type({lanes})));")
+        return name
+
+    def file_header(self) -> list[str]:
+        head = super().file_header()
+        if "mfma" in self.used_helpers:
+            head.insert(head.index('#include "tl_hip_common.h"') + 1, '#include "tl_hip_mfma.h"')
+        if self.vector_typedefs:
+            head[-1:-1] = sorted(self.vector_typedefs.values())
+        return head
+
+    def render(self, module):
+        self.vector_typedefs: dict = {}
+        return super().render(module)
