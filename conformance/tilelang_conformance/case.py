@@ -23,11 +23,17 @@ __all__ = [
     "registry",
     "select",
     "STAGES",
+    "NotApplicable",
 ]
 
 # Where a bad-input case expects its error: at `@T.prim_func` (parse), anywhere in the compile
 # path (compile), or when the compiled kernel is called (call: needs the run level).
 STAGES = ("parse", "compile", "call")
+
+
+class NotApplicable(Exception):
+    """Raised by a case's spec builder when the case means nothing on this target (e.g. a
+    check for an undeclared dtype on a target that declares them all)."""
 
 
 @dataclass(frozen=True)
@@ -68,21 +74,35 @@ class Scalar:
 
 @dataclass(frozen=True)
 class Raises:
-    """A bad-input case's expectation: an exception of one of `types` (class names, so the
-    check works without importing where they live) whose message matches `pattern`
-    (a regular expression, case-insensitive), raised at `stage`."""
+    """A bad-input case's expectation: an exception of one of `types` (class names, matched
+    against the exception's classes and those of its causes, so the check needs no import of
+    where they live) whose message matches `pattern` (a regular expression, case-insensitive,
+    `.` spanning lines), raised at `stage`. `names_line`: the message must also point at the
+    kernel's source (`file.py:LINE`)."""
 
     types: tuple[str, ...]
     pattern: str
     stage: str = "parse"
+    names_line: bool = False
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
             raise ValueError(f"Raises.stage must be one of {STAGES}, got {self.stage!r}")
 
     def matches(self, exc: BaseException) -> bool:
-        names = {k.__name__ for k in type(exc).__mro__}
-        return bool(names & set(self.types)) and re.search(self.pattern, str(exc), re.I | re.S) is not None
+        names: set[str] = set()
+        seen: BaseException | None = exc
+        while seen is not None and len(names) < 64:
+            names |= {k.__name__ for k in type(seen).__mro__}
+            seen = seen.__cause__ or seen.__context__
+        text = str(exc)
+        if self.names_line and re.search(r"\.py:\d+", text) is None:
+            return False
+        return bool(names & set(self.types)) and re.search(self.pattern, text, re.I | re.S) is not None
+
+    def describe(self) -> str:
+        line = " naming the kernel's source line" if self.names_line else ""
+        return f"{'/'.join(self.types)} matching {self.pattern!r}{line}, at {self.stage}"
 
 
 @dataclass

@@ -274,15 +274,14 @@ def test_line_map_points_at_the_python_source():
 
 
 def test_builtins_are_registered_ops():
-    for name, arity in builtins.BUILTIN_OPS.items():
-        op = tvm.ir.Op.get(name)
-        assert op.get_attr("TCallEffectKind") == 3, name
-    buf = tirx.decl_buffer((4,), "float32", name="A") if hasattr(tirx, "decl_buffer") else None
-    if buf is not None:
-        call = builtins.atomic_add(tirx.BufferLoad(buf, [0]), 1.0)
-        assert str(call.op.name) == "tl.atomic_add" and len(call.args) == 2
+    for name in builtins.BUILTIN_OPS:
+        assert tvm.ir.Op.get(name).get_attr("TCallEffectKind") == 3, name  # opaque
+    buf = tirx.decl_buffer((4,), "float32", name="A")
+    call = builtins.atomic_add(tirx.BufferLoad(buf, [0]), 1.0)
+    assert str(call.op.name) == "tl.atomic_add" and len(call.args) == 2
     assert str(builtins.sync_threads().op.name) == "tl.sync_threads"
     assert str(builtins.printf("x=%d\n", 3).args[0].value) == "x=%d\n"
+    assert str(builtins.device_assert(tirx.IntImm("bool", 1), "m").op.name) == "tl.device_assert"
 
 
 class HalfGPUCodegen(ToyGPUCodegen):

@@ -106,3 +106,13 @@ def test_ops_from_a_macro_report_the_macro_line():
     lines, start = inspect.getsourcelines(test_ops_from_a_macro_report_the_macro_line)
     body_line = start + next(n for n, text in enumerate(lines) if "marker: macro body" in text)
     assert fill.source == (__file__, body_line)
+
+
+def test_dtype_of_expressions():
+    from tilelang_core.ir import dtype_of
+
+    (fill,) = tile_ops(programs.matmul(256, 256, 256, 64, 64, 32), "fill")
+    assert dtype_of(fill.args[1]) == "float32"
+    assert dtype_of(tvm.tirx.const(1, "int8")) == "int8" and dtype_of(2) == "int32"
+    with pytest.raises(TypeError, match="not a scalar expression"):
+        dtype_of(fill.regions[0].buffer)

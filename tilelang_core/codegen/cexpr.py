@@ -50,6 +50,20 @@ def c_string_literal(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+_CHEAP = (tirx.Add, tirx.Sub, tirx.Mul, tirx.Min, tirx.Max, tirx.LT, tirx.LE, tirx.GT, tirx.GE,
+          tirx.EQ, tirx.NE, tirx.And, tirx.Or, tirx.Not, tirx.Cast, tirx.IntImm, tirx.FloatImm, ir.Var)
+
+
+def _cheap(e) -> bool:
+    """Pure, cheap and unable to fault: arithmetic without division over variables/constants."""
+    if not isinstance(e, _CHEAP):
+        return False
+    if isinstance(e, ir.Var):
+        return not tirx.is_buffer_var(e)
+    return all(_cheap(c) for c in (getattr(e, "a", None), getattr(e, "b", None), getattr(e, "value", None))
+               if c is not None and not isinstance(c, (int, float)))
+
+
 def _short_op_name(name: str) -> str:
     for prefix in ("tirx.", "prim.", "tir."):
         if name.startswith(prefix):
@@ -220,6 +234,10 @@ class CExprPrinter:
 
     def _binary(self, e) -> tuple[str, int]:
         op, prec = _BINARY[type(e)]
+        if prec in (PREC_AND, PREC_OR) and self.eager_logic and _cheap(e.a) and _cheap(e.b):
+            # both sides are pure and cannot fault: `&`/`|` keep the loop free of branches,
+            # which lets the vectorizer if-convert masked tile copies
+            op, prec = ("&", PREC_BAND) if prec == PREC_AND else ("|", PREC_BOR)
         if prec in (PREC_SHIFT, PREC_BAND, PREC_BXOR, PREC_BOR):
             # C's precedence of bit operators surprises readers (and -Wparentheses): group
             return f"{self._paren(e.a, PREC_UNARY)} {op} {self._paren(e.b, PREC_UNARY)}", prec

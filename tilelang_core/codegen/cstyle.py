@@ -20,7 +20,7 @@ Dialect attributes (all class attributes, see `CStyleCodegen` for defaults):
 `dyn_shared_decl`, `dyn_shared_alignment`, `local_array_suffix`, `unroll_pragma`,
 `vectorize_pragma`, `parallel_pragma`, `type_map`, `storage_types`, `math_ops`,
 `float_suffix`, `inf_literal`, `nan_literal`, `atomic_ops`, `printf_name`, `assert_format`,
-`reinterpret_format`, `reserved_names`, `indent_unit`.
+`reinterpret_format`, `eager_logic`, `reserved_names`, `indent_unit`.
 Methods meant for overriding: `kernel_signature`, `launch_bounds`, `kernel_prologue`,
 `kernel_epilogue`, `visit_thread_extent`, `declare_buffer`, `plan_allocations`,
 `emit_barrier`, `emit_assert`, `vector_type`, `call_handlers`, `check_launch`.
@@ -156,6 +156,7 @@ class CStyleCodegen(CExprPrinter):
     atomic_ops: dict = {"add": "atomicAdd({0}, {1})", "max": "atomicMax({0}, {1})",
                         "min": "atomicMin({0}, {1})"}
     printf_name = "printf"
+    eager_logic = False  # print && / || of pure, non-faulting operands as & / |
     reinterpret_format = None  # over {0}: value, {1}: its C type, {2}: the target C type
     assert_format = "assert(({cond}) && {msg});"
     reserved_names: tuple[str, ...] = ("blockIdx", "threadIdx", "blockDim", "gridDim", "printf",

@@ -73,7 +73,8 @@ Source lines
     (see `source.py`; code expanded from a `T.macro` reports the macro's line).
 
 Helpers here: `Region`, `TileOp` (`TileOp.from_stmt`), `collect_tile_ops`, `is_tile_op`,
-`tile_op_call`, `source_of`, `format_source`, `make_call`, `get_op`, and the constants.
+`tile_op_call`, `source_of`, `format_source`, `dtype_of` (0.27 exprs have `.ty`, not `.dtype`),
+`make_call`, `get_op`, and the constants.
 The constants load without TVM; everything else imports TVM on first use.
 """
 from __future__ import annotations
@@ -91,6 +92,7 @@ _LAZY = {
     "collect_tile_ops": "tileop",
     "is_tile_op": "tileop",
     "tile_op_call": "tileop",
+    "dtype_of": "exprs",
     "source_of": "source",
     "format_source": "source",
     "make_call": "ops",

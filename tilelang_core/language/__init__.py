@@ -3,8 +3,11 @@
 `@T.prim_func` parses a kernel into the tile IR described in `tilelang_core.ir`. Everything
 TVMScript's tirx namespace offers (`T.int32(...)`, `T.Cast`, `T.evaluate`, `T.call_extern`,
 math such as `T.exp2`, `T.max`, `T.if_then_else`, ...) is here too; this package's own
-names take precedence. An unknown `T.name` raises AttributeError naming it (and, inside a
-kernel, the source line).
+names take precedence. An unknown `T.name` raises AttributeError naming it; inside a
+kernel every error becomes a `KernelSyntaxError` with the file, line and source text.
+
+`x = T.alloc_var(dtype, init=)` is used as a scalar (`x = x + 1`, `x += 1`, `if x > 0`);
+the IR holds a (1,)-shaped "local.var" buffer. Writing `x[0]` is not supported.
 
 Importing this module imports TVM, registers the `tl.*` ops and the `T.tl` script namespace
 (so printed kernels parse back), and teaches the tirx parser `for ... in T.Parallel(a, b)`.

@@ -25,10 +25,8 @@ from tilelang_core.ir.constants import (
 
 __all__ = [
     "Parallel",
-    "ParallelNest",
     "Pipelined",
     "grid",
-    "install_for_handler",
     "serial",
     "unroll",
     "vectorized",

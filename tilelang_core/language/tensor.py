@@ -10,7 +10,7 @@ from tilelang_core.ir.constants import SCOPE_GLOBAL
 
 from .dtypes import to_dtype
 
-__all__ = ["Buffer", "Tensor", "TensorProxy", "dynamic", "normalize_shape", "symbolic"]
+__all__ = ["Buffer", "Tensor", "dynamic", "symbolic"]
 
 
 def normalize_shape(shape: Any) -> tuple:

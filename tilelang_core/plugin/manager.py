@@ -159,6 +159,21 @@ class PluginManager:
             self._detections = found
         return self._detections
 
+    def detections_of(self, kind: str) -> list[Detection]:
+        """The detections of the one backend that owns `kind` (cached per process)."""
+        if self._detections is not None:
+            return [d for d in self._detections if d.kind == kind]
+        cache = self.__dict__.setdefault("_by_kind", {})
+        if kind not in cache:
+            plugin = self.registry.owners.get(kind)
+            impl = getattr(plugin, "tilelang_detect_targets", None)
+            try:
+                found = list(impl() or []) if impl is not None else []
+            except Exception:  # noqa: BLE001 - a failing probe means "nothing detected"
+                found = []
+            cache[kind] = [d for d in found if d.kind == kind]
+        return cache[kind]
+
     def best_detected_target(self) -> Target:
         """The usable target with a device and the highest priority; CPU last."""
         candidates = [d for d in self.detections() if d.device and d.kind in self.registry.kinds]
@@ -178,8 +193,9 @@ class PluginManager:
             return spec
         spec = env.default_target() if spec is None else spec
         target = self.registry.parse(spec, options)
-        # A detected device refines the declared table with what the driver reports.
-        for det in self.detections():
+        # A detected device refines the declared table with what the driver reports; only
+        # the owner of the kind is asked, so naming a target never probes other backends.
+        for det in self.detections_of(target.kind):
             if det.kind == target.kind and det.arch == target.arch and det.capabilities is not None:
                 return Target(target.kind, target.arch, det.capabilities, target.options)
         return target

@@ -19,6 +19,7 @@ __all__ = [
     "CompileError",
     "KernelCallError",
     "eval_launch_expr",
+    "compile_launch_expr",
 ]
 
 
@@ -108,44 +109,53 @@ class KernelSource:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def eval_launch_expr(expr: int | str, values: dict[str, int]) -> int:
-    """Evaluate a launch dimension: an int, or an integer expression over symbol names using
-    + - * // % ( ) and the functions ceildiv, min, max. Evaluated without Python's `eval`."""
+def compile_launch_expr(expr: int | str):
+    """A function of the symbol values computing a launch dimension: an int, or an integer
+    expression over symbol names using + - * // % ( ) and ceildiv, min, max. Parsed once,
+    evaluated without Python's `eval`."""
     if isinstance(expr, int):
-        return expr
+        return lambda values: expr
     import ast
 
-    def ev(node: ast.AST) -> int:
+    def build(node: ast.AST):
         if isinstance(node, ast.Expression):
-            return ev(node.body)
+            return build(node.body)
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return node.value
+            value = node.value
+            return lambda v: value
         if isinstance(node, ast.Name):
-            if node.id not in values:
-                raise KernelCallError(f"launch dimension {expr!r} needs symbol {node.id!r}")
-            return int(values[node.id])
+            name = node.id
+
+            def lookup(v):
+                if name not in v:
+                    raise KernelCallError(f"launch dimension {expr!r} needs symbol {name!r}")
+                return int(v[name])
+
+            return lookup
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -ev(node.operand)
+            inner = build(node.operand)
+            return lambda v: -inner(v)
         if isinstance(node, ast.BinOp):
-            a, b = ev(node.left), ev(node.right)
-            ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
+            a, b = build(node.left), build(node.right)
+            ops = {ast.Add: lambda v: a(v) + b(v), ast.Sub: lambda v: a(v) - b(v),
+                   ast.Mult: lambda v: a(v) * b(v), ast.FloorDiv: lambda v: a(v) // b(v),
+                   ast.Mod: lambda v: a(v) % b(v)}
             if type(node.op) in ops:
                 return ops[type(node.op)]
-            if isinstance(node.op, ast.FloorDiv):
-                return a // b
-            if isinstance(node.op, ast.Mod):
-                return a % b
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            args = [ev(a) for a in node.args]
-            if node.func.id == "ceildiv":
-                return -(-args[0] // args[1])
-            if node.func.id == "min":
-                return min(args)
-            if node.func.id == "max":
-                return max(args)
+            args = [build(a) for a in node.args]
+            fns = {"ceildiv": lambda v: -(-args[0](v) // args[1](v)),
+                   "min": lambda v: min(f(v) for f in args), "max": lambda v: max(f(v) for f in args)}
+            if node.func.id in fns:
+                return fns[node.func.id]
         raise ValueError(f"unsupported launch expression {expr!r}")
 
-    return ev(ast.parse(str(expr), mode="eval"))
+    return build(ast.parse(str(expr), mode="eval"))
+
+
+def eval_launch_expr(expr: int | str, values: dict[str, int]) -> int:
+    """Evaluate one launch dimension (see `compile_launch_expr`)."""
+    return compile_launch_expr(expr)(values)
 
 
 class LoadedKernel(abc.ABC):

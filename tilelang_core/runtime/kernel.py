@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .base import KernelCallError, KernelMeta, LoadedKernel, Runtime, eval_launch_expr
-from .tensors import is_contiguous, view_of
+from .base import KernelCallError, KernelMeta, LoadedKernel, Runtime, compile_launch_expr
+from .tensors import _contiguous_strides, is_contiguous, view_of
 
 __all__ = ["Kernel"]
 
@@ -24,6 +24,11 @@ class Kernel:
         self._tensor_params = [i for i, p in enumerate(meta.params) if p.kind == "tensor"]
         self._n_user = len(meta.params) - len(meta.symbols)
         self._inputs = [i for i in range(self._n_user) if i not in meta.out_idx]
+        # per parameter: its shape when fully static (the fast path of the shape check)
+        self._static_shapes = [tuple(p.shape) if all(isinstance(d, int) for d in p.shape) else None
+                               for p in meta.params]
+        self._grid = [compile_launch_expr(g) for g in (tuple(meta.grid) + (1, 1, 1))[:3]]
+        self._block = [compile_launch_expr(b) for b in (tuple(meta.block) + (1, 1, 1))[:3]]
 
     # -- public API ------------------------------------------------------------------------
 
@@ -49,11 +54,9 @@ class Kernel:
     def __call__(self, *args: Any, stream: Any = None) -> Any:
         full = self._arrange(args)
         values = self._bind(full)
-        launch_args = self._launch_args(full)
-        grid = tuple(eval_launch_expr(g, values) for g in self.meta.grid)
-        block = tuple(eval_launch_expr(b, values) for b in self.meta.block)
-        grid = (grid + (1, 1, 1))[:3]
-        block = (block + (1, 1, 1))[:3]
+        launch_args = self._launch_args(full, values)
+        grid = (self._grid[0](values), self._grid[1](values), self._grid[2](values))
+        block = (self._block[0](values), self._block[1](values), self._block[2](values))
         if stream is None:
             stream = self.runtime.current_stream()
         self.loaded.launch(launch_args, grid, block, self.meta.shared_memory, stream)
@@ -108,8 +111,7 @@ class Kernel:
             values[name] = int(view.shape[dim])
         return values
 
-    def _launch_args(self, full: list[Any]) -> list[int | float]:
-        values = self._bind(full)
+    def _launch_args(self, full: list[Any], values: dict[str, int]) -> list[int | float]:
         out: list[int | float] = []
         for i, (param, arg) in enumerate(zip(self.meta.params, full)):
             if param.kind == "tensor":
@@ -125,6 +127,10 @@ class Kernel:
         view = view_of(arg)
         if view is None:
             raise KernelCallError(f"{where}: expected a tensor (NumPy array or torch tensor), got {type(arg).__name__}")
+        if (view.shape == self._static_shapes[index] and view.dtype == param.dtype
+                and view.device_type == self.runtime.dlpack_device_type
+                and (param.strides is not None or view.strides == _contiguous_strides(view.shape))):
+            return view.data_ptr
         if len(view.shape) != len(param.shape):
             raise KernelCallError(f"{where}: expected rank {len(param.shape)} with shape {_fmt(param.shape)}, got rank {len(view.shape)} {view.shape}")
         for dim, (want, got) in enumerate(zip(param.shape, view.shape)):

@@ -2,8 +2,8 @@
 and anything else that speaks DLPack's `__dlpack_device__`."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import functools
+from typing import Any, NamedTuple
 
 __all__ = ["TensorView", "view_of", "dtype_name"]
 
@@ -24,9 +24,8 @@ def dtype_name(dtype: Any) -> str:
     return {"float": "float32", "half": "float16", "double": "float64", "int": "int32"}.get(text, text)
 
 
-@dataclass(frozen=True)
-class TensorView:
-    """What the launcher needs of a tensor argument."""
+class TensorView(NamedTuple):
+    """What the launcher needs of a tensor argument (a tuple: built on every call)."""
 
     shape: tuple[int, ...]
     strides: tuple[int, ...]  # in elements
@@ -37,6 +36,7 @@ class TensorView:
     library: str  # "numpy" or "torch" (outputs are allocated in the same one)
 
 
+@functools.lru_cache(maxsize=256)
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, acc = [], 1
     for dim in reversed(shape):
@@ -45,18 +45,26 @@ def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+_NUMPY_DTYPES: dict[Any, str] = {}
+
+
 def view_of(obj: Any) -> TensorView | None:
     """A view of a NumPy array or torch tensor; None for anything else (e.g. a scalar)."""
     module = type(obj).__module__
+    if module == "numpy" and hasattr(obj, "__array_interface__"):
+        dtype = _NUMPY_DTYPES.get(obj.dtype)
+        if dtype is None:
+            dtype = _NUMPY_DTYPES.setdefault(obj.dtype, dtype_name(obj.dtype))
+        if obj.flags.c_contiguous:
+            strides = _contiguous_strides(obj.shape)
+        else:
+            itemsize = obj.dtype.itemsize
+            strides = tuple(s // itemsize for s in obj.strides)
+        return TensorView(obj.shape, strides, dtype, 1, 0, obj.__array_interface__["data"][0], "numpy")
     if module.startswith("torch") and hasattr(obj, "data_ptr"):
         device = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (1, 0)
         return TensorView(tuple(obj.shape), tuple(obj.stride()), dtype_name(obj.dtype),
                           int(device[0]), int(device[1]), int(obj.data_ptr()), "torch")
-    if module == "numpy" and hasattr(obj, "__array_interface__"):
-        itemsize = obj.dtype.itemsize
-        strides = tuple(s // itemsize for s in obj.strides) if obj.ndim else ()
-        return TensorView(tuple(obj.shape), strides, dtype_name(obj.dtype), 1, 0,
-                          int(obj.__array_interface__["data"][0]), "numpy")
     return None
 
 

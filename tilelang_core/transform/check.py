@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tvm import tirx as tir
 
-from ..ir import TileOp, is_tile_op
+from ..ir import TileOp, is_tile_op, source_of
 from .errors import CapabilityError, TileLangCompileError
 from .irutil import walk
 from .kernel_info import launch_info
@@ -18,11 +18,6 @@ from .threads import uses_var
 __all__ = ["check"]
 
 
-def _source(node):
-    span = getattr(node, "span", None)
-    if span is None or span.source_name is None:
-        return None
-    return (span.source_name.name, span.line)
 
 
 def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
@@ -31,24 +26,24 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         if tir.is_buffer_var(param) and not caps.supports_dtype(param.dtype):
             raise CapabilityError(
                 f"tensor {param.name} has dtype {param.dtype}, which {ctx.target} does not support "
-                f"(its dtypes: {', '.join(caps.dtypes)})", _source(func))
+                f"(its dtypes: {', '.join(caps.dtypes)})", source_of(func))
 
     def visit(node):
         if isinstance(node, tir.AllocBuffer) and not caps.supports_dtype(node.buffer.dtype):
             raise CapabilityError(
                 f"buffer {node.buffer.name} has dtype {node.buffer.dtype}, which {ctx.target} does not "
-                f"support (its dtypes: {', '.join(caps.dtypes)})", _source(node))
+                f"support (its dtypes: {', '.join(caps.dtypes)})", source_of(node))
 
     walk(func.body, visit, (tir.AllocBuffer,))
 
     info = launch_info(func)
     if not info.extents:
-        raise TileLangCompileError("the kernel has no `with T.Kernel(...)` launch frame", _source(func))
+        raise TileLangCompileError("the kernel has no `with T.Kernel(...)` launch frame", source_of(func))
     threads = info.threads
     if threads > caps.max_threads_per_block:
         raise CapabilityError(
             f"T.Kernel asks for {threads} threads per block; {ctx.target} allows at most "
-            f"{caps.max_threads_per_block} (capability max_threads_per_block)", _source(func))
+            f"{caps.max_threads_per_block} (capability max_threads_per_block)", source_of(func))
     if caps.execution_model == "block-serial":
         _check_explicit_threads(func, info)
     return func
@@ -70,9 +65,9 @@ def _check_explicit_threads(func: tir.PrimFunc, info) -> None:
 
     def visit(node):
         if isinstance(node, tir.Evaluate) and is_tile_op(node):
-            block_wide.append((f"T.{TileOp.from_stmt(node).name}", _source(node)))
+            block_wide.append((f"T.{TileOp.from_stmt(node).name}", source_of(node)))
         elif isinstance(node, tir.For) and node.kind == tir.ForKind.PARALLEL:
-            block_wide.append(("T.Parallel", _source(node)))
+            block_wide.append(("T.Parallel", source_of(node)))
 
     walk(func.body, visit, (tir.Evaluate, tir.For))
     if block_wide:

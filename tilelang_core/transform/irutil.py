@@ -21,7 +21,6 @@ __all__ = [
     "region_indices",
     "zero",
     "analyzer",
-    "dtype_of",
 ]
 
 _ANALYZER = Analyzer()
@@ -29,14 +28,6 @@ _ANALYZER = Analyzer()
 
 def analyzer() -> Analyzer:
     return _ANALYZER
-
-
-def dtype_of(expr) -> str:
-    """The dtype of an expression or buffer as a string ("float32")."""
-    ty = getattr(expr, "ty", None)
-    if ty is not None and hasattr(ty, "dtype"):
-        return str(ty.dtype)
-    return str(expr.dtype)
 
 
 def const(value, dtype: str = "int32") -> tir.Expr:

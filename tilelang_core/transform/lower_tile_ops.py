@@ -8,15 +8,17 @@ Loops over independent elements are PARALLEL loops, for `partition_parallel` to 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from tvm import tirx as tir
 
 from ..ir import TileOp, is_tile_op
+from ..layout import FragmentLayouts
 from . import portable
 from .errors import TileLangCompileError
 from .irutil import map_stmts
 from .kernel_info import launch_info
+from .layout_inference import FRAGMENT_LAYOUTS
 
 __all__ = ["LowerContext", "lower_tile_ops"]
 
@@ -26,7 +28,9 @@ class LowerContext:
     """What a tile-op lowering may read: the target, its thread count and execution model.
 
     `portable(op)` returns the core's lowering of `op`, for backends that specialise part
-    of an op and delegate the rest.
+    of an op and delegate the rest. `layout_of(fragment)` is the layout imposed on it at
+    `infer_layout` (None: the portable distribution); a lowering that writes such a fragment
+    per thread addresses `register_buffer(fragment)`, slot by slot, inside `per_thread(...)`.
     """
 
     target: Any
@@ -37,6 +41,27 @@ class LowerContext:
     @property
     def caps(self):
         return self.target.capabilities
+
+    @property
+    def layouts(self) -> FragmentLayouts:
+        return self.facts.setdefault(FRAGMENT_LAYOUTS, FragmentLayouts())
+
+    def layout_of(self, buffer):
+        return self.layouts.get(buffer)
+
+    def register_buffer(self, buffer) -> tir.Buffer:
+        return self.layouts.register_buffer(buffer)
+
+    def per_thread(self, build: Callable[[tir.Var], tir.Stmt], span=None) -> tir.Stmt:
+        """A statement that runs `build(thread)` once on every thread of the block, `thread`
+        being the flat thread index (threadIdx.x + threadIdx.y * blockDim.x + ...).
+
+        It is a `T.Parallel` loop over the threads, which the SIMT placement gives one
+        iteration per thread; statements in it are not guarded to thread 0 and a fragment's
+        `register_buffer` in it holds the calling thread's slots."""
+        thread = tir.Var("thread", "int32")
+        return tir.For(thread, tir.const(0, "int32"), tir.const(self.threads, "int32"),
+                       tir.ForKind.PARALLEL, build(thread), span=span)
 
     def portable(self, op: TileOp) -> tir.Stmt:
         return portable.lower_portable(op, self)

@@ -36,7 +36,7 @@ def _serialize(func: tir.PrimFunc) -> tir.PrimFunc:
             return loop
         kind = tir.ForKind.VECTORIZED if _vectorizable(loop.body) else tir.ForKind.SERIAL
         return tir.For(loop.loop_var, loop.min, loop.extent, kind, loop.body,
-                       annotations=loop.annotations, span=loop.span)
+                       annotations=loop.annotations, step=loop.step, span=loop.span)
 
     return func.with_body(map_stmts(func.body, (tir.For,), on_for))
 

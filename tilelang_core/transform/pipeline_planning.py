@@ -26,6 +26,6 @@ def plan_pipeline(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         found.append((loop.loop_var.name, int(loop.annotations["num_stages"])))
         keep = {k: v for k, v in loop.annotations.items() if k not in _KEYS}
         return tir.For(loop.loop_var, loop.min, loop.extent, tir.ForKind.SERIAL, loop.body,
-                       annotations=keep or None, span=loop.span)
+                       annotations=keep or None, step=loop.step, span=loop.span)
 
     return func.with_body(map_stmts(func.body, (tir.For,), on_for))

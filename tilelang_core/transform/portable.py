@@ -17,9 +17,9 @@ from tvm import ir as _ir
 from tvm import tirx as tir
 
 from ..codegen import builtins
-from ..ir import Region, TileOp
+from ..ir import Region, TileOp, dtype_of
 from .errors import TileLangCompileError
-from .irutil import const, dtype_of, in_bounds, is_global, loop_nest, region_indices, seq, squeeze_extents
+from .irutil import const, in_bounds, is_global, loop_nest, region_indices, seq, squeeze_extents
 
 __all__ = ["lower_portable", "PORTABLE_LOWERINGS"]
 

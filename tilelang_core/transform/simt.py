@@ -11,6 +11,12 @@ Rules:
 - A fragment (`local.fragment`) stays in registers when every access to it sits in a parallel
   nest of exactly its shape and indexes it by the nest's loop variables in order: element
   `flat` then lives in slot `r` of the thread `flat % T`. Otherwise it moves to shared memory.
+- A fragment may carry a layout imposed by its target (`infer_layout`, a `FragmentLayout`):
+  then element `layout.inverse(t, r)` lives in slot `r` of thread `t`, and a parallel nest
+  that touches it runs `for r in range(layout.slots)` over exactly those elements. A fragment
+  without one that is touched only by nests of one layout adopts it; one caught between two
+  layouts moves to shared memory (slot `r` of its register array, where a lowering wrote it,
+  then means element `layout.inverse(t, r)` of the shared copy).
 - Statements outside parallel nests run on every thread (uniform control flow). A store to
   memory other threads see (shared, global), an atomic or a print there runs on thread 0 only.
 - A barrier follows every uniform statement that writes shared memory, and opens every
@@ -25,6 +31,7 @@ from tvm import tirx as tir
 from ..codegen import builtins
 from .irutil import const, map_stmts, seq, substitute, walk
 from .kernel_info import launch_info
+from .layout_inference import FRAGMENT_LAYOUTS
 
 __all__ = ["partition_over_threads", "insert_block_barriers", "sync_threads", "PARTITIONED"]
 
@@ -61,10 +68,21 @@ def _buffer_key(buf) -> int:
     return buf.__chandle__()
 
 
-def _fragment_placement(func: tir.PrimFunc) -> dict[int, bool]:
-    """For every fragment buffer: True when it can live in registers (see module rules)."""
+class _Placement:
+    """Where each fragment lives: `registers[key]` is True for a per-thread register array,
+    and `layouts[key]` is its layout there (None: the cyclic distribution)."""
+
+    def __init__(self) -> None:
+        self.registers: dict[int, bool] = {}
+        self.layouts: dict[int, object] = {}
+
+
+def _fragment_placement(func: tir.PrimFunc, imposed=None, threads: int = 0) -> _Placement:
+    """For every fragment buffer: whether it can live in registers, and in which layout
+    (see module rules). `imposed` is the `FragmentLayouts` of the kernel, if any."""
     fragments: dict[int, tir.Buffer] = {}
     ok: dict[int, bool] = {}
+    placement = _Placement()
 
     def collect(node):
         if isinstance(node, tir.AllocBuffer) and node.buffer.scope() == "local.fragment":
@@ -73,11 +91,16 @@ def _fragment_placement(func: tir.PrimFunc) -> dict[int, bool]:
 
     walk(func.body, collect, (tir.AllocBuffer,))
     if not fragments:
-        return ok
+        return placement
+    nests: list[list[int]] = []  # fragments accessed in each parallel nest, in access order
 
     def check_access(buf, indices, nest_vars, nest_shape):
         key = _buffer_key(buf)
-        if key not in fragments or not ok[key]:
+        if key not in fragments:
+            return
+        if nest_vars is not None:
+            nests[-1].append(key)
+        if not ok[key]:
             return
         shape = [int(d) for d in buf.shape]
         good = (nest_vars is not None and len(indices) == len(nest_vars) and shape == nest_shape
@@ -100,6 +123,7 @@ def _fragment_placement(func: tir.PrimFunc) -> dict[int, bool]:
         if isinstance(stmt, tir.For) and stmt.kind == tir.ForKind.PARALLEL:
             loops, body = _parallel_nest(stmt)
             shape = [int(lp.extent) if isinstance(lp.extent, tir.IntImm) else -1 for lp in loops]
+            nests.append([])
             scan(body, [lp.loop_var for lp in loops], shape)
             return
         if isinstance(stmt, tir.SeqStmt):
@@ -122,14 +146,55 @@ def _fragment_placement(func: tir.PrimFunc) -> dict[int, bool]:
             scan(stmt)
 
     visit_stmt(func.body)
-    return ok
+    _settle_layouts(fragments, ok, nests, imposed, threads, placement)
+    placement.registers = ok
+    return placement
+
+
+def _settle_layouts(fragments, ok, nests, imposed, threads, placement) -> None:
+    """Give each register fragment a layout; a fragment caught between two layouts leaves
+    registers. A nest runs in the layout of the first register fragment with an imposed
+    layout that it touches (else cyclically); a fragment without one adopts the layout of
+    its nests when they agree."""
+    own = {}
+    for key, buf in fragments.items():
+        layout = imposed.get(buf) if imposed else None
+        own[key] = layout if layout is not None and layout.threads == threads else None
+    while True:
+        nest_layouts = []
+        for keys in nests:
+            nest_layouts.append(next((own[k] for k in keys if ok[k] and own[k] is not None), None))
+        seen: dict[int, list] = {}
+        for keys, layout in zip(nests, nest_layouts):
+            for k in dict.fromkeys(keys):
+                seen.setdefault(k, []).append(layout)
+        changed = False
+        for key, layouts in seen.items():
+            if not ok[key]:
+                continue
+            wanted = own[key] if own[key] is not None else layouts[0]
+            if any(layout != wanted for layout in layouts):
+                ok[key] = False
+                changed = True
+            else:
+                placement.layouts[key] = wanted
+        if not changed:
+            break
+    for key in fragments:
+        if not ok[key]:
+            placement.layouts.pop(key, None)
+        elif key not in placement.layouts:
+            placement.layouts[key] = own[key]
 
 
 class _Partitioner:
     def __init__(self, func: tir.PrimFunc, ctx) -> None:
         info = launch_info(func)
         self.tid, self.threads = _flat_thread(info)
-        self.in_registers = _fragment_placement(func)
+        self.imposed = ctx.facts.get(FRAGMENT_LAYOUTS)
+        placement = _fragment_placement(func, self.imposed, self.threads)
+        self.in_registers = placement.registers
+        self.layouts = placement.layouts  # register fragment -> its layout (None: cyclic)
         self.registers: dict[int, tir.Buffer] = {}  # fragment -> per-thread array
         self.moved: dict[int, tir.Buffer] = {}  # fragment -> shared buffer
         ctx.facts["fragments_in_registers"] = sorted(
@@ -140,12 +205,30 @@ class _Partitioner:
     def register_array(self, buf: tir.Buffer) -> tir.Buffer:
         key = _buffer_key(buf)
         if key not in self.registers:
-            total = 1
-            for d in buf.shape:
-                total *= int(d)
-            slots = (total + self.threads - 1) // self.threads
-            self.registers[key] = tir.decl_buffer((slots,), buf.dtype, name=f"{buf.name}_reg", scope="local")
+            layout = self.layouts.get(key)
+            if self.imposed is not None and self.imposed.get(buf) is not None:
+                self.registers[key] = self.imposed.register_buffer(buf)  # the array lowerings wrote
+            else:
+                total = 1
+                for d in buf.shape:
+                    total *= int(d)
+                slots = layout.slots if layout is not None else (total + self.threads - 1) // self.threads
+                self.registers[key] = tir.decl_buffer((slots,), buf.dtype, name=f"{buf.name}_reg", scope="local")
         return self.registers[key]
+
+    def nest_layout(self, body: tir.Stmt):
+        """The layout a parallel nest runs in: that of the register fragments it touches."""
+        found = []
+
+        def visit(node):
+            buf = node.buffer if isinstance(node, tir.BufferStore) else getattr(node, "source", None)
+            if buf is not None and self.is_register_fragment(buf):
+                layout = self.layouts.get(_buffer_key(buf))
+                if layout is not None:
+                    found.append(layout)
+
+        walk(body, visit, (tir.BufferStore, _ir.TensorLoad))
+        return found[0] if found else None
 
     def shared_copy(self, buf: tir.Buffer) -> tir.Buffer:
         key = _buffer_key(buf)
@@ -166,9 +249,11 @@ class _Partitioner:
         return self.retarget_shared(body)
 
     def retarget_shared(self, node):
-        """Fragments that left registers: every access now names the shared copy."""
+        """Fragments that left registers: every access now names the shared copy (slot `s` of
+        a register array that a lowering wrote becomes element `layout.inverse(thread, s)`)."""
         if not self.moved:
             return node
+        node = self.retarget_registers(node)
 
         def on_store(s: tir.BufferStore):
             new = self.moved.get(_buffer_key(s.buffer))
@@ -188,6 +273,36 @@ class _Partitioner:
         return tvm_ffi.structural_map(node, ((tir.BufferStore, on_store), (ir.TensorLoad, on_load),
                                              (tir.AllocBuffer, on_alloc)))
 
+    def retarget_registers(self, node):
+        arrays = {}
+        for buf, _ in (self.imposed.items() if self.imposed else []):
+            key = _buffer_key(buf)
+            if key in self.moved and self.imposed.has_register_buffer(buf):
+                reg = self.imposed.register_buffer(buf)
+                arrays[_buffer_key(reg)] = (self.moved[key], self.imposed.get(buf))
+        if not arrays:
+            return node
+
+        def element(ref, indices):
+            shared, layout = arrays[_buffer_key(ref)]
+            return shared, list(layout.inverse(self.tid, indices[0]))
+
+        def on_store(s: tir.BufferStore):
+            if _buffer_key(s.buffer) not in arrays:
+                return s
+            shared, idx = element(s.buffer, list(s.indices))
+            return tir.BufferStore(shared, s.value, idx, span=s.span)
+
+        def on_load(ld):
+            if _buffer_key(ld.source) not in arrays:
+                return ld
+            shared, idx = element(ld.source, list(ld.indices))
+            return tir.BufferLoad(shared, idx)
+
+        import tvm_ffi
+
+        return tvm_ffi.structural_map(node, ((tir.BufferStore, on_store), (_ir.TensorLoad, on_load)))
+
     def stmt(self, s: tir.Stmt, uniform: bool) -> tir.Stmt:
         if isinstance(s, tir.SeqStmt):
             return seq(self.stmt(x, uniform) for x in s.seq)
@@ -195,7 +310,7 @@ class _Partitioner:
             if s.kind == tir.ForKind.PARALLEL:
                 return self.partition(s)
             return tir.For(s.loop_var, s.min, s.extent, s.kind, self.stmt(s.body, uniform),
-                           annotations=s.annotations, span=s.span)
+                           annotations=s.annotations, step=s.step, span=s.span)
         if isinstance(s, tir.AttrStmt):
             return tir.AttrStmt(s.node, s.attr_key, s.value, self.stmt(s.body, uniform), span=s.span)
         if isinstance(s, tir.IfThenElse):
@@ -223,6 +338,9 @@ class _Partitioner:
 
     def partition(self, loop: tir.For) -> tir.Stmt:
         loops, body = _parallel_nest(loop)
+        layout = self.nest_layout(body)
+        if layout is not None:
+            return self.partition_by_layout(loop, loops, body, layout)
         extents = [lp.extent for lp in loops]
         total = extents[0]
         for e in extents[1:]:
@@ -250,6 +368,15 @@ class _Partitioner:
         kind = tir.ForKind.UNROLLED if (const_total is not None and int(trips) <= _UNROLL_LIMIT) else tir.ForKind.SERIAL
         return tir.For(r, const(0), trips, kind, inner, annotations={PARTITIONED: 1}, span=loop.span)
 
+    def partition_by_layout(self, loop: tir.For, loops, body: tir.Stmt, layout) -> tir.Stmt:
+        """Thread `t` runs the elements `layout.inverse(t, r)` for each of its slots `r`."""
+        r = tir.Var("r", "int32")
+        inner = self.nest_body(body, [lp.loop_var for lp in loops], r)
+        inner = substitute(inner, {lp.loop_var: v for lp, v in zip(loops, layout.inverse(self.tid, r))})
+        kind = tir.ForKind.UNROLLED if layout.slots <= _UNROLL_LIMIT else tir.ForKind.SERIAL
+        return tir.For(r, const(0), const(layout.slots), kind, inner, annotations={PARTITIONED: 1},
+                       span=loop.span)
+
     def nest_body(self, body: tir.Stmt, nest_vars, r: tir.Var) -> tir.Stmt:
         """Register fragments indexed by the nest's variables become slot `r` of their array;
         PARALLEL loops nested deeper run serially inside one thread."""
@@ -266,7 +393,7 @@ class _Partitioner:
         def on_for(lp: tir.For):
             if lp.kind == tir.ForKind.PARALLEL:
                 return tir.For(lp.loop_var, lp.min, lp.extent, tir.ForKind.SERIAL, lp.body,
-                               annotations=lp.annotations, span=lp.span)
+                               annotations=lp.annotations, step=lp.step, span=lp.span)
             return lp
 
         from tvm import ir
@@ -321,7 +448,8 @@ def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             body = rewrite(s.body)
             if _writes_shared(s.body) and s.kind != tir.ForKind.PARALLEL:
                 body = seq([sync_threads(), body])
-            return tir.For(s.loop_var, s.min, s.extent, s.kind, body, annotations=s.annotations, span=s.span)
+            return tir.For(s.loop_var, s.min, s.extent, s.kind, body, annotations=s.annotations,
+                           step=s.step, span=s.span)
         if isinstance(s, tir.AttrStmt):
             return tir.AttrStmt(s.node, s.attr_key, s.value, rewrite(s.body), span=s.span)
         if isinstance(s, tir.IfThenElse):

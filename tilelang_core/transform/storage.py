@@ -10,6 +10,7 @@ from __future__ import annotations
 import tvm
 from tvm import tirx as tir
 
+from ..ir import source_of
 from .errors import CapabilityError
 from .irutil import walk
 
@@ -37,7 +38,7 @@ def plan_storage(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             nbytes = buffer_bytes(node.buffer)
             if nbytes is None:
                 raise CapabilityError(f"shared buffer {node.buffer.name} needs a constant shape, got {list(node.buffer.shape)}",
-                                      _source(node))
+                                      source_of(node))
             sizes.append((node.buffer.name, (nbytes + 15) // 16 * 16))
 
     walk(func.body, visit, (tir.AllocBuffer,))
@@ -52,8 +53,3 @@ def plan_storage(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     return func
 
 
-def _source(node):
-    span = getattr(node, "span", None)
-    if span is None or span.source_name is None:
-        return None
-    return (span.source_name.name, span.line)

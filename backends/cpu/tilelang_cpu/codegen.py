@@ -17,6 +17,7 @@ more than 512 KiB in all), which are allocated once per OpenMP thread.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from tvm import ir, tirx
@@ -73,6 +74,7 @@ class CPUCodegen(CStyleCodegen):
     vectorize_pragma = tuple(_omp("#pragma omp simd", "#pragma GCC ivdep"))
     # T.Parallel iterations are independent: let the vectorizer ignore assumed dependencies
     parallel_pragma = ("#pragma GCC ivdep",)
+    eager_logic = True
     reinterpret_format = ("__extension__({{ {1} tl_src_ = ({0}); {2} tl_dst_; "
                           "memcpy(&tl_dst_, &tl_src_, sizeof(tl_dst_)); tl_dst_; }})")
     type_map = {**C_TYPES, "float16": "tl_half", "bfloat16": "tl_bfloat16"}
@@ -287,6 +289,8 @@ class CPUCodegen(CStyleCodegen):
     def emit_assert(self, cond, message: str) -> None:
         span = self._span
         where = f"{span.source_name.name}:{span.line}" if span is not None and span.source_name else self.entry
+        if re.match(r"\S+:\d+: ", message):  # the core already put the source line in front
+            where = self.entry
         blocks = []
         for tag in ("blockIdx.x", "blockIdx.y", "blockIdx.z"):
             var = self.launch.vars.get(tag)

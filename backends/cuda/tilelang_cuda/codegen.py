@@ -25,6 +25,8 @@ Rendering needs TVM but no driver and no GPU.
 """
 from __future__ import annotations
 
+from tvm import tirx
+
 from tilelang_core.codegen import CStyleCodegen
 from tilelang_core.codegen.cexpr import c_string_literal
 from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
@@ -86,6 +88,9 @@ CUDA_FAST_MATH_OPS = {
 MMA_HEADER_PREFIXES = ("tl::mma_", "tl::ldmatrix", "tl::cp_async", "tl::smem_addr", "tl::wgmma",
                        "tl_mma_", "tl_ldmatrix", "tl_cp_async")
 
+# How many copies of a loop body nested unrolling may make (see `CUDACodegen.loop_pragmas`).
+UNROLL_BUDGET = 512
+
 _ATOMIC_DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "uint32", "int64")
 
 
@@ -116,8 +121,9 @@ class CUDACodegen(CStyleCodegen):
     storage_types = CUDA_STORAGE_TYPES
     math_ops = CUDA_MATH_OPS
     fast_math_ops = CUDA_FAST_MATH_OPS
-    inf_literal = "CUDART_INF_F"
-    nan_literal = "CUDART_NAN_F"
+    # bit patterns: NVRTC has no <math.h> macros and CUDART_INF_F needs math_constants.h
+    inf_literal = "__int_as_float(0x7f800000)"
+    nan_literal = "__int_as_float(0x7fffffff)"
     atomic_ops = _atomic_ops()
     printf_name = "printf"
     # a bit cast through memcpy (the CUDA compilers fold it into a register move)
@@ -168,6 +174,33 @@ class CUDACodegen(CStyleCodegen):
         if "mma" in self.used_helpers:
             head.insert(head.index(self.preamble[0]) + 1, '#include "tl_cuda_mma.h"')
         return head
+
+    # -- loops ----------------------------------------------------------------------------
+
+    def _reset(self) -> None:
+        super()._reset()
+        self._unrolled: list[int] = []  # constant trip counts of the enclosing unrolled loops
+
+    def loop_pragmas(self, s) -> list[str]:
+        pragmas = super().loop_pragmas(s)
+        if pragmas or not self._unrolled or not isinstance(s.extent, tirx.IntImm):
+            return pragmas
+        # A counted loop inside fully unrolled ones (the k loop of the portable GEMM inside
+        # the per-thread slot loop): NVVM unrolls it first, then the outer pragma copies the
+        # result, and ptxas spends minutes on one huge block (128 slots x 32 k: 105 s).
+        # Cap the product of the unroll factors instead.
+        copies = 1
+        for n in self._unrolled:
+            copies *= n
+        return [f"#pragma unroll {max(1, min(int(s.extent.value), UNROLL_BUDGET // copies))}"]
+
+    def enter_loop(self, s) -> None:
+        if int(s.kind) == int(tirx.ForKind.UNROLLED):
+            self._unrolled.append(int(s.extent.value) if isinstance(s.extent, tirx.IntImm) else 8)
+
+    def exit_loop(self, s) -> None:
+        if int(s.kind) == int(tirx.ForKind.UNROLLED):
+            self._unrolled.pop()
 
     # -- statements -----------------------------------------------------------------------
 

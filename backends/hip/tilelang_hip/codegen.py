@@ -16,7 +16,10 @@ converts to float, arithmetic runs in float, a store rounds back. MFMA wrappers
 """
 from __future__ import annotations
 
+from tvm import ir, tirx
+
 from tilelang_core.codegen import CodegenError, CStyleCodegen
+from tilelang_core.codegen.analysis import buffer_info, dtype_of
 from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
 
 __all__ = ["HIPCodegen"]
@@ -86,6 +89,26 @@ class HIPCodegen(CStyleCodegen):
         threads = self.block_threads(self.launch)
         bounds = f"__launch_bounds__({threads}) " if threads is not None else ""
         return f"{self.kernel_prefix}{bounds}{self.kernel_return_type} {entry}({args})"
+
+    # -- statements -----------------------------------------------------------------------
+
+    def visit_store(self, s) -> None:
+        """Stores of storage-only types skip the trip through float where it changes nothing:
+        a copy of an element of the same type moves its bits, and a value just cast to the
+        stored type is rounded once."""
+        dtype = buffer_info(s.buffer).dtype
+        value = s.value
+        if dtype in self.storage_types:
+            if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source) \
+                    and buffer_info(value.source).dtype == dtype:
+                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = "
+                                 f"{self.buffer_ref(value.source, value.indices)};")
+            if isinstance(value, tirx.Cast) and dtype_of(value) == dtype:
+                text = self.expr(value.value)
+                if self.value_dtype(dtype_of(value.value)) != "float32":
+                    text = f"(float)({text})"
+                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = {self.store_value(dtype, text)};")
+        super().visit_store(s)
 
     # -- helpers and headers --------------------------------------------------------------
 

@@ -18,6 +18,20 @@ def tilelang_detect_targets():
 
 
 @hookimpl
+def tilelang_infer_layout(target, op, ctx):
+    from .lower import infer_gemm_layout
+
+    return infer_gemm_layout(op, ctx) if op.name == "gemm" else None
+
+
+@hookimpl
+def tilelang_lower_tile_op(target, op, ctx):
+    from .lower import lower_gemm
+
+    return lower_gemm(op, ctx) if op.name == "gemm" else None
+
+
+@hookimpl
 def tilelang_codegen(target, module, options):
     from .codegen import HIPCodegen
 

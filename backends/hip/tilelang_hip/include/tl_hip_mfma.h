@@ -62,3 +62,36 @@ TL_DEVICE tl_intx4 tl_mfma_i32_16x16x16_i8(int a, int b, tl_intx4 c) {
   return __builtin_amdgcn_mfma_i32_16x16x16i8(a, b, c, 0, 0, 0);
 }
 #endif
+
+// ---------------------------------------------------------------------------------------------
+// Register-array forms, called by the generated code of T.gemm (tilelang_hip/lower.py).
+//
+// D = A * B + C for one 16x16 tile of one wavefront; `a` and `b` point at the lane's E
+// consecutive elements of its A and B fragments (E = K / 4), `c` and `d` at its 4 accumulator
+// elements (d may alias c). Lane l holds A[l % 16][E * (l / 16) + i], B[E * (l / 16) + i][l % 16]
+// and D[4 * (l / 16) + i][l % 16]; `lower.py` says the same in Python, and
+// tests/hip/test_hip_codegen.py checks it against an emulator. The copies through
+// __builtin_memcpy let the arrays live in registers (no alignment is assumed).
+// ---------------------------------------------------------------------------------------------
+
+#define TL_MFMA_REGS(NAME, ELEM, VEC, ACC, ACCVEC, BUILTIN)                                     \
+  TL_DEVICE void NAME(ACC* d, const ELEM* a, const ELEM* b, const ACC* c) {                     \
+    VEC va, vb;                                                                                 \
+    ACCVEC vc;                                                                                  \
+    __builtin_memcpy(&va, a, sizeof(va));                                                       \
+    __builtin_memcpy(&vb, b, sizeof(vb));                                                       \
+    __builtin_memcpy(&vc, c, sizeof(vc));                                                       \
+    vc = BUILTIN(va, vb, vc, 0, 0, 0);                                                          \
+    __builtin_memcpy(d, &vc, sizeof(vc));                                                       \
+  }
+
+TL_MFMA_REGS(tl_mfma_16x16x16_f16, half_t, tl_halfx4, float, tl_floatx4,
+             __builtin_amdgcn_mfma_f32_16x16x16f16)
+TL_MFMA_REGS(tl_mfma_16x16x16_bf16, bfloat16_t, tl_bf16x4, float, tl_floatx4,
+             __builtin_amdgcn_mfma_f32_16x16x16bf16_1k)
+#if defined(TL_HIP_GFX94X)
+TL_MFMA_REGS(tl_mfma_16x16x32_i8, int8_t, long, int, tl_intx4, __builtin_amdgcn_mfma_i32_16x16x32_i8)
+#else
+TL_MFMA_REGS(tl_mfma_16x16x16_i8, int8_t, int, int, tl_intx4, __builtin_amdgcn_mfma_i32_16x16x16i8)
+#endif
+#undef TL_MFMA_REGS
