@@ -15,6 +15,7 @@ __all__ = [
     "ANN_PIPELINE_STAGE",
     "ANN_PIPELINE_SYNC",
     "ATTR_LAYOUT",
+    "ATTR_SYNC_PLACED",
     "ATTR_THREAD_EXTENT",
     "GEMM_POLICIES",
     "LAYOUT_SWIZZLED",
@@ -44,6 +45,9 @@ ACCESS_READ_WRITE = 3
 ATTR_THREAD_EXTENT = "thread_extent"  # T.Kernel: one launch_thread per block/thread dim
 ATTR_LAYOUT = "tl.layout"  # T.annotate_layout: node = IndexMap | "swizzled", value = buffer
 LAYOUT_SWIZZLED = "swizzled"  # the node of a tl.layout attr made by T.make_swizzled_layout
+# Around lowered code that places its own barriers (e.g. a software pipeline over
+# asynchronous copies): the core's barrier insertion adds none inside it.
+ATTR_SYNC_PLACED = "tl.sync_placed"
 
 # For-loop annotation keys.
 ANN_NUM_STAGES = "num_stages"  # T.Pipelined

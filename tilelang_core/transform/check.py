@@ -36,6 +36,7 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
 
     walk(func.body, visit, (tir.AllocBuffer,))
 
+    _check_layout_annotations(func)
     info = launch_info(func)
     if not info.extents:
         raise TileLangCompileError("the kernel has no `with T.Kernel(...)` launch frame", source_of(func))
@@ -77,3 +78,31 @@ def _check_explicit_threads(func: tir.PrimFunc, info) -> None:
             f"targets (execution_model 'block-serial') explicit threads are emulated one after "
             f"another, which cannot mix with block-wide tile ops. Use tile ops and T.Parallel "
             f"only, or a SIMT target", where)
+
+
+def _check_layout_annotations(func: tir.PrimFunc) -> None:
+    """A buffer annotated with two different layouts cannot honour both."""
+    import tvm_ffi
+
+    from ..ir.constants import ATTR_LAYOUT
+
+    seen: dict[int, tuple[object, object]] = {}
+
+    def visit(node):
+        if node.attr_key != ATTR_LAYOUT:
+            return
+        buf = node.value
+        key = buf.__chandle__()
+        if key in seen:
+            layout, first = seen[key]
+            if not tvm_ffi.structural_equal(layout, node.node):
+                where = source_of(first)
+                raise TileLangCompileError(
+                    f"buffer {buf.name} is annotated with two different layouts"
+                    + (f" (first at line {where[1]})" if where else "")
+                    + "; a buffer has one layout for the whole kernel: keep one T.annotate_layout",
+                    source_of(node))
+        else:
+            seen[key] = (node.node, node)
+
+    walk(func.body, visit, (tir.AttrStmt,))

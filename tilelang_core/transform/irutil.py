@@ -84,18 +84,41 @@ def substitute(node, mapping: dict) -> object:
     return tvm_ffi.structural_map(node, ((tir.Var,), on_var))
 
 
+def _keep_errors(fn: Callable, box: list, returns_value: bool = True) -> Callable:
+    """Wrap a callback so an exception it raises survives the C++ walk with its own type
+    (the FFI would turn it into a RuntimeError)."""
+
+    def wrapped(value):
+        if box:
+            return value if returns_value else None
+        try:
+            return fn(value)
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the caller below
+            box.append(exc)
+            return value if returns_value else None
+
+    return wrapped
+
+
 def walk(node, callback: Callable[[object], None], types: tuple = (object,)) -> None:
     """Call `callback` on every sub-node of the given types (post-order)."""
+    box: list = []
 
     def visit(value):
         callback(value)
 
-    tvm_ffi.structural_walk(node, ((types, visit),))
+    tvm_ffi.structural_walk(node, ((types, _keep_errors(visit, box, returns_value=False)),))
+    if box:
+        raise box[0]
 
 
 def map_stmts(node, types: tuple, fn: Callable, order: str = "post"):
     """Rewrite every statement of `types` with `fn` (returns the node or a replacement)."""
-    return tvm_ffi.structural_map(node, ((types, fn),), order=order)
+    box: list = []
+    result = tvm_ffi.structural_map(node, ((types, _keep_errors(fn, box)),), order=order)
+    if box:
+        raise box[0]
+    return result
 
 
 def is_global(buffer: tir.Buffer) -> bool:

@@ -21,7 +21,9 @@ Rules:
   memory other threads see (shared, global), an atomic or a print there runs on thread 0 only.
 - A barrier follows every uniform statement that writes shared memory, and opens every
   uniform serial loop whose body writes shared memory (so iteration k+1 does not overwrite
-  what iteration k still reads).
+  what iteration k still reads). A call writes shared memory when it is handed a pointer
+  into it with the write bit of `tvm_access_ptr`'s mask. Code inside an
+  `AttrStmt(ATTR_SYNC_PLACED)` places its own barriers: none are added inside it.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from tvm import ir as _ir
 from tvm import tirx as tir
 
 from ..codegen import builtins
+from ..ir.constants import ATTR_SYNC_PLACED
 from .irutil import const, map_stmts, seq, substitute, walk
 from .kernel_info import launch_info
 from .layout_inference import FRAGMENT_LAYOUTS
@@ -153,38 +156,39 @@ def _fragment_placement(func: tir.PrimFunc, imposed=None, threads: int = 0) -> _
 
 def _settle_layouts(fragments, ok, nests, imposed, threads, placement) -> None:
     """Give each register fragment a layout; a fragment caught between two layouts leaves
-    registers. A nest runs in the layout of the first register fragment with an imposed
-    layout that it touches (else cyclically); a fragment without one adopts the layout of
-    its nests when they agree."""
+    registers. Layouts spread through nests: a nest runs in the layout of the register
+    fragments it touches, and a fragment without an imposed layout adopts its nests' layout
+    (the cyclic one when none of them has another)."""
     own = {}
     for key, buf in fragments.items():
         layout = imposed.get(buf) if imposed else None
         own[key] = layout if layout is not None and layout.threads == threads else None
     while True:
-        nest_layouts = []
+        layout_of = dict(own)
+        changed = True
+        while changed:  # spread layouts to the fragments that share a nest with a laid-out one
+            changed = False
+            for keys in nests:
+                layout = next((layout_of[k] for k in keys if ok[k] and layout_of[k] is not None), None)
+                if layout is None:
+                    continue
+                for k in keys:
+                    if ok[k] and layout_of[k] is None:
+                        layout_of[k] = layout
+                        changed = True
+        conflict = False
         for keys in nests:
-            nest_layouts.append(next((own[k] for k in keys if ok[k] and own[k] is not None), None))
-        seen: dict[int, list] = {}
-        for keys, layout in zip(nests, nest_layouts):
-            for k in dict.fromkeys(keys):
-                seen.setdefault(k, []).append(layout)
-        changed = False
-        for key, layouts in seen.items():
-            if not ok[key]:
-                continue
-            wanted = own[key] if own[key] is not None else layouts[0]
-            if any(layout != wanted for layout in layouts):
-                ok[key] = False
-                changed = True
-            else:
-                placement.layouts[key] = wanted
-        if not changed:
+            layouts = [layout_of[k] for k in keys if ok[k]]
+            if layouts and any(layout != layouts[0] for layout in layouts):
+                for k in keys:  # keep the first layout; the others leave registers
+                    if ok[k] and layout_of[k] != layouts[0]:
+                        ok[k] = False
+                        conflict = True
+        if not conflict:
             break
     for key in fragments:
-        if not ok[key]:
-            placement.layouts.pop(key, None)
-        elif key not in placement.layouts:
-            placement.layouts[key] = own[key]
+        if ok[key]:
+            placement.layouts[key] = layout_of[key]
 
 
 class _Partitioner:
@@ -413,7 +417,19 @@ def partition_over_threads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
 # --- barriers -------------------------------------------------------------------------------
 
 
+def _pointer_target(data):
+    """The buffer a `tvm_access_ptr`'s data argument points into (`buffer_data(buf)` or
+    `address_of(buf[...])`), or None."""
+    if isinstance(data, _ir.Call) and data.op.name == "tirx.address_of" and isinstance(data.args[0], _ir.TensorLoad):
+        return data.args[0].source
+    if isinstance(data, _ir.Call) and data.op.name == "tirx.buffer_data":
+        return data.args[0]
+    return None
+
+
 def _writes_shared(stmt: tir.Stmt) -> bool:
+    """Whether `stmt` may write shared memory: a store, an asynchronous `tl.*` builtin, or a
+    pointer handed to a call with the write bit of its access mask (`tvm_access_ptr(..., 2)`)."""
     found = False
 
     def visit(node):
@@ -423,8 +439,13 @@ def _writes_shared(stmt: tir.Stmt) -> bool:
         elif isinstance(node, tir.Evaluate) and isinstance(node.value, _ir.Call) \
                 and node.value.op.name.startswith("tl.") and "async" in node.value.op.name:
             found = True
+        elif isinstance(node, _ir.Call) and node.op.name == "tirx.tvm_access_ptr":
+            target = _pointer_target(node.args[1])
+            mask = node.args[4]
+            if target is not None and target.scope() in SHARED and isinstance(mask, tir.IntImm) and int(mask) & 2:
+                found = True
 
-    walk(stmt, visit, (tir.BufferStore, tir.Evaluate))
+    walk(stmt, visit, (tir.BufferStore, tir.Evaluate, _ir.Call))
     return found
 
 
@@ -451,6 +472,8 @@ def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             return tir.For(s.loop_var, s.min, s.extent, s.kind, body, annotations=s.annotations,
                            step=s.step, span=s.span)
         if isinstance(s, tir.AttrStmt):
+            if s.attr_key == ATTR_SYNC_PLACED:
+                return s
             return tir.AttrStmt(s.node, s.attr_key, s.value, rewrite(s.body), span=s.span)
         if isinstance(s, tir.IfThenElse):
             return tir.IfThenElse(s.condition, rewrite(s.then_case),

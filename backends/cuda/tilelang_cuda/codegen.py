@@ -25,9 +25,10 @@ Rendering needs TVM but no driver and no GPU.
 """
 from __future__ import annotations
 
-from tvm import tirx
+from tvm import ir, tirx
 
 from tilelang_core.codegen import CStyleCodegen
+from tilelang_core.codegen.analysis import buffer_info, dtype_of
 from tilelang_core.codegen.cexpr import c_string_literal
 from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
 
@@ -56,6 +57,8 @@ CUDA_STORAGE_TYPES = {
     "float8_e5m2": _through_float("static_cast<float>({0})", "fp8_e5_t({0})"),
 }
 
+_INT_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
 CUDA_MATH_OPS = {
     **C_MATH_OPS,
     "rsqrt": {"float32": "rsqrtf({0})", "float64": "rsqrt({0})"},
@@ -64,9 +67,12 @@ CUDA_MATH_OPS = {
     "sigmoid": {"float32": "(1.0f / (1.0f + expf(-({0}))))", "float64": "(1.0 / (1.0 + exp(-({0}))))"},
     "popcount": {"int64": "__popcll({0})", "uint64": "__popcll({0})", "default": "__popc({0})"},
     "clz": {"int64": "__clzll({0})", "uint64": "__clzll({0})", "default": "__clz({0})"},
-    # fmaxf/fminf for floats (what TileLang prints), the header's templates for the rest
-    "min": {"float32": "fminf({0}, {1})", "float64": "fmin({0}, {1})", "default": "tl::min({0}, {1})"},
-    "max": {"float32": "fmaxf({0}, {1})", "float64": "fmax({0}, {1})", "default": "tl::max({0}, {1})"},
+    # fmaxf/fminf for floats (what TileLang prints); for integers the header's templates with
+    # the type spelled out, since CUDA's min/max overloads are ambiguous between int64_t
+    # (`long` under nvcc) and a `long long` literal
+    **{kind: {"float32": f"f{kind}f({{0}}, {{1}})", "float64": f"f{kind}({{0}}, {{1}})",
+              **{dtype: f"tl::{kind}<{C_TYPES[dtype]}>({{0}}, {{1}})" for dtype in _INT_DTYPES}}
+       for kind in ("min", "max")},
 }
 
 # The hardware approximations (SFU), used only when the user asks for fast math.
@@ -126,8 +132,7 @@ class CUDACodegen(CStyleCodegen):
     nan_literal = "__int_as_float(0x7fffffff)"
     atomic_ops = _atomic_ops()
     printf_name = "printf"
-    # a bit cast through memcpy (the CUDA compilers fold it into a register move)
-    reinterpret_format = "([&]() {{ {1} tl_src_ = ({0}); {2} tl_dst_; memcpy(&tl_dst_, &tl_src_, sizeof(tl_dst_)); return tl_dst_; }}())"
+    reinterpret_format = "__builtin_bit_cast({2}, {0})"
     reserved_names = CStyleCodegen.reserved_names + (
         "blockDim", "gridDim", "warpSize", "tl", "half", "half_t", "bfloat16_t", "half2_t",
         "bfloat162_t", "fp8_e4_t", "fp8_e5_t", "dim3", "uint", "memcpy", "__syncthreads")
@@ -203,6 +208,41 @@ class CUDACodegen(CStyleCodegen):
             self._unrolled.pop()
 
     # -- statements -----------------------------------------------------------------------
+
+    def visit_store(self, s) -> None:
+        dtype = buffer_info(s.buffer).dtype
+        raw = self.storage_value(s.value, dtype) if dtype in self.storage_types else None
+        if raw is None:
+            return super().visit_store(s)
+        self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = {raw};")
+
+    def storage_value(self, e, dtype: str) -> str | None:
+        """`e`, of the storage-only `dtype`, as a value of its storage type without a trip
+        through float (a copy of half_t stays a 16-bit move); None where `e` computes."""
+        if dtype_of(e) != dtype:
+            return None
+        if isinstance(e, ir.TensorLoad):
+            return self.buffer_ref(e.source, e.indices) if buffer_info(e.source).dtype == dtype else None
+        if isinstance(e, tirx.Cast):
+            if dtype_of(e.value) == dtype:
+                return self.storage_value(e.value, dtype)
+            if self.value_dtype(dtype_of(e.value)) == self.value_dtype(dtype):
+                return self.store_value(dtype, self.expr(e.value))  # one rounding, not two
+            return None
+        if isinstance(e, tirx.FloatImm):
+            return self.store_value(dtype, self.expr(e))
+        branches = None
+        if isinstance(e, tirx.Select):
+            branches = (e.condition, e.true_value, e.false_value)
+        elif isinstance(e, ir.Call) and isinstance(e.op, ir.Op) and str(e.op.name) in ("tirx.if_then_else", "prim.if_then_else"):
+            branches = tuple(e.args)
+        if branches is None:
+            return None
+        cond, a, b = branches
+        a_text, b_text = self.storage_value(a, dtype), self.storage_value(b, dtype)
+        if a_text is None or b_text is None:
+            return None
+        return f"({self.expr(cond)}) ? {a_text} : {b_text}"
 
     def emit_assert(self, cond, message: str) -> None:
         span = self._span

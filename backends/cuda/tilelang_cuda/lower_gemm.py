@@ -225,7 +225,7 @@ def _convert(inst: MmaInstruction, frag, count: int) -> list[tir.Stmt]:
     if inst.convert is None:
         return []
     i = tir.Var("r", "int32")
-    return [tir.For(i, 0, count, UNROLL, _extern(inst.convert, _address(frag, [i])))]
+    return [_loop(i, count, _extern(inst.convert, _address(frag, [i])))]
 
 
 def lower_gemm(op: TileOp, ctx, swizzles: dict) -> tir.Stmt | None:
@@ -243,47 +243,59 @@ def lower_gemm(op: TileOp, ctx, swizzles: dict) -> tir.Stmt | None:
     b_op = _Operand(b, swizzles.get(b.buffer.__chandle__()))
     a_frag = tir.decl_buffer((t.mi * 4,), "uint32", name="a_frag", scope="local")
     b_frag = tir.decl_buffer((t.ni * 2,), "uint32", name="b_frag", scope="local")
-
-    thread = tir.Var("t", "int32")
+    # the mma reads and writes these 4 values; C's register array is touched element by
+    # element only, so the core may still move C to shared memory (see simt.py)
+    d_frag = tir.decl_buffer((4,), acc.dtype, name="d_frag", scope="local")
     lane, warp = tir.Var("lane", "int32"), tir.Var("warp", "int32")
     row0, col0 = tir.Var("warp_row", "int32"), tir.Var("warp_col", "int32")
-    kk, mi, ni, nj = (tir.Var(name, "int32") for name in ("kk", "mi", "ni", "nj"))
+    kk, mi, ni, nj, v = (tir.Var(name, "int32") for name in ("kk", "mi", "ni", "nj", "v"))
     wr, wc = t.warp_origin(warp)
 
     a_load = _load(plan.a_fragment(lane, row0 + mi * 16, kk), a_frag, mi * 4, a_op, inst)
     b_steps = []
     if plan.b_pairs:
         pair = _load(plan.b_fragment(lane, col0 + nj * 16, kk, 2), b_frag, nj * 4, b_op, inst)
-        b_steps.append(tir.For(nj, 0, plan.b_pairs, UNROLL, _seq(pair)))
+        b_steps.append(_loop(nj, plan.b_pairs, _seq(pair)))
     if t.ni % 2:
         last = t.ni - 1
         b_steps += _load(plan.b_fragment(lane, col0 + last * 8, kk, 1), b_frag, last * 2, b_op, inst)
     slot = t.slot(mi, ni, 0)
-    mma = _extern(inst.function, _address(acc, [slot]), _address(a_frag, [mi * 4]),
-                  _address(b_frag, [ni * 2]), _address(acc, [slot]))
+    mma = _seq([
+        _loop(v, 4, tir.BufferStore(d_frag, tir.BufferLoad(acc, [slot + v]), [v])),
+        _extern(inst.function, _address(d_frag, [0]), _address(a_frag, [mi * 4]),
+                _address(b_frag, [ni * 2]), _address(d_frag, [0])),
+        _loop(v, 4, tir.BufferStore(acc, tir.BufferLoad(d_frag, [v]), [slot + v])),
+    ])
     k_step = _seq([
-        tir.For(mi, 0, t.mi, UNROLL, _seq(a_load)),
+        _loop(mi, t.mi, _seq(a_load)),
         *_convert(inst, a_frag, t.mi * 4),
         *b_steps,
         *_convert(inst, b_frag, t.ni * 2),
-        tir.For(mi, 0, t.mi, UNROLL, tir.For(ni, 0, t.ni, UNROLL, mma)),
+        _loop(mi, t.mi, _loop(ni, t.ni, mma)),
     ])
-    body = []
-    if op.int_arg(6):  # clear_accum
-        s = tir.Var("s", "int32")
-        body.append(tir.For(s, 0, t.slots, UNROLL, tir.BufferStore(acc, tir.const(0, acc.dtype), [s])))
-    body += [
-        tir.Bind(lane, thread % WARP),
-        tir.Bind(warp, thread // WARP),
-        tir.Bind(row0, wr),
-        tir.Bind(col0, wc),
-        tir.AllocBuffer(a_frag),
-        tir.AllocBuffer(b_frag),
-        tir.For(kk, 0, plan.k_steps, UNROLL, k_step),
-    ]
-    # a loop over the block's threads: the SIMT placement runs its body once per thread,
-    # with `thread` the flat thread index
-    return tir.For(thread, 0, ctx.threads, tir.ForKind.PARALLEL, _seq(body), span=op.stmt.span)
+
+    def per_thread(thread):
+        body = []
+        if op.int_arg(6):  # clear_accum
+            s = tir.Var("s", "int32")
+            body.append(_loop(s, t.slots, tir.BufferStore(acc, tir.const(0, acc.dtype), [s])))
+        body += [
+            tir.Bind(lane, thread % WARP),
+            tir.Bind(warp, thread // WARP),
+            tir.Bind(row0, wr),
+            tir.Bind(col0, wc),
+            tir.AllocBuffer(a_frag),
+            tir.AllocBuffer(b_frag),
+            tir.AllocBuffer(d_frag),
+            _loop(kk, plan.k_steps, k_step),
+        ]
+        return _seq(body)
+
+    return ctx.per_thread(per_thread, span=op.stmt.span)
+
+
+def _loop(var, extent: int, body) -> tir.Stmt:
+    return tir.For(var, tir.const(0, "int32"), tir.const(extent, "int32"), UNROLL, body)
 
 
 def _seq(stmts):
