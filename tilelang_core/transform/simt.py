@@ -449,6 +449,18 @@ def _writes_shared(stmt: tir.Stmt) -> bool:
     return found
 
 
+def _reads_shared(stmt: tir.Stmt) -> bool:
+    found = False
+
+    def visit(node):
+        nonlocal found
+        if node.source.scope() in SHARED:
+            found = True
+
+    walk(stmt, visit, (_ir.TensorLoad,))
+    return found
+
+
 def _is_barrier(stmt: tir.Stmt) -> bool:
     return (isinstance(stmt, tir.Evaluate) and isinstance(stmt.value, _ir.Call)
             and stmt.value.op.name == "tl.sync_threads")
@@ -458,10 +470,16 @@ def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     def rewrite(s: tir.Stmt) -> tir.Stmt:
         if isinstance(s, tir.SeqStmt):
             out: list[tir.Stmt] = []
+            reads_pending = False  # shared memory read since the last barrier
             for child in s.seq:
-                out.append(rewrite(child))
-                if _writes_shared(child) and not _is_barrier(child):
+                writes = _writes_shared(child) and not _is_barrier(child)
+                if writes and reads_pending:
+                    # write after read: other threads may still read the old values
                     out.append(sync_threads())
+                out.append(rewrite(child))
+                if writes:
+                    out.append(sync_threads())
+                reads_pending = not writes and not _is_barrier(child) and (reads_pending or _reads_shared(child))
             return seq(out)
         if isinstance(s, tir.For):
             if PARTITIONED in s.annotations:

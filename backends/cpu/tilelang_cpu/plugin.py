@@ -52,3 +52,10 @@ def tilelang_cache_key(target, options):
     from . import compile as _compile
 
     return _compile.cache_key(target.arch)
+
+
+@hookimpl
+def tilelang_lower_tile_op(target, op, ctx):
+    from .lower import lower_tile_op
+
+    return lower_tile_op(op, ctx)

@@ -18,7 +18,7 @@ What the generated file looks like:
 - Math uses the precise functions (`expf`, `exp2f`, ...); with `fast_math` the intrinsics
   (`__expf`, `__logf`, ...), which is also what nvcc's --use_fast_math would pick.
 - `tl.atomic_*` become the header's overloaded `tl_atomic_add/max/min`, `tl.printf` is
-  `printf`, `tl.device_assert` is `tl_device_assert(cond, msg, "file:line")` (prints, then
+  `printf`, `tl.device_assert` is `tl_device_assert(cond, "file:line: msg", kernel)` (prints, then
   traps: the launch fails and the runtime reports it at the next synchronize).
 
 Rendering needs TVM but no driver and no GPU.
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from tvm import ir, tirx
 
-from tilelang_core.codegen import CStyleCodegen
+from tilelang_core.codegen import CodegenError, CStyleCodegen
 from tilelang_core.codegen.analysis import buffer_info, dtype_of
 from tilelang_core.codegen.cexpr import c_string_literal
 from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
@@ -156,6 +156,20 @@ class CUDACodegen(CStyleCodegen):
         args = ", ".join(self.param_decl(kind, var) for kind, var in params)
         return f"{self.kernel_prefix}{self.kernel_return_type} {self.thread_bounds(self.launch)}{entry}({args})"
 
+    def check_launch(self, launch) -> None:
+        limit = self.target.capabilities.max_threads_per_block if self.target is not None else 1024
+        threads = 1
+        for extent in launch.block:
+            threads = threads * extent if isinstance(extent, int) and isinstance(threads, int) else None
+        if threads is not None and threads > limit:
+            raise CodegenError(f"the kernel asks for {threads} threads per block ({launch.block}) but "
+                               f"{self.target or 'CUDA'} allows {limit}; pass fewer threads to T.Kernel")
+        for tag, limit in (("blockIdx.y", 65535), ("blockIdx.z", 65535)):
+            extent = launch.extents.get(tag)
+            if isinstance(extent, tirx.IntImm) and extent.value > limit:
+                raise CodegenError(f"grid dimension {tag} is {extent.value}, past CUDA's limit of "
+                                   f"{limit}; put the largest grid dimension first in T.Kernel")
+
     @staticmethod
     def thread_bounds(launch) -> str:
         """`__launch_bounds__(threads) ` when the block size is a constant, else nothing."""
@@ -245,6 +259,6 @@ class CUDACodegen(CStyleCodegen):
         return f"({self.expr(cond)}) ? {a_text} : {b_text}"
 
     def emit_assert(self, cond, message: str) -> None:
-        span = self._span
-        where = f"{span.source_name.name}:{span.line}" if span is not None and span.source_name else self.entry
-        self.emit(f"tl_device_assert({self.expr(cond)}, {c_string_literal(message)}, {c_string_literal(where)});")
+        # the core puts the user's file:line into the message; the kernel's name says which one
+        self.emit(f"tl_device_assert({self.expr(cond)}, {c_string_literal(message)}, "
+                  f"{c_string_literal(self.entry)});")

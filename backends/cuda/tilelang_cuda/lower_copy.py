@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from tvm import tirx as tir
 
-from tilelang_core.ir import Region, TileOp
+from tilelang_core.ir import Region, TileOp, dtype_of
 from tilelang_core.transform.irutil import analyzer, in_bounds, squeeze_extents
 
 from .lower_gemm import SHARED_SCOPES
@@ -114,7 +114,7 @@ def async_copy_nest(plan: CopyPlan, swizzle=None, span=None) -> tir.Stmt:
         body = _extern("tl::cp_async_cg16", dst_ptr, _pointer(src.buffer, s_idx, src.dtype, lanes, READ))
     else:
         # out of bounds, nothing is read (src-size 0) but the address stays inside the tensor
-        safe = [tir.if_then_else(valid, i, tir.const(0, i.dtype)) for i in s_idx]
+        safe = [tir.if_then_else(valid, i, tir.const(0, dtype_of(i))) for i in s_idx]
         body = _extern("tl::cp_async_cg16_zfill", dst_ptr, _pointer(src.buffer, safe, src.dtype, lanes, READ), valid)
     for var, extent in reversed(list(zip(loop_vars, plan.shape))):
         body = tir.For(var, tir.const(0, "int32"), tir.const(extent, "int32"), tir.ForKind.PARALLEL, body, span=span)

@@ -18,6 +18,27 @@ def tilelang_detect_targets():
 
 
 @hookimpl
+def tilelang_pipeline(target, pipeline):
+    from .lower import edit_pipeline
+
+    edit_pipeline(target, pipeline)
+
+
+@hookimpl
+def tilelang_infer_layout(target, op, ctx):
+    from .lower import infer_layout
+
+    return infer_layout(target, op, ctx)
+
+
+@hookimpl
+def tilelang_lower_tile_op(target, op, ctx):
+    from .lower import lower_tile_op
+
+    return lower_tile_op(target, op, ctx)
+
+
+@hookimpl
 def tilelang_compile(target, source, options):
     from .compile import compile_cuda
 

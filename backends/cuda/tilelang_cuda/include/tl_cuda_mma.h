@@ -1,5 +1,5 @@
 // Warp-level tensor-core and async-copy primitives for sm_80 and newer, as inline PTX:
-//   mma.sync.aligned m16n8k16 (f16/bf16 -> f32) and m16n8k32 (s8 -> s32),
+//   mma.sync.aligned m16n8k16 (f16/bf16 -> f32), m16n8k32 (s8 -> s32), m16n8k8 (tf32 -> f32),
 //   ldmatrix.sync.aligned.m8n8 (.x1/.x2/.x4, plain and .trans),
 //   cp.async (.cg 16 bytes, .ca 4/8/16 bytes) with zero-fill of masked elements,
 //   cp.async.commit_group / wait_group / wait_all.
@@ -60,6 +60,40 @@ TL_DEVICE void mma_m16n8k32_s8_s32(int32_t* d, const uint32_t* a, const uint32_t
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]),
         "r"(c[2]), "r"(c[3]));
 }
+
+// D = A * B + C with A 16x8 row-major tf32 (4 x .b32), B 8x8 col-major tf32 (2 x .b32), C and
+// D 16x8 f32. Operands must already be tf32 (see mma_round_tf32).
+TL_DEVICE void mma_m16n8k8_tf32_f32(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]),
+        "f"(c[2]), "f"(c[3]));
+}
+
+// An f32 operand register rounded to tf32 (nearest, ties away from zero), in place.
+TL_DEVICE void mma_round_tf32(uint32_t* r) {
+  uint32_t out;
+  asm volatile("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(out) : "r"(r[0]));
+  r[0] = out;
+}
+
+// Operand registers filled element by element (where ldmatrix cannot gather them): the
+// first pointer gives the lowest bits.
+TL_DEVICE void mma_pack_b16(uint32_t* r, const void* lo, const void* hi) {
+  r[0] = static_cast<uint32_t>(*static_cast<const uint16_t*>(lo)) |
+         (static_cast<uint32_t>(*static_cast<const uint16_t*>(hi)) << 16);
+}
+
+TL_DEVICE void mma_pack_b8(uint32_t* r, const void* b0, const void* b1, const void* b2, const void* b3) {
+  r[0] = static_cast<uint32_t>(*static_cast<const uint8_t*>(b0)) |
+         (static_cast<uint32_t>(*static_cast<const uint8_t*>(b1)) << 8) |
+         (static_cast<uint32_t>(*static_cast<const uint8_t*>(b2)) << 16) |
+         (static_cast<uint32_t>(*static_cast<const uint8_t*>(b3)) << 24);
+}
+
+TL_DEVICE void mma_load_b32(uint32_t* r, const void* p) { r[0] = *static_cast<const uint32_t*>(p); }
 
 // ---------------------------------------------------------------- ldmatrix
 

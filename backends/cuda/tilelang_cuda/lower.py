@@ -1,0 +1,56 @@
+"""The CUDA backend's tile-op lowerings and passes, behind the three compile hooks.
+
+| tile op / loop | CUDA lowering | module |
+|---|---|---|
+| `T.gemm(A_shared, B_shared, C_fragment)` | mma.sync m16n8k{16,32,8} + ldmatrix, C in the mma accumulator layout | `lower_gemm.py` |
+| `T.copy(global, shared)` | cp.async, 16 bytes per instruction, zero-filled tails | `lower_copy.py` |
+| `T.Pipelined(n, num_stages>=2)` over such copies | multi-stage cp.async pipeline | `lower_pipeline.py` |
+| shared tiles only those two touch | XOR-swizzled 16-byte chunks (no ldmatrix bank conflicts) | `lower_pipeline.py` |
+
+Everything else, and every case a lowering does not cover, takes the core's portable path
+(the hook returns None). Layout functions live in `layout.py`.
+"""
+from __future__ import annotations
+
+__all__ = ["lower_tile_op", "infer_layout", "edit_pipeline"]
+
+
+def _has_mma(caps, op) -> bool:
+    a, _, c = op.regions[:3]
+    operand = "tfloat32" if a.dtype == "float32" else a.dtype
+    return any(mi.family == "mma.sync" and mi.supports(operand, c.dtype) for mi in caps.matrix_instructions)
+
+
+def lower_tile_op(target, op, ctx):
+    """`tilelang_lower_tile_op`: the CUDA lowering of `op`, or None for the portable one."""
+    from .lower_pipeline import SWIZZLES
+
+    swizzles = ctx.facts.get(SWIZZLES, {})
+    if op.name == "gemm" and _has_mma(ctx.caps, op):
+        from .lower_gemm import lower_gemm
+
+        return lower_gemm(op, ctx, swizzles)
+    if op.name == "copy" and "cp.async" in ctx.caps.copy_engines:
+        from .lower_copy import lower_async_copy
+
+        return lower_async_copy(op, swizzles)
+    return None
+
+
+def infer_layout(target, op, ctx):
+    """`tilelang_infer_layout`: the mma accumulator layout a tensor-core T.gemm imposes on C."""
+    if op.name == "gemm" and _has_mma(ctx.caps, op):
+        from .lower_gemm import gemm_layouts
+
+        return gemm_layouts(op, ctx.threads)
+    return None
+
+
+def edit_pipeline(target, pipeline) -> None:
+    """`tilelang_pipeline`: swizzle planning after layout inference, cp.async pipelining
+    before the core's portable pipeline planning."""
+    from .lower_pipeline import pipeline_async_copies, plan_swizzles
+
+    pipeline.insert_after("infer_layout", "cuda.plan_swizzles", plan_swizzles)
+    if "cp.async" in target.capabilities.copy_engines:
+        pipeline.insert_before("plan_pipeline", "cuda.pipeline_async_copies", pipeline_async_copies)
