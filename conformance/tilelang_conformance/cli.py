@@ -1,0 +1,193 @@
+"""`tilelang conformance` (also `tilelang-conformance`): run the suite, print the table,
+write JSON/Markdown reports, export for another machine, or run such an export.
+
+Exit status: 0 when nothing FAILed or XPASSed, 1 otherwise, 2 for a usage error (an unknown
+backend or target, a level this machine cannot give).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+__all__ = ["add_subcommand", "build_parser", "main"]
+
+_EPILOG = """examples:
+  tilelang conformance --backend cpu                     every cpu target, best level each
+  tilelang conformance --target cuda/sm_90a --level compile --markdown docs/conformance/
+  tilelang conformance --target cuda/sm_90a --export /tmp/sm90    (then, on the GPU machine:)
+  tilelang conformance --from /tmp/sm90 --json sm90.json
+  tilelang conformance --list --target hip/gfx942        cases and what they need
+"""
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", action="append", default=[], metavar="NAME",
+                        help="run on every target this installed backend declares (repeatable)")
+    parser.add_argument("--target", action="append", default=[], metavar="KIND/ARCH",
+                        help="run on this target (repeatable)")
+    parser.add_argument("--level", default="auto", choices=("auto", "run", "compile", "codegen"),
+                        help="evidence level: run needs the device, compile the toolchain; auto (default) "
+                             "takes the highest this machine gives for each target")
+    parser.add_argument("-k", "--cases", action="append", default=[], metavar="GLOB",
+                        help="only cases whose name matches (repeatable), e.g. 'gemm.*'")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the inputs (default: fresh, reported)")
+    parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    parser.add_argument("--markdown", metavar="PATH",
+                        help="write the Markdown report here; a directory gets <name>-<date>.md")
+    parser.add_argument("--export", metavar="DIR", help="compile every case for ONE target into DIR, to run elsewhere")
+    parser.add_argument("--from", dest="from_dir", metavar="DIR", help="run an --export directory here (no TVM needed)")
+    parser.add_argument("--list", action="store_true", help="list the cases and what they need, then exit")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every case, not only those not passing")
+
+
+def add_subcommand(subparsers: Any) -> argparse.ArgumentParser:
+    """Register `conformance` on the `tilelang` command (called by tilelang_core.cli)."""
+    parser = subparsers.add_parser("conformance", help="run the shared conformance suite against a backend",
+                                   description=__doc__, epilog=_EPILOG,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_arguments(parser)
+    parser.set_defaults(func=run_command)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tilelang-conformance", description=__doc__, epilog=_EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command(build_parser().parse_args(argv))
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def run_command(args: argparse.Namespace) -> int:
+    if args.from_dir:
+        if args.backend or args.target or args.export or args.list:
+            return _error("--from takes no --backend/--target/--export/--list: the export names its target")
+        from .export import block_tvm
+
+        block_tvm()  # the run side of "compile here, run there" must not need TVM
+        return _finish([_run_from(args)], args, args.from_dir)
+    if not args.backend and not args.target:
+        return _error("name a backend (--backend NAME) or a target (--target KIND/ARCH); "
+                      "`tilelang backends` lists what is installed")
+    from tilelang_core.plugin import TargetError
+
+    from .suite import resolve_targets
+
+    try:
+        targets = resolve_targets(args.backend, args.target)
+    except (ValueError, TargetError) as exc:
+        return _error(str(exc))
+    if args.list:
+        return _list(targets, args.cases)
+    if args.export:
+        return _export(targets, args)
+    return _run(targets, args)
+
+
+def _progress():
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    transient=True, redirect_stdout=False, redirect_stderr=False)
+
+
+def _run(targets: Sequence[Any], args: argparse.Namespace) -> int:
+    from .case import registry, select
+    from .levels import LevelError
+    from .probes import cases_for
+    from .suite import run_target
+
+    reports = []
+    for target in targets:
+        total = len(select(cases_for(target, registry().values()), args.cases))
+        with _progress() as progress:
+            task = progress.add_task(f"{target}", total=total)
+            try:
+                report = run_target(target, args.level, args.cases, args.seed,
+                                    on_result=lambda r: progress.update(task, advance=1, description=f"{target} {r.case}"))
+            except LevelError as exc:
+                return _error(str(exc))
+        reports.append(report)
+    name = args.backend[0] if len(args.backend) == 1 and not args.target else \
+        "-".join(str(t).replace("/", "-") for t in targets)
+    return _finish(reports, args, name)
+
+
+def _run_from(args: argparse.Namespace) -> Any:
+    from .export import run_from
+
+    with _progress() as progress:
+        task = progress.add_task(f"from {args.from_dir}", total=None)
+        return run_from(args.from_dir, args.cases,
+                        on_result=lambda r: progress.update(task, advance=1, description=r.case))
+
+
+def _export(targets: Sequence[Any], args: argparse.Namespace) -> int:
+    if len(targets) != 1:
+        return _error(f"--export takes exactly one target, got {', '.join(map(str, targets))}; use --target KIND/ARCH")
+    from .export import export_suite
+
+    with _progress() as progress:
+        task = progress.add_task(f"export {targets[0]}", total=None)
+        root = export_suite(targets[0], args.export, args.cases, args.seed,
+                            on_case=lambda name: progress.update(task, advance=1, description=name))
+    size = sum(p.stat().st_size for p in Path(root).rglob("*") if p.is_file())
+    print(f"exported {targets[0]} to {root} ({size / 1e6:.1f} MB); run it with: "
+          f"tilelang conformance --from {root}")
+    return 0
+
+
+def _list(targets: Sequence[Any], patterns: Sequence[str]) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from .case import registry, select
+    from .evaluate import missing_capabilities
+    from .probes import cases_for
+
+    for target in targets:
+        table = Table(title=f"cases for {target}")
+        for col in ("case", "feature", "needs", "min level", "here", "description"):
+            table.add_column(col, overflow="fold")
+        for case in select(cases_for(target, registry().values()), patterns):
+            missing = missing_capabilities(case, target.capabilities)
+            table.add_row(case.name, case.feature, ", ".join(case.needs) or "-", case.min_level,
+                          "N/A: lacks " + ", ".join(missing) if missing else "yes", case.description)
+        Console(width=max(140, Console().width)).print(table)
+    return 0
+
+
+def _finish(reports: Sequence[Any], args: argparse.Namespace, name: str) -> int:
+    from rich.console import Console
+
+    from .report import print_terminal, to_json, to_markdown
+
+    print_terminal(reports, Console(width=max(120, Console().width)), args.verbose)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(to_json(reports), indent=1, default=str))
+    if args.markdown:
+        path = Path(args.markdown)
+        if path.is_dir() or args.markdown.endswith("/"):
+            path.mkdir(parents=True, exist_ok=True)
+            path = path / f"{Path(str(name)).name}-{datetime.date.today().isoformat()}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(to_markdown(reports, f"Conformance: {', '.join(r.target for r in reports)}"))
+        print(f"markdown report: {path}")
+    return 1 if any(r.failing for rep in reports for r in rep.results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

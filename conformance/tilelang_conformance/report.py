@@ -1,0 +1,145 @@
+"""Reports: the feature x outcome table in the terminal (rich), JSON, and Markdown.
+
+Every count names its evidence level ("12 run", "3 codegen"): outcomes reached at different
+levels are never added together.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any, Iterable, Sequence
+
+from .result import LEVELS, NA, OUTCOMES, Result, level_rank
+
+__all__ = ["feature_summary", "format_cell", "claim_status", "to_json", "to_markdown", "print_terminal"]
+
+_STYLE = {"PASS": "green", "FAIL": "bold red", "XFAIL": "yellow", "XPASS": "bold magenta", "N/A": "dim"}
+
+
+def feature_summary(results: Iterable[Result]) -> dict[str, dict[str, Counter]]:
+    """feature -> outcome -> Counter of evidence levels ("-" for N/A)."""
+    table: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    for r in results:
+        table[r.feature][r.outcome][r.level or "-"] += 1
+    return {f: dict(v) for f, v in table.items()}
+
+
+def format_cell(levels: Counter | None) -> str:
+    """"12 run", "2 codegen · 9 run" (weakest evidence first); "" when empty."""
+    if not levels:
+        return ""
+    keys = sorted(levels, key=lambda k: level_rank(k) if k in LEVELS else -1)
+    return " · ".join(str(levels[k]) if k == "-" else f"{levels[k]} {k}" for k in keys)
+
+
+def claim_status(claim: Any, by_case: dict[str, Result]) -> str:
+    """What the probes of one declared capability found."""
+    if not claim.cases:
+        return "not probed (no case exercises it)"
+    seen = [by_case[c] for c in claim.cases if c in by_case]
+    if not seen:
+        return "not evaluated (probes filtered out)"
+    worst = sorted(seen, key=lambda r: OUTCOMES.index(r.outcome))
+    bad = [r for r in seen if r.failing]
+    if bad:
+        return "FAIL: " + ", ".join(f"{r.case} ({r.outcome} at {r.level})" for r in bad)
+    counts = Counter(f"{r.outcome} ({r.level})" if r.level else r.outcome for r in worst)
+    return ", ".join(f"{n}x {k}" if n > 1 else k for k, n in counts.items())
+
+
+def _totals(results: Sequence[Result]) -> str:
+    counts = Counter(r.outcome for r in results)
+    return ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
+
+
+def to_json(reports: Sequence[Any]) -> dict[str, Any]:
+    out = []
+    for rep in reports:
+        by_case = {r.case: r for r in rep.results}
+        out.append({
+            "target": rep.target,
+            "level": rep.level,
+            "level_reason": rep.level_reason,
+            "seed": rep.seed,
+            "header": rep.header,
+            "capabilities": dict(rep.capabilities),
+            "summary": {f: {o: dict(lv) for o, lv in v.items()} for f, v in feature_summary(rep.results).items()},
+            "claims": [{"capability": c.capability, "cases": list(c.cases), "status": claim_status(c, by_case)}
+                       for c in rep.claims],
+            "results": [r.to_dict() for r in rep.results],
+        })
+    return {"format": "tilelang-conformance/1", "targets": out}
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _markdown_target(rep: Any) -> list[str]:
+    by_case = {r.case: r for r in rep.results}
+    lines = [f"## {rep.target} — evidence level: {rep.level}", "",
+             f"Level chosen because: {_md(rep.level_reason)}. Seed: `{rep.seed}`. "
+             f"Totals: {_totals(rep.results)}.", "", "| | |", "|---|---|"]
+    lines += [f"| {_md(k)} | {_md(v)} |" for k, v in rep.header.items()]
+    lines += ["", "### Features", "", "| feature | " + " | ".join(OUTCOMES) + " |",
+              "|---|" + "---|" * len(OUTCOMES)]
+    for feature, row in sorted(feature_summary(rep.results).items()):
+        lines.append(f"| {feature} | " + " | ".join(format_cell(row.get(o)) for o in OUTCOMES) + " |")
+    lines += ["", "### Declared capabilities and their probes", "", "| capability | probes | found |", "|---|---|---|"]
+    for claim in rep.claims:
+        lines.append(f"| `{claim.capability}` | {_md(', '.join(claim.cases) or '-')} | {_md(claim_status(claim, by_case))} |")
+    lines += ["", "### Cases", "", "| case | needs | outcome | evidence | detail |", "|---|---|---|---|---|"]
+    for r in rep.results:
+        detail = r.detail if r.outcome != "PASS" else r.detail[:80]
+        lines.append(f"| `{r.case}` | {_md(', '.join(r.needs) or '-')} | {r.outcome} | {r.level or '-'} | "
+                     f"{_md((r.stage + ': ' if r.stage else '') + detail)[:400]} |")
+    lines += ["", "<details><summary>Capability table</summary>", "", "| capability | value |", "|---|---|"]
+    lines += [f"| {_md(k)} | {_md(v)} |" for k, v in rep.capabilities]
+    lines += ["", "</details>", ""]
+    return lines
+
+
+def to_markdown(reports: Sequence[Any], title: str = "Conformance") -> str:
+    """One document: a section per target (header facts, features, claims, cases, table)."""
+    lines = [f"# {title}", "",
+             "Generated by `tilelang conformance`. Evidence levels: **run** = executed and every "
+             "element matched a float64 NumPy reference; **compile** = the vendor toolchain accepted "
+             "the generated code; **codegen** = source produced and checked without the vendor "
+             "compiler. Counts at different levels are never added together.", ""]
+    lines += ["| target | level | totals |", "|---|---|---|"]
+    lines += [f"| {rep.target} | {rep.level} | {_totals(rep.results)} |" for rep in reports]
+    lines.append("")
+    for rep in reports:
+        lines += _markdown_target(rep)
+    return "\n".join(lines)
+
+
+def print_terminal(reports: Sequence[Any], console: Any = None, verbose: bool = False) -> None:
+    """Per target: the header, the feature x outcome table, then failures (every case with
+    `verbose`)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    for rep in reports:
+        head = " · ".join(f"{k} {v}" for k, v in rep.header.items() if k not in ("date", "python", "numpy"))
+        console.print(f"[bold]{rep.target}[/bold] at level [bold]{rep.level}[/bold] ({rep.level_reason}); "
+                      f"seed {rep.seed}\n[dim]{head}[/dim]")
+        table = Table(title=f"conformance of {rep.target}: feature x outcome (count + evidence level)")
+        table.add_column("feature")
+        for outcome in OUTCOMES:
+            table.add_column(outcome, style=_STYLE[outcome])
+        for feature, row in sorted(feature_summary(rep.results).items()):
+            table.add_row(feature, *(format_cell(row.get(o)) for o in OUTCOMES))
+        console.print(table)
+        shown = rep.results if verbose else [r for r in rep.results if r.outcome not in ("PASS", NA)]
+        if shown:
+            cases = Table(title=f"{rep.target}: " + ("every case" if verbose else "cases not passing"))
+            for col in ("case", "outcome", "evidence", "stage", "detail"):
+                cases.add_column(col, overflow="fold")
+            for r in shown:
+                cases.add_row(r.case, f"[{_STYLE[r.outcome]}]{r.outcome}[/]", r.level or "-", r.stage, r.detail[:500])
+            console.print(cases)
+        unprobed = [c.capability for c in rep.claims if not c.cases]
+        if unprobed:
+            console.print(f"[dim]declared but not probed by any case: {', '.join(unprobed)}[/dim]")
+        console.print(f"totals: {_totals(rep.results)}\n")

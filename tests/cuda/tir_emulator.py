@@ -1,0 +1,411 @@
+"""A NumPy emulator of lowered CUDA TIR, for checking tensor-core lowerings without a GPU.
+
+It runs the PrimFunc that `tilelang_core.jit.api.lower` returns for a `cuda/...` target,
+block after block, each thread as a Python generator, with the semantics of the device
+helpers the lowering calls taken from the PTX ISA, independently of the lowering's own layout
+functions:
+
+- `ldmatrix.m8n8[.x1/.x2/.x4][.trans].b16`: lanes 8i..8i+7 give the row addresses of matrix
+  i (16 bytes each); lane l receives, from each matrix, the 32-bit word (l % 4) of row l / 4,
+  or with .trans the 16-bit elements (2 (l % 4) + h, l / 4), h = 0, 1.
+- `mma.sync.m16n8k{16,32,8}`: the fragments are read through CuTe's thread-value layouts of
+  `MMA_Traits<SM80_16x8x16_F32F16F16F32_TN>`, `..._16x8x32_S32S8S8S32_TN` and
+  `..._16x8x8_F32TF32TF32F32_TN` (cute/atom/mma_traits_sm80.hpp), which map (lane, value) to
+  a column-major position in the A (M x K), B (N x K) and C (M x N) tiles.
+- `cp.async` lands at the `cp.async.wait_group` that covers its group (not at issue), so a
+  read before the wait sees stale shared memory.
+
+Scheduling is adversarial for missing barriers: the lowest-numbered runnable warp runs until
+all its lanes block (at a warp-collective instruction or a barrier), before any other warp
+moves; `__syncthreads` releases only when every thread has arrived.
+"""
+from __future__ import annotations
+
+import numpy as np
+from tvm import ir, tirx
+
+__all__ = ["run_kernel", "CUTE_LAYOUTS"]
+
+_NP = {"float16": np.float16, "bfloat16": np.uint16, "float32": np.float32, "float64": np.float64, "int8": np.int8,
+       "int32": np.int32, "int64": np.int64, "uint32": np.uint32, "uint8": np.uint8,
+       "uint16": np.uint16, "int16": np.int16, "bool": np.bool_}
+
+# CuTe TV layouts: ((thread shape), (value shape)) : ((thread strides), (value strides))
+CUTE_LAYOUTS = {
+    16: {  # SM80_16x8x16_F32F16F16F32_TN (bf16 identical)
+        "A": (((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128))),
+        "B": (((4, 8), (2, 2)), ((16, 1), (8, 64))),
+    },
+    32: {  # SM80_16x8x32_S32S8S8S32_TN
+        "A": (((4, 8), (4, 2, 2)), ((64, 1), (16, 8, 256))),
+        "B": (((4, 8), (4, 2)), ((32, 1), (8, 128))),
+    },
+    8: {  # SM80_16x8x8_F32TF32TF32F32_TN
+        "A": (((4, 8), (2, 2)), ((16, 1), (8, 64))),
+        "B": (((4, 8), 2), ((8, 1), 32)),
+    },
+    "C": (((4, 8), (2, 2)), ((32, 1), (16, 8))),  # SM80_16x8_Row
+}
+
+
+def cute_offset(layout, thread: int, value: int) -> int:
+    """The column-major offset a CuTe TV layout gives (thread, value)."""
+    (tshape, vshape), (tstride, vstride) = layout
+
+    def apply(shape, stride, index):
+        if isinstance(shape, int):
+            return index * stride
+        total = 0
+        for s, d in zip(shape, stride):
+            total += (index % s) * d
+            index //= s
+        return total
+
+    return apply(tshape, tstride, thread) + apply(vshape, vstride, value)
+
+
+class _Pointer:
+    def __init__(self, array: np.ndarray, index: int) -> None:
+        self.array, self.index = array, int(index)
+
+    def raw(self, nbytes: int) -> np.ndarray:
+        """A writable byte view of `nbytes` bytes from here."""
+        flat = self.array.reshape(-1).view(np.uint8)
+        start = self.index * self.array.itemsize
+        return flat[start:start + nbytes]
+
+
+class _Blocked(Exception):
+    pass
+
+
+def _words(raw: np.ndarray) -> np.ndarray:
+    return raw.view(np.uint32)
+
+
+def _round_tf32(word: int) -> int:
+    """cvt.rna.tf32.f32: keep 10 mantissa bits, round to nearest, ties away from zero."""
+    word = int(word) & 0xFFFFFFFF
+    if (word >> 23) & 0xFF == 0xFF:
+        return word
+    return ((word + 0x1000) & 0xFFFFE000) & 0xFFFFFFFF
+
+
+class _Thread:
+    def __init__(self, tid: int, env: dict) -> None:
+        self.tid = tid
+        self.env = dict(env)
+        self.locals: dict = {}
+        self.groups: list[list] = []  # committed cp.async groups, oldest first
+        self.open_group: list = []
+
+
+class _Machine:
+    def __init__(self, func: tirx.PrimFunc, arrays: dict, threads: int) -> None:
+        self.func = func
+        self.arrays = arrays  # buffer var -> np array (global)
+        self.threads = threads
+        self.shared: dict = {}
+
+    # -- expressions -----------------------------------------------------------------------
+
+    def buffer_array(self, th: _Thread, buf) -> np.ndarray:
+        for table in (th.locals, self.shared, self.arrays):
+            if buf in table:
+                return table[buf]
+        raise KeyError(f"buffer {buf.name} is not allocated")
+
+    def flat(self, buf, indices, th) -> int:
+        shape = [int(d) for d in buf.ty.shape]
+        idx = [int(self.ev(i, th)) for i in indices]
+        out = 0
+        for i, d in zip(idx, shape):
+            if not 0 <= i < d:
+                raise IndexError(f"{buf.name}{idx} is outside {shape}")
+            out = out * d + i
+        return out
+
+    def ev(self, e, th):
+        t = type(e)
+        if t is tirx.IntImm:
+            return int(e.value)
+        if t is tirx.FloatImm:
+            return float(e.value)
+        if isinstance(e, tirx.Var) or t is ir.Var:
+            return th.env[e]
+        if t is ir.TensorLoad:
+            arr = self.buffer_array(th, e.source)
+            return arr.reshape(-1)[self.flat(e.source, e.indices, th)].item()
+        if t in _BIN:
+            return _BIN[t](self.ev(e.a, th), self.ev(e.b, th))
+        if t is tirx.Not:
+            return not self.ev(e.a, th)
+        if t is tirx.Select:
+            return self.ev(e.true_value, th) if self.ev(e.condition, th) else self.ev(e.false_value, th)
+        if t is tirx.Cast:
+            value = self.ev(e.value, th)
+            dtype = str(e.ty.dtype)
+            if dtype.startswith("int") or dtype.startswith("uint"):
+                return int(value)
+            if dtype == "bool":
+                return bool(value)
+            return float(_NP[dtype](value))
+        if t is tirx.Let:
+            th.env[e.var] = self.ev(e.value, th)
+            return self.ev(e.body, th)
+        if t is ir.Call:
+            return self.call(e, th)
+        raise NotImplementedError(f"emulator: expression {t.__name__}: {e}")
+
+    def call(self, e, th):
+        name = e.op.name
+        if name == "prim.if_then_else":
+            return self.ev(e.args[1], th) if self.ev(e.args[0], th) else self.ev(e.args[2], th)
+        if name == "tirx.address_of":
+            load = e.args[0]
+            return _Pointer(self.buffer_array(th, load.source), self.flat(load.source, load.indices, th))
+        if name == "tirx.tvm_access_ptr":
+            ptr = self.ev(e.args[1], th)
+            return _Pointer(ptr.array, ptr.index + int(self.ev(e.args[2], th)))
+        if name == "prim.likely":
+            return self.ev(e.args[0], th)
+        raise NotImplementedError(f"emulator: call of {name}")
+
+    # -- statements (generators: they yield ("warp", name, args) or ("sync",)) -------------
+
+    def run(self, s, th):
+        t = type(s)
+        if t is tirx.SeqStmt:
+            for child in s.seq:
+                yield from self.run(child, th)
+        elif t is tirx.For:
+            lo, n = self.ev(s.min, th), self.ev(s.extent, th)
+            for i in range(lo, lo + n):
+                th.env[s.loop_var] = i
+                yield from self.run(s.body, th)
+        elif t is tirx.AttrStmt:
+            if s.attr_key == "thread_extent":
+                tag = str(s.node.thread_tag)
+                if tag.startswith("threadIdx"):
+                    th.env[s.node.var] = th.tid
+            yield from self.run(s.body, th)
+        elif t is tirx.IfThenElse:
+            if self.ev(s.condition, th):
+                yield from self.run(s.then_case, th)
+            elif s.else_case is not None:
+                yield from self.run(s.else_case, th)
+        elif t is tirx.Bind:
+            th.env[s.var] = self.ev(s.value, th)
+        elif t is tirx.AllocBuffer:
+            buf = s.buffer
+            shape = [int(d) for d in buf.ty.shape]
+            scope = str(buf.ty.storage_scope)
+            if scope in ("shared", "shared.dyn"):
+                if buf not in self.shared:
+                    # garbage, not zeros: a read of an unwritten element shows up
+                    self.shared[buf] = np.full(shape, 77, dtype=_NP[str(buf.ty.dtype)])
+            else:
+                th.locals[buf] = np.zeros(shape, dtype=_NP[str(buf.ty.dtype)])
+        elif t is tirx.BufferStore:
+            arr = self.buffer_array(th, s.buffer)
+            value = self.ev(s.value, th)
+            arr.reshape(-1)[self.flat(s.buffer, s.indices, th)] = value
+        elif t is tirx.Evaluate:
+            value = s.value
+            if isinstance(value, ir.Call) and value.op.name == "tl.sync_threads":
+                yield ("sync",)
+            elif isinstance(value, ir.Call) and value.op.name == "tirx.call_extern":
+                yield from self.extern(str(value.args[0].value), [self.ev(a, th) for a in value.args[1:]], th)
+            elif isinstance(value, ir.Call):
+                self.ev(value, th)
+        else:
+            raise NotImplementedError(f"emulator: statement {t.__name__}")
+
+    def extern(self, name: str, args, th):
+        if name.startswith("tl::cp_async_cg16"):
+            dst, src = args[0], args[1]
+            valid = bool(args[2]) if len(args) > 2 else True
+            data = src.raw(16).copy() if valid else np.zeros(16, np.uint8)
+            th.open_group.append((dst, data))
+        elif name == "tl::cp_async_commit":
+            th.groups.append(th.open_group)
+            th.open_group = []
+        elif name.startswith("tl::cp_async_wait"):
+            keep = 0 if name.endswith("wait_all") else int(name.split("<")[1].rstrip(">"))
+            while len(th.groups) > keep:
+                for dst, data in th.groups.pop(0):
+                    dst.raw(16)[:] = data
+        elif name == "tl::mma_round_tf32":
+            word = args[0].raw(4).view(np.uint32)
+            word[0] = _round_tf32(word[0])
+        elif name == "tl::mma_pack_b16":
+            out = args[0].raw(4)
+            out[0:2], out[2:4] = args[1].raw(2), args[2].raw(2)
+        elif name == "tl::mma_pack_b8":
+            out = args[0].raw(4)
+            for i in range(4):
+                out[i:i + 1] = args[1 + i].raw(1)
+        elif name == "tl::mma_load_b32":
+            args[0].raw(4)[:] = args[1].raw(4)
+        elif name.startswith("tl::ldmatrix") or name.startswith("tl::mma_m16n8"):
+            yield ("warp", name, args)
+        else:
+            raise NotImplementedError(f"emulator: extern {name}")
+
+    # -- warp collectives ------------------------------------------------------------------
+
+    @staticmethod
+    def ldmatrix(name: str, lane_args) -> None:
+        count = int(name.split("_x")[1][0])
+        trans = name.endswith("_trans")
+        rows = [lane_args[l][1].raw(16).view(np.uint16) for l in range(32)]  # 8 b16 each
+        for lane in range(32):
+            out = lane_args[lane][0].raw(4 * count).view(np.uint16)
+            for i in range(count):
+                for h in range(2):
+                    if trans:
+                        out[2 * i + h] = rows[8 * i + 2 * (lane % 4) + h][lane // 4]
+                    else:
+                        out[2 * i + h] = rows[8 * i + lane // 4][2 * (lane % 4) + h]
+
+    @staticmethod
+    def mma(name: str, lane_args) -> None:
+        k = int(name.split("m16n8k")[1].split("_")[0])
+        kind = name.split("_")[-2]  # f16, bf16, s8, tf32
+        a = np.zeros((16, k))
+        b = np.zeros((8, k))  # N x K
+        c = np.zeros((16, 8))
+        per_reg = {"f16": 2, "bf16": 2, "s8": 4, "tf32": 1}[kind]
+        for lane in range(32):
+            d_ptr, a_ptr, b_ptr, c_ptr = lane_args[lane]
+            a_vals = _decode(a_ptr.raw(16), kind)
+            b_vals = _decode(b_ptr.raw(8), kind)
+            for v, x in enumerate(a_vals):
+                off = cute_offset(CUTE_LAYOUTS[k]["A"], lane, v)
+                a[off % 16, off // 16] = x
+            for v, x in enumerate(b_vals):
+                off = cute_offset(CUTE_LAYOUTS[k]["B"], lane, v)
+                b[off % 8, off // 8] = x
+            acc = c_ptr.array.reshape(-1)[c_ptr.index:c_ptr.index + 4]
+            for v in range(4):
+                off = cute_offset(CUTE_LAYOUTS["C"], lane, v)
+                c[off % 16, off // 16] = acc[v]
+        assert len(a_vals) == 4 * per_reg
+        d = a @ b.T + c
+        for lane in range(32):
+            d_ptr = lane_args[lane][0]
+            out = d_ptr.array.reshape(-1)
+            for v in range(4):
+                off = cute_offset(CUTE_LAYOUTS["C"], lane, v)
+                out[d_ptr.index + v] = d[off % 16, off // 16]
+
+
+def _decode(raw: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "f16":
+        return raw.view(np.float16).astype(np.float64)
+    if kind == "bf16":
+        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    if kind == "s8":
+        return raw.view(np.int8).astype(np.float64)
+    return raw.view(np.float32).astype(np.float64)
+
+
+_BIN = {
+    tirx.Add: lambda a, b: a + b,
+    tirx.Sub: lambda a, b: a - b,
+    tirx.Mul: lambda a, b: a * b,
+    tirx.Div: lambda a, b: a / b if isinstance(a, float) or isinstance(b, float) else int(a / b),
+    tirx.Mod: lambda a, b: a - b * int(a / b),
+    tirx.FloorDiv: lambda a, b: a // b,
+    tirx.FloorMod: lambda a, b: a % b,
+    tirx.Min: min,
+    tirx.Max: max,
+    tirx.EQ: lambda a, b: a == b,
+    tirx.NE: lambda a, b: a != b,
+    tirx.LT: lambda a, b: a < b,
+    tirx.LE: lambda a, b: a <= b,
+    tirx.GT: lambda a, b: a > b,
+    tirx.GE: lambda a, b: a >= b,
+    tirx.And: lambda a, b: a and b,
+    tirx.Or: lambda a, b: a or b,
+    tirx.BitwiseXor: lambda a, b: a ^ b,
+    tirx.BitwiseAnd: lambda a, b: a & b,
+    tirx.BitwiseOr: lambda a, b: a | b,
+}
+
+
+def _launch(func) -> tuple[dict, int]:
+    grid, threads = {}, 1
+    body = func.body
+    while isinstance(body, tirx.AttrStmt) and body.attr_key == "thread_extent":
+        tag = str(body.node.thread_tag)
+        if tag.startswith("blockIdx"):
+            grid[body.node.var] = int(body.value)
+        else:
+            threads *= int(body.value)
+        body = body.body
+    return grid, threads
+
+
+def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray) -> None:
+    """Run a lowered kernel on NumPy arrays (one per buffer parameter, written in place)."""
+    arrays = {p: t for p, t in zip(func.params, tensors)}
+    grid, threads = _launch(func)
+    axes = list(grid.items())
+    for flat_block in range(int(np.prod([n for _, n in axes])) if axes else 1):
+        env, rest = {}, flat_block
+        for var, n in axes:
+            env[var], rest = rest % n, rest // n
+        machine = _Machine(func, arrays, threads)
+        _run_block(machine, env, threads)
+
+
+def _run_block(m: _Machine, env: dict, threads: int) -> None:
+    states = [_Thread(t, env) for t in range(threads)]
+    gens = [m.run(m.func.body, th) for th in states]
+    waiting: list = [None] * threads  # the event each thread is blocked on
+    done = [False] * threads
+
+    def advance(t):
+        try:
+            waiting[t] = next(gens[t])
+        except StopIteration:
+            done[t] = True
+            waiting[t] = None
+
+    warps = (threads + 31) // 32
+    for w in range(warps):  # the first warp runs until it blocks before the others start
+        for t in range(w * 32, min(threads, w * 32 + 32)):
+            advance(t)
+    while not all(done):
+        progressed = False
+        for w in range(warps):
+            lanes = range(w * 32, min(threads, w * 32 + 32))
+            events = [waiting[t] for t in lanes]
+            if any(e is None for e in events) or events[0][0] != "warp":
+                continue
+            names = {e[1] for e in events}
+            if len(names) != 1:
+                raise AssertionError(f"warp {w}: lanes diverge at {names}")
+            name = events[0][1]
+            args = [e[2] for e in events]
+            if name.startswith("tl::ldmatrix"):
+                _Machine.ldmatrix(name, args)
+            else:
+                _Machine.mma(name, args)
+            for t in lanes:
+                advance(t)
+            progressed = True
+            break  # lowest warp first
+        if progressed:
+            continue
+        live = [t for t in range(threads) if not done[t]]
+        if live and all(waiting[t] == ("sync",) for t in live):
+            if len(live) != threads:
+                raise AssertionError("__syncthreads reached by only some threads")
+            for w in range(warps):
+                for t in range(w * 32, min(threads, w * 32 + 32)):
+                    advance(t)
+            continue
+        blocked = {str(waiting[t][:2]) for t in live}
+        raise AssertionError(f"deadlock: threads wait on {blocked}")
