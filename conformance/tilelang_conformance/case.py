@@ -8,6 +8,7 @@ listing cases is cheap and a case whose program fails to build is reported, not 
 from __future__ import annotations
 
 import fnmatch
+import inspect
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -130,10 +131,6 @@ class Spec:
     def build_program(self):
         return self.program() if callable(self.program) and not _is_prim_func(self.program) else self.program
 
-    @property
-    def tensors(self) -> list[Arg]:
-        return [a for a in self.args if isinstance(a, Arg)]
-
 
 def _is_prim_func(obj: Any) -> bool:
     return type(obj).__name__ == "PrimFunc"
@@ -142,11 +139,11 @@ def _is_prim_func(obj: Any) -> bool:
 @dataclass(frozen=True)
 class Case:
     """A named conformance case. `feature` is its row in the table; `needs` are capability
-    names as in the target's table (`Capabilities.has`); `needs_any` lists alternatives of
-    `isolate` puts it last in a run (a failed device assertion
-    leaves a GPU context unusable). `claims` are the capabilities it probes: when the target
-    declares one of them, this case is that capability's evidence. `min_level` is the lowest
-evidence level at which the case means something (a call-time check needs "run")."""
+    names as in the target's table (`Capabilities.has`): a target that lacks one gets N/A.
+    `make(target)` builds the `Spec`. `isolate` puts the case last in a run (a failed device
+    assertion leaves a GPU context unusable). `claims` are the capabilities it probes: when
+    the target declares one, this case is that capability's evidence. `min_level` is the
+    lowest evidence level at which the case means something (a call-time check needs "run")."""
 
     name: str
     feature: str
@@ -156,6 +153,10 @@ evidence level at which the case means something (a call-time check needs "run")
     isolate: bool = False
     claims: tuple[str, ...] = ()
     min_level: str = "codegen"
+
+    def __post_init__(self) -> None:
+        if self.min_level not in ("codegen", "compile", "run"):
+            raise ValueError(f"case {self.name!r}: min_level must be codegen, compile or run, got {self.min_level!r}")
 
     def spec(self, target: Any) -> Spec:
         """Build the spec for a target (most cases ignore it)."""
@@ -172,16 +173,13 @@ def case(name: str, *, feature: str, needs: Iterable[str] = (), isolate: bool = 
     def register(fn: Callable[..., Spec]) -> Callable[..., Spec]:
         if name in _REGISTRY:
             raise ValueError(f"conformance case {name!r} is declared twice")
-        import inspect
-
         takes_target = len(inspect.signature(fn).parameters) == 1
 
         def make(target: Any) -> Spec:
             return fn(target) if takes_target else fn()
 
-        doc = (fn.__doc__ or "").strip().splitlines()
-        _REGISTRY[name] = Case(name, feature, tuple(needs), make, doc[0] if doc else "",
-                               isolate, tuple(claims), min_level)
+        summary = " ".join((fn.__doc__ or "").strip().split("\n\n")[0].split())
+        _REGISTRY[name] = Case(name, feature, tuple(needs), make, summary, isolate, tuple(claims), min_level)
         return fn
 
     return register

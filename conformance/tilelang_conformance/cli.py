@@ -40,7 +40,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write the Markdown report here; a directory gets <name>-<date>.md")
     parser.add_argument("--export", metavar="DIR", help="compile every case for ONE target into DIR, to run elsewhere")
     parser.add_argument("--from", dest="from_dir", metavar="DIR", help="run an --export directory here (no TVM needed)")
-    parser.add_argument("--list", action="store_true", help="list the cases and what they need, then exit")
+    parser.add_argument("--list", action="store_true",
+                        help="list the cases and what they need, then exit (--markdown PATH: write the catalogue)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every case, not only those not passing")
 
 
@@ -77,7 +78,11 @@ def run_command(args: argparse.Namespace) -> int:
         from .export import block_tvm
 
         block_tvm()  # the run side of "compile here, run there" must not need TVM
-        return _finish([_run_from(args)], args, args.from_dir)
+        try:
+            report = _run_from(args)
+        except (OSError, ValueError, RuntimeError) as exc:  # a missing/foreign DIR, no backend
+            return _error(f"--from {args.from_dir}: {type(exc).__name__}: {exc}")
+        return _finish([report], args)
     if not args.backend and not args.target:
         return _error("name a backend (--backend NAME) or a target (--target KIND/ARCH); "
                       "`tilelang backends` lists what is installed")
@@ -90,7 +95,7 @@ def run_command(args: argparse.Namespace) -> int:
     except (ValueError, TargetError) as exc:
         return _error(str(exc))
     if args.list:
-        return _list(targets, args.cases)
+        return _list(targets, args.cases, args.markdown)
     if args.export:
         return _export(targets, args)
     return _run(targets, args)
@@ -120,9 +125,7 @@ def _run(targets: Sequence[Any], args: argparse.Namespace) -> int:
             except LevelError as exc:
                 return _error(str(exc))
         reports.append(report)
-    name = args.backend[0] if len(args.backend) == 1 and not args.target else \
-        "-".join(str(t).replace("/", "-") for t in targets)
-    return _finish(reports, args, name)
+    return _finish(reports, args)
 
 
 def _run_from(args: argparse.Namespace) -> Any:
@@ -149,8 +152,11 @@ def _export(targets: Sequence[Any], args: argparse.Namespace) -> int:
     return 0
 
 
-def _list(targets: Sequence[Any], patterns: Sequence[str]) -> int:
+def _list(targets: Sequence[Any], patterns: Sequence[str], markdown: str | None = None) -> int:
+    """Print the cases each target gets (with the generated probes) and whether they apply;
+    with `markdown`, also write the catalogue of the first target there."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from .case import registry, select
@@ -164,12 +170,25 @@ def _list(targets: Sequence[Any], patterns: Sequence[str]) -> int:
         for case in select(cases_for(target, registry().values()), patterns):
             missing = missing_capabilities(case, target.capabilities)
             table.add_row(case.name, case.feature, ", ".join(case.needs) or "-", case.min_level,
-                          "N/A: lacks " + ", ".join(missing) if missing else "yes", case.description)
+                          "N/A: lacks " + ", ".join(missing) if missing else "yes", escape(case.description))
         Console(width=max(140, Console().width)).print(table)
+    if markdown:
+        from .report import case_catalogue
+
+        Path(markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(markdown).write_text(case_catalogue(select(registry().values(), patterns)))
+        print(f"case catalogue: {markdown}")
     return 0
 
 
-def _finish(reports: Sequence[Any], args: argparse.Namespace, name: str) -> int:
+def report_name(reports: Sequence[Any]) -> str:
+    """The Markdown file's stem: the target kind when all reports share one ("cuda"), else
+    the targets joined."""
+    kinds = list(dict.fromkeys(r.target.partition("/")[0] for r in reports))
+    return kinds[0] if len(kinds) == 1 else "-".join(r.target.replace("/", "-") for r in reports)
+
+
+def _finish(reports: Sequence[Any], args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from .report import print_terminal, to_json, to_markdown
@@ -182,7 +201,7 @@ def _finish(reports: Sequence[Any], args: argparse.Namespace, name: str) -> int:
         path = Path(args.markdown)
         if path.is_dir() or args.markdown.endswith("/"):
             path.mkdir(parents=True, exist_ok=True)
-            path = path / f"{Path(str(name)).name}-{datetime.date.today().isoformat()}.md"
+            path = path / f"{report_name(reports)}-{datetime.date.today().isoformat()}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(to_markdown(reports, f"Conformance: {', '.join(r.target for r in reports)}"))
         print(f"markdown report: {path}")

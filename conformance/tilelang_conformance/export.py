@@ -91,7 +91,7 @@ def _export_case(case: Any, target: Any, root: Path, base_seed: int) -> dict[str
         program = spec.build_program()
         kernel = compile_kernel(program, target)
         runs = make_runs(spec, seed)
-    except (StageError, Exception) as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - recorded as this case's failure
         stage = exc.stage if isinstance(exc, StageError) else "build"
         cause = exc.cause if isinstance(exc, StageError) else exc
         entry["result"] = Result(case.name, case.feature, case.needs, FAIL, "compile", f"{type(cause).__name__}: {cause}",
@@ -120,8 +120,13 @@ def export_suite(target: Any, directory: str | Path, patterns: Sequence[str] | N
         if on_case is not None:
             on_case(case.name)
         entries.append(_export_case(case, target, root, seed))
+    from tilelang_core import get_plugin_manager
+
+    manager = get_plugin_manager()
+    owner = manager.registry.owner_names.get(target.kind, "")
     manifest = {
         "format": FORMAT, "target": str(target), "seed": seed, "header": header_facts(target),
+        "backend": {"name": owner, "module": getattr(manager.backends.get(owner), "module", "")},
         "capabilities": [list(row) for row in target.capabilities.rows()],
         "claims": [[c.capability, list(c.cases)] for c in claims_for(target.capabilities, every)],
         "cases": entries,
@@ -188,11 +193,13 @@ def run_from(directory: str | Path, patterns: Sequence[str] | None = None,
     manifest = json.loads((root / MANIFEST).read_text())
     if manifest.get("format") != FORMAT:
         raise ValueError(f"{root / MANIFEST}: format {manifest.get('format')!r}, expected {FORMAT!r}")
+    _ensure_backend(manifest)
     target = get_plugin_manager().parse_target(manifest["target"])
     expectations = hooks_for(target).conformance_expectations()
     header = {f"compiled with {k}" if k in ("tilelang-core", "backend", "toolchain", "date", "host") else k: v
               for k, v in manifest["header"].items()}
     header.update({f"run with {k}": v for k, v in header_facts(target).items() if k != "toolchain"})
+    header["expected failures (backend)"] = "; ".join(f"{k}: {v}" for k, v in sorted(expectations.items())) or "none"
     report = TargetReport(manifest["target"], "run", f"--from {root}", int(manifest["seed"]), header,
                           [tuple(row) for row in manifest["capabilities"]],
                           claims=[Claim(c, tuple(cases)) for c, cases in manifest["claims"]])
@@ -211,6 +218,30 @@ def run_from(directory: str | Path, patterns: Sequence[str] | None = None,
         if on_result is not None:
             on_result(result)
     return report
+
+
+def _ensure_backend(manifest: dict[str, Any]) -> None:
+    """Where the backend is importable but not installed (a repository copy on PYTHONPATH, as
+    on a lent GPU machine), register its plugin module from the manifest by hand."""
+    from importlib import import_module
+
+    from tilelang_core import get_plugin_manager
+    from tilelang_core.plugin import BackendInfo
+
+    manager = get_plugin_manager()
+    kind = manifest["target"].partition("/")[0]
+    backend = manifest.get("backend") or {}
+    if kind in manager.registry.kinds or not backend.get("module"):
+        return
+    name = backend["name"] or kind
+    info = BackendInfo(name, "(not installed: imported from the path)", "?", backend["module"])
+    manager.backends[name] = info
+    module_name, _, attr = backend["module"].partition(":")
+    module = import_module(module_name)
+    manager.register_plugin(info, getattr(module, attr) if attr else module)
+    if info.broken:
+        raise RuntimeError(f"backend {name!r} ({backend['module']}) failed to register: {info.error}")
+    manager.detections(refresh=True)
 
 
 class _Named:

@@ -5,9 +5,9 @@ import datetime
 import platform
 import secrets
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any, Callable, Iterable, Sequence
 
+from . import __version__
 from .case import Case, registry, select
 from .levels import resolve_level
 from .probes import Claim, cases_for, claims_for
@@ -60,13 +60,6 @@ def resolve_targets(backends: Sequence[str] = (), targets: Sequence[str] = ()) -
     return [manager.parse_target(s) for s in dict.fromkeys(specs)]
 
 
-def _version(distribution: str) -> str:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
 def header_facts(target: Any) -> dict[str, Any]:
     """Versions of the core, the target's backend and its toolchain (the backend's
     `tilelang_cache_key` strings), and of this suite; the host; the date."""
@@ -90,7 +83,7 @@ def header_facts(target: Any) -> dict[str, Any]:
         "tilelang-core": tilelang_core.__version__,
         "backend": f"{owner} ({info.distribution} {info.version})" if info else owner,
         "toolchain": toolchain,
-        "tilelang-conformance": _version("tilelang-conformance"),
+        "tilelang-conformance": __version__,
         "python": platform.python_version(),
         "numpy": numpy.__version__,
         "host": f"{platform.system()} {platform.machine()}",
@@ -118,7 +111,7 @@ def run_target(target: Any, level: str = "auto", patterns: Sequence[str] | None 
     every = cases_for(target, registry().values())
     report = TargetReport(str(target), chosen, why, seed, header_facts(target), target.capabilities.rows(),
                           claims=claims_for(target.capabilities, every))
-    report.header["expectations"] = len(expectations)
+    report.header["expected failures (backend)"] = "; ".join(f"{k}: {v}" for k, v in sorted(expectations.items())) or "none"
     for case in order(select(every, patterns)):
         result = evaluate(case, target, chosen, seed, expectations)
         report.results.append(result)

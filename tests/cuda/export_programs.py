@@ -538,10 +538,12 @@ def compare(out: np.ndarray, ref: np.ndarray, rtol: float, atol_fraction: float)
     finite = np.isfinite(ref)
     scale = float(np.max(np.abs(ref[finite]))) if finite.any() else 1.0
     atol = atol_fraction * max(scale, 1e-30)
-    err = np.where(finite, np.abs(out - ref), 0.0)
-    bad = (err > atol + rtol * np.abs(ref)) | (finite & ~np.isfinite(out))
-    bad |= ~finite & ~((out == ref) | (np.isnan(out) & np.isnan(ref)))
-    worst = float(np.max(err / (atol + rtol * np.abs(ref) + 1e-300))) if finite.any() else 0.0
+    with np.errstate(invalid="ignore"):
+        err = np.where(finite, np.abs(out - ref), 0.0)
+        bound = atol + rtol * np.abs(np.where(finite, ref, 0.0))
+        bad = (err > bound) | (finite & ~np.isfinite(out))
+        bad |= ~finite & ~((out == ref) | (np.isnan(out) & np.isnan(ref)))
+        worst = float(np.max(np.where(finite, err / np.maximum(bound, 1e-300), 0.0)))
     if bad.any():
         first = tuple(int(i) for i in np.argwhere(bad)[0])
         return False, (f"{int(bad.sum())}/{bad.size} elements differ; first at {first}: "

@@ -21,6 +21,8 @@ moves; `__syncthreads` releases only when every thread has arrived.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from tvm import ir, tirx
 
@@ -48,6 +50,7 @@ CUTE_LAYOUTS = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def cute_offset(layout, thread: int, value: int) -> int:
     """The column-major offset a CuTe TV layout gives (thread, value)."""
     (tshape, vshape), (tstride, vstride) = layout
@@ -101,11 +104,13 @@ class _Thread:
 
 
 class _Machine:
-    def __init__(self, func: tirx.PrimFunc, arrays: dict, threads: int) -> None:
+    def __init__(self, func: tirx.PrimFunc, arrays: dict, threads: int, code: dict | None = None) -> None:
         self.func = func
         self.arrays = arrays  # buffer var -> np array (global)
         self.threads = threads
         self.shared: dict = {}
+        self._code: dict = {} if code is None else code  # compiled expressions, by node
+        self._keep: list = []
 
     # -- expressions -----------------------------------------------------------------------
 
@@ -115,60 +120,102 @@ class _Machine:
                 return table[buf]
         raise KeyError(f"buffer {buf.name} is not allocated")
 
-    def flat(self, buf, indices, th) -> int:
-        shape = [int(d) for d in buf.ty.shape]
-        idx = [int(self.ev(i, th)) for i in indices]
-        out = 0
-        for i, d in zip(idx, shape):
-            if not 0 <= i < d:
-                raise IndexError(f"{buf.name}{idx} is outside {shape}")
-            out = out * d + i
-        return out
-
     def ev(self, e, th):
+        key = e.__chandle__() if hasattr(e, "__chandle__") else id(e)
+        fn = self._code.get(key)
+        if fn is None:
+            fn = self._code[key] = self.compile(e)
+            self._keep.append(e)  # the handle must outlive the cache entry
+        return fn(th)
+
+    def compile(self, e):
+        """`e` as a Python closure over a thread's state (evaluated many times)."""
         t = type(e)
         if t is tirx.IntImm:
-            return int(e.value)
+            value = int(e.value)
+            return lambda th: value
         if t is tirx.FloatImm:
-            return float(e.value)
+            value = float(e.value)
+            return lambda th: value
         if isinstance(e, tirx.Var) or t is ir.Var:
-            return th.env[e]
+            handle = e.__chandle__()
+            return lambda th: th.env[handle]
         if t is ir.TensorLoad:
-            arr = self.buffer_array(th, e.source)
-            return arr.reshape(-1)[self.flat(e.source, e.indices, th)].item()
+            buf, flat = e.source, self.compile_flat(e.source, e.indices)
+            return lambda th: self.buffer_array(th, buf).reshape(-1)[flat(th)].item()
         if t in _BIN:
-            return _BIN[t](self.ev(e.a, th), self.ev(e.b, th))
+            op, a, b = _BIN[t], self.compile(e.a), self.compile(e.b)
+            if t is tirx.And:
+                return lambda th: a(th) and b(th)
+            if t is tirx.Or:
+                return lambda th: a(th) or b(th)
+            return lambda th: op(a(th), b(th))
         if t is tirx.Not:
-            return not self.ev(e.a, th)
+            a = self.compile(e.a)
+            return lambda th: not a(th)
         if t is tirx.Select:
-            return self.ev(e.true_value, th) if self.ev(e.condition, th) else self.ev(e.false_value, th)
+            c, x, y = self.compile(e.condition), self.compile(e.true_value), self.compile(e.false_value)
+            return lambda th: x(th) if c(th) else y(th)
         if t is tirx.Cast:
-            value = self.ev(e.value, th)
-            dtype = str(e.ty.dtype)
+            value, dtype = self.compile(e.value), str(e.ty.dtype)
             if dtype.startswith("int") or dtype.startswith("uint"):
-                return int(value)
+                return lambda th: int(value(th))
             if dtype == "bool":
-                return bool(value)
-            return float(_NP[dtype](value))
+                return lambda th: bool(value(th))
+            np_type = _NP[dtype]
+            return lambda th: float(np_type(value(th)))
         if t is tirx.Let:
-            th.env[e.var] = self.ev(e.value, th)
-            return self.ev(e.body, th)
+            var, value, body = e.var.__chandle__(), self.compile(e.value), self.compile(e.body)
+
+            def let(th):
+                th.env[var] = value(th)
+                return body(th)
+            return let
         if t is ir.Call:
-            return self.call(e, th)
+            return self.compile_call(e)
         raise NotImplementedError(f"emulator: expression {t.__name__}: {e}")
 
-    def call(self, e, th):
+    def compile_flat(self, buf, indices):
+        shape = [int(d) for d in buf.ty.shape]
+        parts = [self.compile(i) for i in indices]
+        name = buf.name
+
+        def flat(th):
+            out = 0
+            for part, d in zip(parts, shape):
+                i = part(th)
+                if not 0 <= i < d:
+                    raise IndexError(f"{name}: index {i} is outside {shape}")
+                out = out * d + i
+            return out
+        return flat
+
+    def ev_flat(self, store, th) -> int:
+        key = ("flat", store.__chandle__())
+        fn = self._code.get(key)
+        if fn is None:
+            fn = self._code[key] = self.compile_flat(store.buffer, store.indices)
+            self._keep.append(store)
+        return fn(th)
+
+    def compile_call(self, e):
         name = e.op.name
         if name == "prim.if_then_else":
-            return self.ev(e.args[1], th) if self.ev(e.args[0], th) else self.ev(e.args[2], th)
+            c, x, y = (self.compile(a) for a in e.args)
+            return lambda th: x(th) if c(th) else y(th)
         if name == "tirx.address_of":
             load = e.args[0]
-            return _Pointer(self.buffer_array(th, load.source), self.flat(load.source, load.indices, th))
+            buf, flat = load.source, self.compile_flat(load.source, load.indices)
+            return lambda th: _Pointer(self.buffer_array(th, buf), flat(th))
         if name == "tirx.tvm_access_ptr":
-            ptr = self.ev(e.args[1], th)
-            return _Pointer(ptr.array, ptr.index + int(self.ev(e.args[2], th)))
+            ptr, off = self.compile(e.args[1]), self.compile(e.args[2])
+
+            def access(th):
+                p = ptr(th)
+                return _Pointer(p.array, p.index + int(off(th)))
+            return access
         if name == "prim.likely":
-            return self.ev(e.args[0], th)
+            return self.compile(e.args[0])
         raise NotImplementedError(f"emulator: call of {name}")
 
     # -- statements (generators: they yield ("warp", name, args) or ("sync",)) -------------
@@ -180,14 +227,15 @@ class _Machine:
                 yield from self.run(child, th)
         elif t is tirx.For:
             lo, n = self.ev(s.min, th), self.ev(s.extent, th)
+            var = s.loop_var.__chandle__()
             for i in range(lo, lo + n):
-                th.env[s.loop_var] = i
+                th.env[var] = i
                 yield from self.run(s.body, th)
         elif t is tirx.AttrStmt:
             if s.attr_key == "thread_extent":
                 tag = str(s.node.thread_tag)
                 if tag.startswith("threadIdx"):
-                    th.env[s.node.var] = th.tid
+                    th.env[s.node.var.__chandle__()] = th.tid
             yield from self.run(s.body, th)
         elif t is tirx.IfThenElse:
             if self.ev(s.condition, th):
@@ -195,7 +243,7 @@ class _Machine:
             elif s.else_case is not None:
                 yield from self.run(s.else_case, th)
         elif t is tirx.Bind:
-            th.env[s.var] = self.ev(s.value, th)
+            th.env[s.var.__chandle__()] = self.ev(s.value, th)
         elif t is tirx.AllocBuffer:
             buf = s.buffer
             shape = [int(d) for d in buf.ty.shape]
@@ -209,7 +257,7 @@ class _Machine:
         elif t is tirx.BufferStore:
             arr = self.buffer_array(th, s.buffer)
             value = self.ev(s.value, th)
-            arr.reshape(-1)[self.flat(s.buffer, s.indices, th)] = value
+            arr.reshape(-1)[self.ev_flat(s, th)] = value
         elif t is tirx.Evaluate:
             value = s.value
             if isinstance(value, ir.Call) and value.op.name == "tl.sync_threads":
@@ -340,7 +388,7 @@ def _launch(func) -> tuple[dict, int]:
     while isinstance(body, tirx.AttrStmt) and body.attr_key == "thread_extent":
         tag = str(body.node.thread_tag)
         if tag.startswith("blockIdx"):
-            grid[body.node.var] = int(body.value)
+            grid[body.node.var.__chandle__()] = int(body.value)
         else:
             threads *= int(body.value)
         body = body.body
@@ -352,11 +400,12 @@ def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray) -> None:
     arrays = {p: t for p, t in zip(func.params, tensors)}
     grid, threads = _launch(func)
     axes = list(grid.items())
+    code: dict = {}
     for flat_block in range(int(np.prod([n for _, n in axes])) if axes else 1):
         env, rest = {}, flat_block
         for var, n in axes:
             env[var], rest = rest % n, rest // n
-        machine = _Machine(func, arrays, threads)
+        machine = _Machine(func, arrays, threads, code)
         _run_block(machine, env, threads)
 
 

@@ -15,8 +15,8 @@ Rules:
   then element `layout.inverse(t, r)` lives in slot `r` of thread `t`, and a parallel nest
   that touches it runs `for r in range(layout.slots)` over exactly those elements. A fragment
   without one that is touched only by nests of one layout adopts it; one caught between two
-  layouts moves to shared memory (slot `r` of its register array, where a lowering wrote it,
-  then means element `layout.inverse(t, r)` of the shared copy).
+  layouts moves to shared memory (a lowering that wrote its register array then works on a
+  copy of the thread's elements `layout.inverse(t, r)`, loaded before and stored after).
 - Statements outside parallel nests run on every thread (uniform control flow). A store to
   memory other threads see (shared, global), an atomic or a print there runs on thread 0 only.
 - A barrier follows every uniform statement that writes shared memory, and opens every
@@ -278,34 +278,50 @@ class _Partitioner:
                                              (tir.AllocBuffer, on_alloc)))
 
     def retarget_registers(self, node):
-        arrays = {}
-        for buf, _ in (self.imposed.items() if self.imposed else []):
+        """Register arrays that lowerings wrote for fragments now in shared memory: every
+        per-thread region that uses one loads it from the thread's elements of the shared copy
+        first and stores it back after (a lowering may pass a slot's address on, so the slots
+        stay an array)."""
+        arrays = {}  # register array -> (array, shared copy, layout)
+        for buf, layout in (self.imposed.items() if self.imposed else []):
             key = _buffer_key(buf)
             if key in self.moved and self.imposed.has_register_buffer(buf):
                 reg = self.imposed.register_buffer(buf)
-                arrays[_buffer_key(reg)] = (self.moved[key], self.imposed.get(buf))
+                arrays[_buffer_key(reg)] = (reg, self.moved[key], layout)
         if not arrays:
             return node
 
-        def element(ref, indices):
-            shared, layout = arrays[_buffer_key(ref)]
-            return shared, list(layout.inverse(self.tid, indices[0]))
+        def used_in(body):
+            found = {}
 
-        def on_store(s: tir.BufferStore):
-            if _buffer_key(s.buffer) not in arrays:
-                return s
-            shared, idx = element(s.buffer, list(s.indices))
-            return tir.BufferStore(shared, s.value, idx, span=s.span)
+            def visit(n):
+                buf = n.buffer if isinstance(n, tir.BufferStore) else getattr(n, "source", None)
+                if buf is not None and _buffer_key(buf) in arrays:
+                    found[_buffer_key(buf)] = arrays[_buffer_key(buf)]
 
-        def on_load(ld):
-            if _buffer_key(ld.source) not in arrays:
-                return ld
-            shared, idx = element(ld.source, list(ld.indices))
-            return tir.BufferLoad(shared, idx)
+            walk(body, visit, (tir.BufferStore, _ir.TensorLoad))
+            return list(found.values())
 
-        import tvm_ffi
+        def slot_loop(reg, layout, make):
+            slot = tir.Var("slot", "int32")
+            kind = tir.ForKind.UNROLLED if layout.slots <= _UNROLL_LIMIT else tir.ForKind.SERIAL
+            return tir.For(slot, const(0), const(layout.slots), kind, make(slot, list(layout.inverse(self.tid, slot))))
 
-        return tvm_ffi.structural_map(node, ((tir.BufferStore, on_store), (_ir.TensorLoad, on_load)))
+        def on_for(loop: tir.For):
+            if PARTITIONED not in loop.annotations:
+                return loop
+            used = used_in(loop.body)
+            if not used:
+                return loop
+            before, after = [], []
+            for reg, shared, layout in used:
+                before.append(tir.AllocBuffer(reg))
+                before.append(slot_loop(reg, layout, lambda s, idx: tir.BufferStore(reg, tir.BufferLoad(shared, idx), [s])))
+                after.append(slot_loop(reg, layout, lambda s, idx: tir.BufferStore(shared, tir.BufferLoad(reg, [s]), idx)))
+            return tir.For(loop.loop_var, loop.min, loop.extent, loop.kind, seq([*before, loop.body, *after]),
+                           annotations=loop.annotations, span=loop.span)
+
+        return map_stmts(node, (tir.For,), on_for)
 
     def stmt(self, s: tir.Stmt, uniform: bool) -> tir.Stmt:
         if isinstance(s, tir.SeqStmt):

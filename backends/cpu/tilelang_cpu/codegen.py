@@ -84,8 +84,13 @@ class CPUCodegen(CStyleCodegen):
         "bfloat16": {"value": "float32", "load": "tl_bf16_to_float({0})",
                      "store": "tl_float_to_bf16({0})", "round": "tl_round_bf16({0})"},
     }
+    # float32 exp/exp2 are tl_cpu.h's inline polynomials: loops calling them vectorize, and a
+    # kernel computes the same values whether or not its loop was vectorized
     math_ops = {**C_MATH_OPS, "min": {"default": "tl_min({0}, {1})"},
-                "max": {"default": "tl_max({0}, {1})"}}
+                "max": {"default": "tl_max({0}, {1})"},
+                "exp": {**C_MATH_OPS["exp"], "float32": "tl_expf({0})"},
+                "exp2": {**C_MATH_OPS["exp2"], "float32": "tl_exp2f({0})"},
+                "sigmoid": {**C_MATH_OPS["sigmoid"], "float32": "(1.0f / (1.0f + tl_expf(-({0}))))"}}
     atomic_ops = {
         (kind, dtype): f"tl_atomic_{kind}_{short}({{0}}, {{1}})"
         for kind in ("add", "max", "min")

@@ -8,11 +8,18 @@ number of processes compile at once), runs
 
 and returns the library's bytes. No -ffast-math: NaN and infinity keep their meaning. On
 failure it raises `CompileError` with the compiler's log, the kept .c file and the command.
+
+What enters the kernel cache key (`cache_key`) is computed once per process; the two facts
+that need the compiler to run (`cc --version`, whether `-fopenmp` links) are kept on disk
+beside the kernel cache, keyed by the compiler binary's path, size and modification time, so
+a process that finds its kernels in the cache starts no subprocess.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -61,9 +68,7 @@ def find_compiler() -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
-def compiler_version(cc: str) -> str:
-    """The first line of `cc --version` (part of the cache key)."""
+def _probe_version(cc: str) -> str:
     try:
         out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
         return (out.stdout or out.stderr).splitlines()[0].strip()
@@ -71,9 +76,7 @@ def compiler_version(cc: str) -> str:
         return "unknown"
 
 
-@functools.lru_cache(maxsize=None)
-def openmp_supported(cc: str) -> bool:
-    """Whether `cc -fopenmp` links (clang without libomp does not: blocks then run serially)."""
+def _probe_openmp(cc: str) -> bool:
     tmp = tempfile.mkdtemp(prefix="tilelang-cpu-omp-")
     try:
         src = Path(tmp) / "omp.c"
@@ -84,6 +87,45 @@ def openmp_supported(cc: str) -> bool:
         return False
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@functools.lru_cache(maxsize=None)
+def _toolchain(cc: str) -> dict:
+    """{"version", "openmp"} of compiler `cc`: probed once per compiler binary (two
+    subprocesses, ~50 ms) and remembered under the cache directory."""
+    try:
+        real = os.path.realpath(cc)
+        st = os.stat(real)
+        identity = f"{real}:{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        return {"version": _probe_version(cc), "openmp": _probe_openmp(cc)}
+    path = env.cache_dir() / "toolchains" / (hashlib.sha256(identity.encode()).hexdigest()[:24] + ".json")
+    try:
+        known = json.loads(path.read_text())
+        if known.get("identity") == identity:
+            return known
+    except (OSError, ValueError):
+        pass
+    known = {"identity": identity, "version": _probe_version(cc), "openmp": _probe_openmp(cc)}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            json.dump(known, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache directory: probe again next time
+    return known
+
+
+def compiler_version(cc: str) -> str:
+    """The first line of `cc --version` (part of the cache key)."""
+    return _toolchain(cc)["version"]
+
+
+def openmp_supported(cc: str) -> bool:
+    """Whether `cc -fopenmp` links (clang without libomp does not: blocks then run serially)."""
+    return bool(_toolchain(cc)["openmp"])
 
 
 def march_flags(arch: str | None) -> list[str]:
@@ -146,17 +188,24 @@ def compile_source(source: str, arch: str | None = None, name: str = "kernel") -
 
 
 def cache_key(arch: str | None) -> str:
-    """Compiler path and version, the flags, and for -march=native the host's CPU flags."""
+    """Compiler path and version, the flags, for -march=native the host's CPU flags, and the
+    backend's own code (its lowerings, printer and headers decide the generated code)."""
     cc = find_compiler()
     if cc is None:
         return "cc=none"
+    return _cache_key(cc, arch)
+
+
+@functools.lru_cache(maxsize=None)
+def _cache_key(cc: str, arch: str | None) -> str:
     flags = compile_flags(cc, arch)
     parts = [f"cc={cc}", f"version={compiler_version(cc)}", "flags=" + " ".join(flags)]
     if "-march=native" in flags:
         features = " ".join(sorted(_target.host_features()))
         parts.append("host=" + hashlib.sha256(features.encode()).hexdigest()[:16])
-    headers = hashlib.sha256()
-    for path in sorted(INCLUDE_DIR.glob("*.h")):
-        headers.update(path.name.encode() + path.read_bytes())
-    parts.append("headers=" + headers.hexdigest()[:16])
+    code = hashlib.sha256()
+    package = Path(__file__).parent
+    for path in sorted(INCLUDE_DIR.glob("*.h")) + sorted(package.glob("*.py")):
+        code.update(path.name.encode() + b"\0" + path.read_bytes())
+    parts.append("backend=" + code.hexdigest()[:16])
     return ";".join(parts)

@@ -104,20 +104,30 @@ class CPURuntime(Runtime):
             os.unlink(path)
         return CPUKernel(library, meta)
 
+    def __init__(self) -> None:
+        self._numpy_dtypes: dict[str, Any] = {}
+
     def allocate(self, like: Any, shape: Sequence[int], dtype: str) -> Any:
         if type(like).__module__.startswith("torch"):
             import torch
 
             return torch.empty(tuple(shape), dtype=getattr(torch, dtype), device=like.device)
-        import numpy
-
-        return numpy.empty(tuple(shape), dtype=_numpy_dtype(dtype))
+        np_dtype = self._numpy_dtypes.get(dtype)
+        if np_dtype is None:
+            np_dtype = self._numpy_dtypes[dtype] = _numpy_dtype(dtype)
+        return _numpy_empty()(tuple(shape), np_dtype)
 
     def make_timer(self) -> CPUTimer:
         return CPUTimer()
 
     def synchronize(self) -> None:
         """Kernels run synchronously on the calling thread: nothing to wait for."""
+
+
+def _numpy_empty():
+    import numpy
+
+    return numpy.empty
 
 
 def _numpy_dtype(dtype: str):

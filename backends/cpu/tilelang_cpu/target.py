@@ -1,6 +1,7 @@
 """CPU archs and their capability tables; the host's is read from the CPU's feature flags."""
 from __future__ import annotations
 
+import functools
 import os
 import platform
 
@@ -42,16 +43,17 @@ CPU_ARCHS = {
 }
 
 
-def host_features() -> set[str]:
+@functools.lru_cache(maxsize=1)
+def host_features() -> frozenset[str]:
     """The CPU flags of this machine (Linux /proc/cpuinfo; empty elsewhere)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if line.startswith(("flags", "Features")):
-                    return set(line.split(":", 1)[1].split())
+                    return frozenset(line.split(":", 1)[1].split())
     except OSError:
         pass
-    return set()
+    return frozenset()
 
 
 def host_arch() -> str:

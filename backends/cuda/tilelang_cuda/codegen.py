@@ -2,24 +2,26 @@
 
 What the generated file looks like:
 
-    #include "tl_cuda_common.h"          // + "tl_cuda_mma.h" when a tl::mma_* / ldmatrix / cp.async helper is called
-    extern "C" __global__ void __launch_bounds__(128) main(const half_t* __restrict__ A, ...) {
+    #include "tl_cuda_common.h"          // + "tl_cuda_mma.h" when a `tl::` helper is called
+    extern "C" __global__ void __launch_bounds__(128) main_kernel(const half_t* __restrict__ A, ...) {
       extern __shared__ __align__(128) unsigned char tl_dyn_smem[];
-      int bx = blockIdx.x;
+      int32_t bx = blockIdx.x;
       ...
     }
 
 - Every `shared.dyn` buffer is a slice of one dynamic shared memory array; its size is
-  `KernelSource.shared_memory` (the runtime opts in past 48 KB). `local` and register
-  fragments are per-thread arrays.
+  `KernelSource.shared_memory` (the runtime opts in past 48 KB). `local` buffers and
+  register fragments are per-thread arrays.
 - float16 / bfloat16 / fp8 are stored as the header's `half_t` / `bfloat16_t` / `fp8_e4_t`
-  and computed in float (a load converts, a store rounds to nearest even), as TileLang's
-  own CUDA output does for everything but tensor-core operands.
+  and computed in float (a load converts, a store rounds to nearest even); a plain copy
+  of such a value stays a 16/8-bit move.
 - Math uses the precise functions (`expf`, `exp2f`, ...); with `fast_math` the intrinsics
   (`__expf`, `__logf`, ...), which is also what nvcc's --use_fast_math would pick.
 - `tl.atomic_*` become the header's overloaded `tl_atomic_add/max/min`, `tl.printf` is
-  `printf`, `tl.device_assert` is `tl_device_assert(cond, "file:line: msg", kernel)` (prints, then
-  traps: the launch fails and the runtime reports it at the next synchronize).
+  `printf`, `tl.device_assert` is `tl_device_assert(cond, "file:line: msg", kernel)` (prints,
+  then traps: the launch fails and the runtime reports it at the next synchronize).
+- Counted loops nested in fully unrolled ones get an explicit, bounded unroll factor
+  (`UNROLL_BUDGET`), which keeps ptxas from spending minutes on one basic block.
 
 Rendering needs TVM but no driver and no GPU.
 """
@@ -28,7 +30,7 @@ from __future__ import annotations
 from tvm import ir, tirx
 
 from tilelang_core.codegen import CodegenError, CStyleCodegen
-from tilelang_core.codegen.analysis import buffer_info, dtype_of
+from tilelang_core.codegen.analysis import buffer_info, dtype_of, iter_exprs
 from tilelang_core.codegen.cexpr import c_string_literal
 from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
 
@@ -90,9 +92,10 @@ CUDA_FAST_MATH_OPS = {
     "sigmoid": {**CUDA_MATH_OPS["sigmoid"], "float32": "(1.0f / (1.0f + __expf(-({0}))))"},
 }
 
-# Extern functions that live in tl_cuda_mma.h (tensor cores, ldmatrix, cp.async).
-MMA_HEADER_PREFIXES = ("tl::mma_", "tl::ldmatrix", "tl::cp_async", "tl::smem_addr", "tl::wgmma",
-                       "tl_mma_", "tl_ldmatrix", "tl_cp_async")
+# Extern calls into the `tl::` namespace are helpers of tl_cuda_mma.h (mma.sync, ldmatrix,
+# cp.async, ...): tl_cuda_common.h's own helpers are printed by this dialect, never called
+# through call_extern.
+MMA_HEADER_PREFIXES = ("tl::",)
 
 # How many copies of a loop body nested unrolling may make (see `CUDACodegen.loop_pragmas`).
 UNROLL_BUDGET = 512
@@ -180,6 +183,14 @@ class CUDACodegen(CStyleCodegen):
             threads *= extent
         return f"__launch_bounds__({threads}) "
 
+    def visit_thread_extent(self, s) -> None:
+        var = s.node.var
+        if var not in self.var_names and var.__chandle__() not in self._used_vars:
+            # named but not declared: an unused `int bx = blockIdx.x;` only draws warnings
+            self.var_names[var] = self.names.get(var)
+            return self.visit(s.body)
+        super().visit_thread_extent(s)
+
     # -- header ---------------------------------------------------------------------------
 
     def note_call(self, op_name: str, call) -> None:
@@ -199,6 +210,11 @@ class CUDACodegen(CStyleCodegen):
     def _reset(self) -> None:
         super()._reset()
         self._unrolled: list[int] = []  # constant trip counts of the enclosing unrolled loops
+        self._used_vars: set[int] = set()
+
+    def _analyze(self, body) -> None:
+        super()._analyze(body)
+        self._used_vars = {e.__chandle__() for e in iter_exprs(body) if isinstance(e, ir.Var)}
 
     def loop_pragmas(self, s) -> list[str]:
         pragmas = super().loop_pragmas(s)

@@ -6,6 +6,7 @@
 | `T.copy(global, shared)` | cp.async, 16 bytes per instruction, zero-filled tails | `lower_copy.py` |
 | `T.Pipelined(n, num_stages>=2)` over such copies | multi-stage cp.async pipeline | `lower_pipeline.py` |
 | shared tiles only those two touch | XOR-swizzled 16-byte chunks (no ldmatrix bank conflicts) | `lower_pipeline.py` |
+| `T.use_swizzle(panel, order)` | block rasterization in panels (L2 reuse) | `lower_raster.py` |
 
 Everything else, and every case a lowering does not cover, takes the core's portable path
 (the hook returns None). Layout functions live in `layout.py`.
@@ -23,7 +24,7 @@ def _has_mma(caps, op) -> bool:
 
 def lower_tile_op(target, op, ctx):
     """`tilelang_lower_tile_op`: the CUDA lowering of `op`, or None for the portable one."""
-    from .lower_pipeline import SWIZZLES
+    from .lower_pipeline import ANALYZER, SWIZZLES
 
     swizzles = ctx.facts.get(SWIZZLES, {})
     if op.name == "gemm" and _has_mma(ctx.caps, op):
@@ -33,7 +34,7 @@ def lower_tile_op(target, op, ctx):
     if op.name == "copy" and "cp.async" in ctx.caps.copy_engines:
         from .lower_copy import lower_async_copy
 
-        return lower_async_copy(op, swizzles)
+        return lower_async_copy(op, swizzles, ctx.facts.get(ANALYZER))
     return None
 
 
@@ -47,10 +48,12 @@ def infer_layout(target, op, ctx):
 
 
 def edit_pipeline(target, pipeline) -> None:
-    """`tilelang_pipeline`: swizzle planning after layout inference, cp.async pipelining
-    before the core's portable pipeline planning."""
+    """`tilelang_pipeline`: block rasterization and swizzle planning after layout inference,
+    cp.async pipelining before the core's portable pipeline planning."""
     from .lower_pipeline import pipeline_async_copies, plan_swizzles
+    from .lower_raster import rasterize_blocks
 
-    pipeline.insert_after("infer_layout", "cuda.plan_swizzles", plan_swizzles)
+    pipeline.insert_after("infer_layout", "cuda.rasterize_blocks", rasterize_blocks)
+    pipeline.insert_after("cuda.rasterize_blocks", "cuda.plan_swizzles", plan_swizzles)
     if "cp.async" in target.capabilities.copy_engines:
         pipeline.insert_before("plan_pipeline", "cuda.pipeline_async_copies", pipeline_async_copies)

@@ -22,7 +22,7 @@ from tilelang_core.transform.irutil import analyzer, in_bounds, squeeze_extents
 
 from .lower_gemm import SHARED_SCOPES
 
-__all__ = ["CopyPlan", "plan_copy", "lower_async_copy", "async_copy_nest", "commit", "wait"]
+__all__ = ["CopyPlan", "plan_copy", "lower_async_copy", "async_copy_nest", "launch_analyzer", "commit", "wait"]
 
 VECTOR_BYTES = 16
 WRITE = 2
@@ -94,9 +94,43 @@ def _pointer(buf, indices, dtype: str, lanes: int, mask: int):
     return tir.tvm_access_ptr(tir.type_annotation(dtype), address, 0, lanes, mask)
 
 
-def async_copy_nest(plan: CopyPlan, swizzle=None, span=None) -> tir.Stmt:
+def launch_analyzer(func: tir.PrimFunc, ranges: dict | None = None):
+    """An analyzer that knows the ranges of the kernel's block and thread indices (and of
+    the variables in `ranges`, var -> extent), so that bounds of whole tiles are provable
+    and their masks dropped."""
+    from tvm import ir
+    from tvm.sym import Analyzer
+
+    from tilelang_core.transform.kernel_info import launch_info
+
+    info = launch_info(func)
+    ana = Analyzer()
+    extents = {var: info.extents[tag] for tag, var in info.vars.items()}
+    extents.update(ranges or {})
+    for var, extent in extents.items():
+        ana.bind(var, ir.Range.from_min_extent(tir.const(0, "int32"), extent))
+    return ana
+
+
+def _in_bounds(buf, indices, ana):
+    """The condition that `indices` lie inside `buf`, or None when `ana` proves it."""
+    conds = []
+    for idx, dim in zip(indices, buf.ty.shape):
+        for cond in (idx < dim, idx >= 0):
+            if not ana.can_prove(cond):
+                conds.append(cond)
+    if not conds:
+        return None
+    out = conds[0]
+    for c in conds[1:]:
+        out = tir.And(out, c)
+    return out
+
+
+def async_copy_nest(plan: CopyPlan, swizzle=None, span=None, ana=None) -> tir.Stmt:
     """PARALLEL loops over the tile's vectors, one cp.async each (zero-filled out of bounds).
-    `swizzle` (a `layout.Swizzle`) places the shared side."""
+    `swizzle` (a `layout.Swizzle`) places the shared side; `ana` (an Analyzer that knows the
+    enclosing ranges) drops masks it proves unnecessary."""
     src, dst, lanes = plan.src, plan.dst, plan.lanes
     s_dims, d_dims = squeeze_extents(src.extents), squeeze_extents(dst.extents)
     loop_vars = [tir.Var(n, "int32") for n in ("i", "j", "k", "l", "m", "n")[:len(plan.shape)]]
@@ -108,7 +142,15 @@ def async_copy_nest(plan: CopyPlan, swizzle=None, span=None) -> tir.Stmt:
         d_idx[d] = d_idx[d] + off
     if swizzle is not None:
         d_idx[-2], d_idx[-1] = swizzle.physical(d_idx[-2], d_idx[-1])
-    valid = in_bounds(src.buffer, s_idx)
+    if ana is not None:
+        from tvm import ir
+
+        ana = ana.clone() if hasattr(ana, "clone") else ana
+        for var, extent in zip(loop_vars, plan.shape):
+            ana.bind(var, ir.Range.from_min_extent(tir.const(0, "int32"), tir.const(extent, "int32")))
+        valid = _in_bounds(src.buffer, s_idx, ana)
+    else:
+        valid = in_bounds(src.buffer, s_idx)
     dst_ptr = _pointer(dst.buffer, d_idx, dst.dtype, lanes, WRITE)
     if valid is None:
         body = _extern("tl::cp_async_cg16", dst_ptr, _pointer(src.buffer, s_idx, src.dtype, lanes, READ))
@@ -132,8 +174,9 @@ def wait(groups_in_flight: int | None = None) -> tir.Stmt:
     return _extern(f"tl::cp_async_wait<{int(groups_in_flight)}>")
 
 
-def lower_async_copy(op: TileOp, swizzles: dict) -> tir.Stmt | None:
-    """A synchronous-looking cp.async copy: issue, commit, wait for it (None: not eligible)."""
+def lower_async_copy(op: TileOp, swizzles: dict, ana=None) -> tir.Stmt | None:
+    """A synchronous-looking cp.async copy: issue, commit, wait for it (None: not eligible).
+    `ana` knows the launch ranges (see `launch_analyzer`)."""
     from tilelang_core.transform.irutil import seq
 
     from .lower_pipeline import sync_placed
@@ -142,4 +185,4 @@ def lower_async_copy(op: TileOp, swizzles: dict) -> tir.Stmt | None:
     if plan is None:
         return None
     swizzle = swizzles.get(plan.dst.buffer.__chandle__())
-    return sync_placed(seq([async_copy_nest(plan, swizzle, op.stmt.span), commit(), wait()]))
+    return sync_placed(seq([async_copy_nest(plan, swizzle, op.stmt.span, ana), commit(), wait()]))

@@ -33,12 +33,14 @@ from tilelang_core.transform.irutil import analyzer, map_stmts, seq, substitute,
 from tilelang_core.transform.kernel_info import launch_info
 
 from .layout import accumulator_layout, swizzle_for
-from .lower_copy import CopyPlan, async_copy_nest, commit, plan_copy, wait
+from .lower_copy import CopyPlan, async_copy_nest, commit, launch_analyzer, plan_copy, wait
 from .lower_gemm import SHARED_SCOPES, plan_gemm
+from .lower_raster import BLOCK_RANGES
 
 __all__ = ["SWIZZLES", "sync_placed", "plan_swizzles", "pipeline_async_copies"]
 
 SWIZZLES = "cuda.swizzles"  # ctx.facts key: shared buffer handle -> layout.Swizzle
+ANALYZER = "cuda.analyzer"  # ctx.facts key: an Analyzer that knows the launch ranges
 _PIPELINE_KEYS = ("num_stages", "tl_pipeline_order", "tl_pipeline_stage", "tl_pipeline_sync",
                   "tl_pipeline_group")
 
@@ -68,8 +70,10 @@ def _references(node) -> dict[int, int]:
 
 
 def plan_swizzles(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
-    """Record in `ctx.facts[SWIZZLES]` the shared tiles whose every access is ours."""
+    """Record in `ctx.facts[SWIZZLES]` the shared tiles whose every access is ours (and in
+    `ctx.facts[ANALYZER]` an analyzer that knows the block and thread index ranges)."""
     swizzles = ctx.facts.setdefault(SWIZZLES, {})
+    ctx.facts[ANALYZER] = launch_analyzer(func, ctx.facts.get(BLOCK_RANGES))
     threads = launch_info(func).threads
     layouts = ctx.facts.get("fragment_layouts")
     owned: dict[int, int] = {}  # buffer -> accesses by our lowerings
@@ -209,7 +213,9 @@ def _restage(stmt: tir.Stmt, staged: dict[int, object], stage) -> tir.Stmt:
     return tvm_ffi.structural_map(stmt, ((_ir.TensorLoad, on_load), (_ir.Call, on_call)))
 
 
-def _pipeline(split: _Loop, swizzles: dict) -> tuple[tir.Stmt, dict[int, object]]:
+def _pipeline(split: _Loop, swizzles: dict, ana) -> tuple[tir.Stmt, dict[int, object]]:
+    from tvm import ir
+
     loop, stages = split.loop, split.stages
     staged = {}
     for _, plan in split.producers:
@@ -219,6 +225,7 @@ def _pipeline(split: _Loop, swizzles: dict) -> tuple[tir.Stmt, dict[int, object]
         if _key(buf) in swizzles:
             swizzles[_key(staged[_key(buf)])] = swizzles[_key(buf)]
     var, lo, n = loop.loop_var, loop.min, loop.extent
+    ana.bind(var, ir.Range.from_min_extent(lo, n))
 
     def issue(it, stage) -> tir.Stmt:
         """The producers of iteration `it` (counted from 0) into `stage`."""
@@ -230,21 +237,23 @@ def _pipeline(split: _Loop, swizzles: dict) -> tuple[tir.Stmt, dict[int, object]
                 raise _NotPipelined()
             dst = staged[_key(plan.dst.buffer)]
             plan = CopyPlan(plan.src, _staged_region(plan.dst, dst, stage), plan.shape, plan.lanes)
-            nests.append(async_copy_nest(plan, swizzles.get(_key(dst)), op.stmt.span))
+            nests.append(async_copy_nest(plan, swizzles.get(_key(dst)), op.stmt.span, ana))
         return seq(nests)
 
-    def guarded(cond, stmt) -> tir.Stmt:
-        return stmt if analyzer().can_prove(cond) else tir.IfThenElse(cond, stmt, None)
+    def guarded(cond, it, stage) -> tir.Stmt:
+        with ana.constraint_scope(cond):
+            stmt = issue(it, stage)
+        return stmt if ana.can_prove(cond) else tir.IfThenElse(cond, stmt, None)
 
     prologue = []
     for s in range(stages - 1):
-        prologue += [guarded(tir.const(s, "int32") < n, issue(tir.const(s, "int32"), tir.const(s, "int32"))), commit()]
+        prologue += [guarded(tir.const(s, "int32") < n, tir.const(s, "int32"), tir.const(s, "int32")), commit()]
     it = var - lo if not (isinstance(lo, tir.IntImm) and int(lo) == 0) else var
     ahead = it + (stages - 1)
     body = [
         wait(stages - 2),
         tir.Evaluate(sync_threads()),
-        guarded(ahead < n, issue(ahead, tir.floormod(ahead, stages))),
+        guarded(ahead < n, ahead, tir.floormod(ahead, stages)),
         commit(),
         *(_restage(s, staged, tir.floormod(it, stages)) for s in split.consumers),
     ]
@@ -278,7 +287,7 @@ def pipeline_async_copies(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         if any(outside.get(_key(p.dst.buffer)) != inside.get(_key(p.dst.buffer)) for _, p in split.producers):
             return loop  # a staged tile is used outside the loop
         try:
-            stmt, staged = _pipeline(split, swizzles)
+            stmt, staged = _pipeline(split, swizzles, launch_analyzer(func, ctx.facts.get(BLOCK_RANGES)))
         except _NotPipelined:
             return loop
         replaced.update(staged)

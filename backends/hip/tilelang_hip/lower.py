@@ -36,6 +36,10 @@ __all__ = [
     "b_element",
     "c_element",
     "plan_gemm",
+    "wave_origin",
+    "a_fragment_element",
+    "b_fragment_element",
+    "accumulator_slot",
     "accumulator_layout",
     "infer_gemm_layout",
     "lower_gemm",
@@ -169,6 +173,32 @@ def plan_gemm(op, target, threads: int) -> GemmPlan | None:
     return GemmPlan(instr, m, n, k, grid[0], grid[1], wave)
 
 
+# -- what each lane loads and accumulates (ints or TIR expressions) ---------------------------
+
+
+def wave_origin(plan: GemmPlan, wave):
+    """(row, col) of the first element of C that wave `wave` computes."""
+    return ((wave % plan.waves_m) * (plan.tiles_m * TILE), (wave // plan.waves_m) * (plan.tiles_n * TILE))
+
+
+def a_fragment_element(plan: GemmPlan, wave, lane, tile, i, k0):
+    """(m, k) in the gemm's A (M x K) of element `i` of lane `lane`'s fragment for the wave's
+    `tile`-th row of tiles, at K offset `k0`."""
+    m, k = a_element(lane, i, plan.instr.elems)
+    return wave_origin(plan, wave)[0] + tile * TILE + m, k0 + k
+
+
+def b_fragment_element(plan: GemmPlan, wave, lane, tile, i, k0):
+    """(k, n) in the gemm's B (K x N), as `a_fragment_element` for the wave's columns."""
+    k, n = b_element(lane, i, plan.instr.elems)
+    return k0 + k, wave_origin(plan, wave)[1] + tile * TILE + n
+
+
+def accumulator_slot(plan: GemmPlan, tile_m, tile_n, i):
+    """The register slot of accumulator element `i` of the wave's tile (tile_m, tile_n)."""
+    return (tile_m * plan.tiles_n + tile_n) * 4 + i
+
+
 # -- the accumulator layout -------------------------------------------------------------------
 
 
@@ -236,34 +266,33 @@ def lower_gemm(op, ctx) -> tir.Stmt | None:
 
     def body(thread):
         wave, lane = thread // plan.wave_size, thread % plan.wave_size
-        row0 = (wave % plan.waves_m) * (tm * TILE)
-        col0 = (wave // plan.waves_m) * (tn * TILE)
-        stmts = []
+        stmts = [tir.AllocBuffer(a_frag), tir.AllocBuffer(b_frag)]
         if clear:
             stmts.append(loop("s", tm * tn * 4, lambda s: tir.BufferStore(acc, tir.const(0, instr.acc_dtype), [s])))
 
+        def load(frag, region, trans, element, tiles, k0):
+            def one(tile, i):
+                row, col = element(plan, wave, lane, tile, i, k0)
+                return tir.BufferStore(frag, tir.BufferLoad(region.buffer, _operand(region, trans, row, col)),
+                                       [tile * e + i])
+            return loop("t", tiles, lambda tile: loop("e", e, lambda i: one(tile, i)))
+
+        def mfma(i, j):
+            dst = tir.address_of(tir.BufferLoad(acc, [accumulator_slot(plan, i, j, 0)]))
+            return tir.Evaluate(tir.call_extern(
+                "void", instr.wrapper, dst, tir.address_of(tir.BufferLoad(a_frag, [i * e])),
+                tir.address_of(tir.BufferLoad(b_frag, [j * e])), dst))
+
         def k_step(kk):
             k0 = kk * instr.k
-            load_a = loop("ma", tm, lambda i: loop("ea", e, lambda j: tir.BufferStore(
-                a_frag, tir.BufferLoad(a.buffer, _operand(a, trans_a, row0 + i * TILE + a_element(lane, j, e)[0],
-                                                          k0 + a_element(lane, j, e)[1])), [i * e + j])))
-            load_b = loop("nb", tn, lambda i: loop("eb", e, lambda j: tir.BufferStore(
-                b_frag, tir.BufferLoad(b.buffer, _operand(b, trans_b, k0 + b_element(lane, j, e)[0],
-                                                          col0 + i * TILE + b_element(lane, j, e)[1])), [i * e + j])))
-
-            def mfma(i, j):
-                slot = (i * tn + j) * 4
-                dst = tir.address_of(tir.BufferLoad(acc, [slot]))
-                return tir.Evaluate(tir.call_extern(
-                    "void", instr.wrapper, dst, tir.address_of(tir.BufferLoad(a_frag, [i * e])),
-                    tir.address_of(tir.BufferLoad(b_frag, [j * e])), dst))
-
-            compute = loop("mi", tm, lambda i: loop("nj", tn, lambda j: mfma(i, j)))
-            return tir.SeqStmt([load_a, load_b, compute])
+            return tir.SeqStmt([
+                load(a_frag, a, trans_a, a_fragment_element, tm, k0),
+                load(b_frag, b, trans_b, b_fragment_element, tn, k0),
+                loop("mi", tm, lambda i: loop("nj", tn, lambda j: mfma(i, j))),
+            ])
 
         k_steps = plan.k // instr.k
         stmts.append(loop("kk", k_steps, k_step, unrolled if k_steps <= 8 else serial))
-        return tir.SeqStmt([tir.AllocBuffer(a_frag), tir.AllocBuffer(b_frag), *stmts]) if len(stmts) > 1 \
-            else tir.SeqStmt([tir.AllocBuffer(a_frag), tir.AllocBuffer(b_frag), stmts[0]])
+        return tir.SeqStmt(stmts)
 
     return ctx.per_thread(body, span=op.stmt.span)

@@ -66,6 +66,56 @@ TL_HELPER tl_bfloat16 tl_float_to_bf16(float f) {
 }
 TL_HELPER float tl_round_bf16(float f) { return tl_bf16_to_float(tl_float_to_bf16(f)); }
 
+/* ---- exp / exp2 for float32: inline, branch-free, so loops that call them vectorize --------
+   glibc's expf/exp2f are calls the vectorizer cannot widen without -ffast-math. These are
+   within 1.1 ulp of the exact result over all float inputs (tests/cpu/test_cpu_math.py), with
+   IEEE results at the edges: NaN -> NaN, +inf and overflow -> +inf, -inf -> +0, gradual
+   underflow through the subnormals to +0. They assume round-to-nearest (the default mode).
+
+   x = n + r with n an integer and |r| <= 1/2 (exp2) or |r| <= ln2/2 (exp); 2^r or e^r is a
+   degree-6 polynomial (relative-error fit of its coefficients in float32); 2^n is applied as
+   two normal powers of two, so a subnormal result is rounded once. */
+#define TL_ROUND_SHIFT_ 0x1.8p23f /* x + shift - shift rounds |x| < 2^22 to an integer */
+
+TL_HELPER float tl_exp_scale_(float p, float shifted_n) {
+  /* p * 2^n, n in [-151, 129] read from the low bits of shifted_n = n + TL_ROUND_SHIFT_ */
+  uint32_t n = tl_f32_bits(shifted_n) - tl_f32_bits(TL_ROUND_SHIFT_);
+  uint32_t n1 = (uint32_t)((int32_t)n >> 1), n2 = n - n1;
+  return p * tl_bits_f32((n1 + 127u) << 23) * tl_bits_f32((n2 + 127u) << 23);
+}
+
+TL_HELPER float tl_exp2f(float x) {
+  x = x < -151.0f ? -151.0f : x; /* a NaN fails both tests and stays NaN */
+  x = x > 129.0f ? 129.0f : x;
+  float z = x + TL_ROUND_SHIFT_;
+  float r = x - (z - TL_ROUND_SHIFT_); /* exact */
+  float p = 0x1.41fbb6p-13f;
+  p = p * r + 0x1.5f3e58p-10f;
+  p = p * r + 0x1.3b2d4ep-7f;
+  p = p * r + 0x1.c6aee8p-5f;
+  p = p * r + 0x1.ebfbdcp-3f;
+  p = p * r + 0x1.62e430p-1f;
+  p = p * r + 1.0f;
+  return tl_exp_scale_(p, z);
+}
+
+TL_HELPER float tl_expf(float x) {
+  x = x < -104.0f ? -104.0f : x; /* e^-104 < 2^-150: rounds to 0; e^89 overflows */
+  x = x > 89.0f ? 89.0f : x;
+  float z = x * 0x1.715476p+0f + TL_ROUND_SHIFT_; /* round(x / ln2) */
+  float n = z - TL_ROUND_SHIFT_;
+  /* Cody-Waite: ln2 = hi + lo with n * hi exact, so x - n * hi is exact */
+  float r = (x - n * 0x1.62e400p-1f) - n * 0x1.7f7d1cp-20f;
+  float p = 0x1.6ae72ap-10f;
+  p = p * r + 0x1.126784p-7f;
+  p = p * r + 0x1.555822p-5f;
+  p = p * r + 0x1.55541ap-3f;
+  p = p * r + 0x1.fffffcp-2f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  return tl_exp_scale_(p, z);
+}
+
 /* ---- atomics (relaxed, like GPU atomics); each returns the old value -------------------- */
 #define TL_ATOMIC_CAS_FLOAT(NAME, T, U, OP)                                               \
   TL_HELPER T NAME(T* addr, T v) {                                                        \

@@ -1,0 +1,319 @@
+"""The CUDA backend's tile-op lowerings: T.gemm on mma.sync, T.copy on cp.async, T.Pipelined
+as a cp.async pipeline, swizzled shared tiles.
+
+Without a GPU, correctness is checked three ways:
+- the layout functions against the PTX fragment layouts, as CuTe's MMA traits spell them;
+- whole lowered kernels run in a NumPy emulator of the lowered TIR (`tir_emulator.py`: PTX
+  semantics for ldmatrix / mma.sync / cp.async, adversarial warp scheduling for barriers);
+- the generated CUDA compiles with NVRTC for sm_80 and sm_90a into HMMA / IMMA, LDSM and
+  LDGSTS instructions, without local memory.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tilelang_core
+from tilelang_core import language as T
+from tilelang_core.jit.api import lower
+from tilelang_core.jit.options import CompileOptions
+from tilelang_core.plugin import get_plugin_manager
+from tilelang_cuda.lower_raster import rasterize
+from tilelang_cuda.layout import (
+    MMA_INSTRUCTIONS,
+    a_element,
+    accumulator_layout,
+    b_element,
+    c_element,
+    choose_warps,
+    swizzle_for,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tir_emulator import CUTE_LAYOUTS, cute_offset, run_kernel  # noqa: E402
+
+DTYPES = {"float16": "float32", "bfloat16": "float32", "int8": "int32", "float32": "float32"}
+
+
+def _target(arch: str = "sm_80"):
+    return get_plugin_manager().parse_target(f"cuda/{arch}")
+
+
+def gemm_kernel(M, N, K, bm, bn, bk, dtype="float16", out_dtype=None, trans_a=False, trans_b=False,
+                stages=2, threads=128, policy=0, relu=False, clear_accum=False, acc=None, panel=0):
+    acc = acc or DTYPES[dtype]
+    out_dtype = out_dtype or acc
+    a_shape, b_shape = ((K, M) if trans_a else (M, K)), ((N, K) if trans_b else (K, N))
+    a_tile, b_tile = ((bk, bm) if trans_a else (bm, bk)), ((bn, bk) if trans_b else (bk, bn))
+
+    @T.prim_func
+    def main(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            A_s = T.alloc_shared(a_tile, dtype)
+            B_s = T.alloc_shared(b_tile, dtype)
+            C_l = T.alloc_fragment((bm, bn), acc)
+            if panel > 0:
+                T.use_swizzle(panel_size=panel)
+            if not clear_accum:
+                T.clear(C_l)
+            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                if trans_a:
+                    T.copy(A[ko * bk, by * bm], A_s)
+                else:
+                    T.copy(A[by * bm, ko * bk], A_s)
+                if trans_b:
+                    T.copy(B[bx * bn, ko * bk], B_s)
+                else:
+                    T.copy(B[ko * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_l, transpose_A=trans_a, transpose_B=trans_b, policy=policy,
+                       clear_accum=clear_accum)
+            if relu:
+                for i, j in T.Parallel(bm, bn):
+                    C_l[i, j] = T.max(C_l[i, j], 0)
+            T.copy(C_l, C[by * bm, bx * bn])
+
+    return main
+
+
+def _bf16(x):
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return bits, (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _operands(dtype, a_shape, b_shape, rng):
+    """(A, B) as the kernel stores them and as float64 values."""
+    if dtype == "int8":
+        a, b = rng.integers(-8, 8, a_shape).astype(np.int8), rng.integers(-8, 8, b_shape).astype(np.int8)
+        return a, b, a.astype(np.float64), b.astype(np.float64)
+    if dtype == "bfloat16":  # stored as raw bits: the emulator moves them untouched
+        (a, av), (b, bv) = _bf16(rng.standard_normal(a_shape)), _bf16(rng.standard_normal(b_shape))
+        return a, b, av.astype(np.float64), bv.astype(np.float64)
+    np_dtype = np.float16 if dtype == "float16" else np.float32
+    a, b = rng.standard_normal(a_shape).astype(np_dtype), rng.standard_normal(b_shape).astype(np_dtype)
+    return a, b, a.astype(np.float64), b.astype(np.float64)
+
+
+def emulate_gemm(M, N, K, dtype="float16", trans_a=False, trans_b=False, relu=False, arch="sm_80", **kw):
+    """Lower the gemm kernel for CUDA, run it in the emulator; (relative error, lowered IR)."""
+    func = gemm_kernel(M, N, K, dtype=dtype, trans_a=trans_a, trans_b=trans_b, relu=relu, **kw)
+    lowered = lower(func, _target(arch), CompileOptions())
+    rng = np.random.default_rng(1)
+    a_shape, b_shape = ((K, M) if trans_a else (M, K)), ((N, K) if trans_b else (K, N))
+    a, b, av, bv = _operands(dtype, a_shape, b_shape, rng)
+    c = np.zeros((M, N), np.int32 if dtype == "int8" else np.float32)
+    run_kernel(lowered, a, b, c)
+    ref = (av.T if trans_a else av) @ (bv.T if trans_b else bv)
+    if relu:
+        ref = np.maximum(ref, 0)
+    return float(np.abs(c - ref).max() / max(1.0, np.abs(ref).max())), lowered.script()
+
+
+def _tolerance(dtype: str) -> float:
+    return {"int8": 0.0, "float32": 2e-3}.get(dtype, 1e-5)  # float32 runs as tf32
+
+
+# ---------------------------------------------------------------------------- layouts
+
+
+@pytest.mark.parametrize("key", list(MMA_INSTRUCTIONS))
+def test_fragment_layouts_are_ptx_layouts(key):
+    """a_element / b_element / c_element agree with CuTe's thread-value layouts of the same
+    instruction for every lane, register and element."""
+    inst = MMA_INSTRUCTIONS[key]
+    cute = CUTE_LAYOUTS[inst.k]
+    for lane in range(32):
+        for reg in range(4):
+            for e in range(inst.per_reg):
+                off = cute_offset(cute["A"], lane, reg * inst.per_reg + e)
+                assert a_element(inst, lane, reg, e) == (off % 16, off // 16)
+        for reg in range(2):
+            for e in range(inst.per_reg):
+                off = cute_offset(cute["B"], lane, reg * inst.per_reg + e)
+                assert b_element(inst, lane, reg, e) == (off // 8, off % 8)
+        for value in range(4):
+            off = cute_offset(CUTE_LAYOUTS["C"], lane, value)
+            assert c_element(lane, value) == (off % 16, off // 16)
+
+
+@pytest.mark.parametrize("m,n,warps,policy", [(128, 128, 4, 0), (128, 256, 8, 0), (64, 64, 4, 1),
+                                              (64, 64, 4, 2), (32, 32, 1, 0), (256, 128, 8, 0)])
+def test_accumulator_layout_is_a_bijection(m, n, warps, policy):
+    tiling = choose_warps(m, n, warps, policy)
+    layout = accumulator_layout(tiling)
+    layout.check()
+    assert layout.threads == warps * 32 and layout.slots == m * n // (warps * 32)
+
+
+def test_warp_policies():
+    assert (choose_warps(128, 128, 4, 0).warps_m, choose_warps(128, 128, 4, 0).warps_n) == (2, 2)
+    assert choose_warps(128, 128, 4, 1).warps_m == 4
+    assert choose_warps(128, 128, 4, 2).warps_n == 4
+    assert choose_warps(16, 128, 4, 1).warps_n == 4  # FullRow impossible: falls back to Square
+    assert choose_warps(16, 8, 4, 0) is None  # 4 warps cannot share one 16x8 tile
+
+
+@pytest.mark.parametrize("cols,bits", [(32, 16), (64, 16), (128, 16), (32, 8), (64, 8), (32, 32), (64, 32)])
+def test_swizzle_is_a_row_permutation_without_ldmatrix_bank_conflicts(cols, bits):
+    swz = swizzle_for(cols, bits)
+    chunk = swz.chunk
+    rows = 64
+    for r in range(rows):
+        assert sorted(swz.physical(r, c)[1] for c in range(cols)) == list(range(cols))
+    row_bytes = cols * bits // 8
+    for r0 in range(0, rows, 8):
+        for c in range(0, cols, chunk):
+            # the 8 row addresses of one ldmatrix phase: 8 different 16-byte bank groups
+            groups = {((r * row_bytes + swz.physical(r, c)[1] * bits // 8) // 16) % 8 for r in range(r0, r0 + 8)}
+            assert len(groups) == 8
+
+
+@pytest.mark.parametrize("gx,gy,panel", [(5, 7, 3), (8, 8, 4), (4, 10, 4), (3, 2, 5), (1, 1, 10)])
+@pytest.mark.parametrize("order", ["row", "col"])
+def test_block_rasterization_is_a_bijection_of_the_grid(gx, gy, panel, order):
+    blocks = {rasterize(x, y, gx, gy, panel, order) for x in range(gx) for y in range(gy)}
+    assert blocks == {(x, y) for x in range(gx) for y in range(gy)}
+    if order == "row" and gy > panel:  # consecutive blocks walk down a panel's rows first
+        assert [rasterize(b, 0, gx, gy, panel)[1] for b in range(panel)] == list(range(panel))
+
+
+# ---------------------------------------------------------------------------- emulated kernels
+
+
+@pytest.mark.parametrize("dtype,trans_a,trans_b",
+                         [(d, ta, tb) for d in DTYPES for ta, tb in itertools.product([False, True], repeat=2)])
+def test_gemm_on_mma_sync_is_exact_in_the_emulator(dtype, trans_a, trans_b):
+    err, ir = emulate_gemm(32, 32, 64, dtype, trans_a, trans_b, bm=32, bn=32, bk=32, threads=64)
+    assert "mma_m16n8" in ir and "cp_async" in ir
+    assert err <= _tolerance(dtype), f"relative error {err}"
+
+
+@pytest.mark.parametrize("kw", [
+    dict(bm=64, bn=64, bk=32, threads=128, stages=3, relu=True),  # 2x2 warps, 3 stages, epilogue
+    dict(bm=64, bn=64, bk=32, threads=128, policy=1),  # FullRow: 4x1 warps
+    dict(bm=64, bn=64, bk=32, threads=128, policy=2),  # FullCol: 1x4 warps, odd n-blocks per warp
+    dict(bm=32, bn=48, bk=16, threads=64, stages=4),  # 3 n-blocks per warp, 32-byte rows
+])
+def test_gemm_configurations_in_the_emulator(kw):
+    n = 48 if kw["bn"] == 48 else 64
+    err, ir = emulate_gemm(64, n, 64, "float16", **kw)
+    assert "mma_m16n8" in ir
+    assert err <= 1e-5
+
+
+def test_masked_tails_and_partial_tiles():
+    """M, N, K that the tiles do not divide: cp.async zero-fills, the epilogue masks."""
+    err, ir = emulate_gemm(48, 40, 40, "float16", bm=32, bn=32, bk=16, threads=64)
+    assert "cp_async_cg16_zfill" in ir
+    assert err <= 1e-5
+
+
+def test_rasterized_grid_in_the_emulator():
+    """T.use_swizzle: a 3 x 5 grid of blocks in panels of 2 rows (the last one narrower)."""
+    err, ir = emulate_gemm(80, 48, 32, "float16", bm=16, bn=16, bk=16, threads=32, panel=2)
+    assert "bx_r" in ir and "tl.use_swizzle" not in ir
+    assert err <= 1e-5
+
+
+def test_without_pipeline_copies_are_synchronous_cp_async():
+    err, ir = emulate_gemm(32, 32, 64, "float16", bm=32, bn=32, bk=32, threads=64, stages=1)
+    assert "cp_async_wait_all" in ir and "mma_m16n8" in ir
+    assert err <= 1e-5
+
+
+@pytest.mark.parametrize("shape", [(24, 32, 32), (32, 32, 24)])
+def test_shapes_off_the_instruction_grid_take_the_portable_gemm(shape):
+    m, n, k = shape
+    err, ir = emulate_gemm(m, n, k, "float16", bm=m, bn=n, bk=k, threads=64, stages=1)
+    assert "mma_m16n8" not in ir
+    assert err <= 1e-5
+
+
+def test_epilogue_fragment_follows_the_accumulator_layout():
+    """A second fragment computed from the accumulator in T.Parallel adopts its layout."""
+    M = N = 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, 32), "float16"), B: T.Tensor((32, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, 1, threads=64) as (bx, by):
+            A_s = T.alloc_shared((M, 32), "float16")
+            B_s = T.alloc_shared((32, N), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            out = T.alloc_fragment((M, N), "float32")
+            T.copy(A[0, 0], A_s)
+            T.copy(B[0, 0], B_s)
+            T.gemm(A_s, B_s, acc, clear_accum=True)
+            for i, j in T.Parallel(M, N):
+                out[i, j] = acc[i, j] * 2.0 + 1.0
+            T.copy(out, C[0, 0])
+
+    lowered = lower(main, _target(), CompileOptions())
+    text = lowered.script()
+    assert "mma_m16n8" in text and "out_reg = T.alloc_local" in text
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((M, 32)).astype(np.float16), rng.standard_normal((32, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    run_kernel(lowered, a, b, c)
+    np.testing.assert_allclose(c, 2 * (a.astype(np.float64) @ b) + 1, rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------- IR structure
+
+
+def test_pipelined_loop_has_one_barrier_and_waits_for_stage_groups():
+    func = gemm_kernel(256, 256, 256, 128, 128, 32, stages=3)
+    text = lower(func, _target(), CompileOptions()).script()
+    loop = text[text.index("for ko"):]
+    loop = loop[:loop.index("T.tl.sync_threads()", loop.index("T.tl.sync_threads()") + 1)] \
+        if loop.count("T.tl.sync_threads()") > 1 else loop
+    assert loop.count("T.tl.sync_threads()") == 1
+    assert 'cp_async_wait<1>' in loop
+    assert "A_s = T.alloc_buffer((3, 128, 32)" in text  # three stages of the A tile
+    assert "ldmatrix_x4" in text and "ldmatrix_x4_trans" in text
+
+
+def test_gemms_without_an_instruction_stay_portable():
+    """A float16 accumulator has no lowering here: the portable gemm runs (with cp.async
+    copies all the same)."""
+    func = gemm_kernel(64, 64, 64, 64, 64, 32, "float16", acc="float16")
+    ir = lower(func, _target(), CompileOptions()).script()
+    assert "mma_m16n8" not in ir and "ldmatrix" not in ir and "cp_async" in ir
+
+
+# ---------------------------------------------------------------------------- compiled code
+
+
+def _sass_ops(kernel) -> dict[str, int]:
+    from tilelang_cuda.compile import disassemble
+
+    ops: dict[str, int] = {}
+    for line in disassemble(kernel.binary).splitlines():
+        match = re.match(r"\s+/\*[0-9a-f]+\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]+)", line)
+        if match:
+            ops[match.group(2)] = ops.get(match.group(2), 0) + 1
+    return ops
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8"])
+def test_gemm_compiles_to_tensor_core_sass(arch, dtype):
+    kernel = tilelang_core.compile(gemm_kernel(1024, 1024, 1024, 128, 128, 32, dtype, stages=3),
+                                   target=f"cuda/{arch}", cache=False)
+    ops = _sass_ops(kernel)
+    assert ops.get("IMMA" if dtype == "int8" else "HMMA", 0) >= 32
+    assert ops.get("LDSM", 0) > 0, "operands should come through ldmatrix"
+    assert ops.get("LDGSTS", 0) > 0, "tiles should come through cp.async"
+    assert ops.get("LDL", 0) == 0 and ops.get("STL", 0) == 0, "the accumulator must stay in registers"
+
+
+def test_fp16_gemm_main_loop_has_no_masks_when_tiles_divide():
+    kernel = tilelang_core.compile(gemm_kernel(8192, 8192, 8192, 128, 128, 32, stages=3),
+                                   target="cuda/sm_90a", cache=False)
+    source = kernel.get_kernel_source() if hasattr(kernel, "get_kernel_source") else kernel.source
+    assert "cp_async_cg16_zfill" not in source
+    assert "tl::cp_async_wait<1>()" in source

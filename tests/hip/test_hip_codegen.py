@@ -1,0 +1,329 @@
+"""The HIP dialect and the MFMA lowering, without a compiler or a GPU.
+
+- what the printer writes (qualifiers, launch bounds, headers, LDS, barriers, types, atomics,
+  printf, asserts) and the launch facts it hands the runtime;
+- the MFMA fragment layouts against AMD's documented register layout, through a NumPy
+  emulator of the instruction and of a whole block's T.gemm;
+- which gemms take MFMA, and that the accumulator stays in registers through `T.clear`,
+  element-wise epilogues and the final copy.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tilelang_core import language as T
+from tilelang_core.codegen import CodegenError
+from tilelang_core.jit.api import lower
+from tilelang_core.jit.options import CompileOptions
+from tilelang_core.plugin import get_plugin_manager
+from tilelang_hip import lower as mfma
+from tilelang_hip.codegen import HIPCodegen
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.language import programs  # noqa: E402
+from tests.run import kernels  # noqa: E402
+
+
+def target(arch="gfx942"):
+    return get_plugin_manager().parse_target(f"hip/{arch}")
+
+
+def lowered(func, arch="gfx942"):
+    return lower(func, target(arch), CompileOptions())
+
+
+def render(func, arch="gfx942"):
+    return HIPCodegen(target(arch), CompileOptions()).render(lowered(func, arch))
+
+
+# ---------------------------------------------------------------------------------------------
+# The dialect
+# ---------------------------------------------------------------------------------------------
+
+
+def test_kernel_signature_headers_and_launch():
+    src = render(programs.elementwise_add(4096, block=256))
+    assert src.language == "hip"
+    assert src.source.index("#include <hip/hip_runtime.h>") < src.source.index('#include "tl_hip_common.h"')
+    assert re.search(r'extern "C" __global__ __launch_bounds__\(256\) void \w+\(const float\* __restrict__ A, '
+                     r'const float\* __restrict__ B, float\* __restrict__ C\)', src.source)
+    assert "threadIdx.x" in src.source and "blockIdx.x" in src.source
+    assert src.grid == (16, 1, 1) and src.block == (256, 1, 1) and src.shared_memory == 0
+    assert "tl_hip_mfma.h" not in src.source
+
+
+def test_lds_barriers_and_storage_types():
+    src = render(programs.symbolic_copy())
+    text = src.source
+    assert "extern __shared__ __align__(128) unsigned char tl_dyn_smem[];" in text
+    assert src.shared_memory == 32 * 64 * 2
+    assert "__syncthreads();" in text
+    assert "const half_t* __restrict__ A" in text and "half_t* __restrict__ B" in text
+    # a copy between float16 buffers moves bits, never a float round trip
+    assert re.search(r"B\[[^\]]+\] = S\[[^\]]+\];", text)
+    # the symbolic dimension is a scalar parameter and shapes the grid
+    from tilelang_core.runtime import eval_launch_expr
+
+    assert "int32_t m" in text and eval_launch_expr(src.grid[0], {"m": 100}) == 4
+
+
+def test_bfloat16_values_are_computed_in_float():
+    text = render(kernels.elementwise(1000, "bfloat16")).source
+    assert "bfloat16_t" in text and "tl_to_float(" in text and "tl_from_float<bfloat16_t>(" in text
+
+
+def test_atomics_print_and_assert():
+    text = render(programs.atomic_accumulate(256, 256, 32)).source
+    assert "tl_atomic_add(&C[" in text and "tl_atomic_max(&C[" in text and "tl_atomic_min(&C[" in text
+    text = render(programs.debug_ops(16)).source
+    assert 'printf("[programs.py:' in text
+    assert re.search(r'TL_DEVICE_ASSERT\(tx < 128, ".*too many threads"\);', text)
+
+
+def test_math_and_min_max_follow_nan_semantics():
+    text = render(kernels.math_ops(300)).source
+    for fn in ("expf(", "logf(", "sqrtf(", "exp2f(", "tl_min("):
+        assert fn in text
+
+
+def test_too_many_threads_is_refused():
+    @T.prim_func
+    def wide(A: T.Tensor((2048,), "float32")):
+        with T.Kernel(1, threads=2048) as bx:
+            for i in T.Parallel(2048):
+                A[i] = 0.0
+
+    with pytest.raises(Exception, match="2048 threads per block.*max_threads_per_block"):
+        render(wide)
+
+
+def test_unsupported_atomic_names_the_supported_ones():
+    @T.prim_func
+    def half_atomic(A: T.Tensor((64,), "float16"), B: T.Tensor((64,), "float16")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                T.atomic_max(B[i], A[i])
+
+    with pytest.raises(CodegenError, match="atomic max on float16.*supported: .*max.float32"):
+        render(half_atomic)
+
+
+# ---------------------------------------------------------------------------------------------
+# MFMA fragment layouts against AMD's documentation
+# ---------------------------------------------------------------------------------------------
+#
+# AMD Matrix Instruction Calculator (`matrix_calculator.py --register-layout`), 16x16xK MFMA
+# with E = K / 4 inputs per lane: A[m][k] sits in lane m + 16 * (k // E), element k % E (for
+# v_mfma_f32_16x16x16f16: A[0][0..3] in lane 0, A[0][4..7] in lane 16); B[k][n] in lane
+# n + 16 * (k // E), element k % E; D[m][n] in lane n + 16 * (m // 4), element m % 4.
+# These functions say where an element is; the backend's say what a lane holds, so the test
+# checks one against the other rather than a formula against itself.
+
+
+def doc_a_lane(m, k, elems):
+    return m + 16 * (k // elems), k % elems
+
+
+def doc_b_lane(k, n, elems):
+    return n + 16 * (k // elems), k % elems
+
+
+def doc_d_lane(m, n):
+    return n + 16 * (m // 4), m % 4
+
+
+def emulate_mfma(a_regs, b_regs, c_regs, elems):
+    """One 16x16xK MFMA as the hardware runs it: registers (lane, element) in, D out."""
+    k = 4 * elems
+    a = np.array([[a_regs[doc_a_lane(m, kk, elems)] for kk in range(k)] for m in range(16)], np.float64)
+    b = np.array([[b_regs[doc_b_lane(kk, n, elems)] for n in range(16)] for kk in range(k)], np.float64)
+    c = np.array([[c_regs[doc_d_lane(m, n)] for n in range(16)] for m in range(16)], np.float64)
+    d = a @ b + c
+    out = np.zeros((64, 4))
+    for m, n in itertools.product(range(16), range(16)):
+        out[doc_d_lane(m, n)] = d[m, n]
+    return out
+
+
+@pytest.mark.parametrize("elems", [4, 8])  # K = 16 (f16, bf16, gfx90a i8), 32 (gfx942 i8)
+def test_lane_layouts_match_the_documented_registers(elems):
+    rng = np.random.default_rng(0)
+    k = 4 * elems
+    a, b, c = rng.normal(size=(16, k)), rng.normal(size=(k, 16)), rng.normal(size=(16, 16))
+    # registers filled the way the generated code fills them
+    a_regs = np.array([[a[mfma.a_element(l, i, elems)] for i in range(elems)] for l in range(64)])
+    b_regs = np.array([[b[mfma.b_element(l, i, elems)] for i in range(elems)] for l in range(64)])
+    c_regs = np.array([[c[mfma.c_element(l, i)] for i in range(4)] for l in range(64)])
+    d_regs = emulate_mfma(a_regs, b_regs, c_regs, elems)
+    d = np.zeros((16, 16))
+    for lane, i in itertools.product(range(64), range(4)):
+        d[mfma.c_element(lane, i)] = d_regs[lane, i]
+    np.testing.assert_allclose(d, a @ b + c, rtol=1e-12)
+
+
+def test_lane_layouts_are_bijections():
+    for elems in (4, 8):
+        assert sorted(mfma.a_element(l, i, elems) for l in range(64) for i in range(elems)) == \
+            sorted(itertools.product(range(16), range(4 * elems)))
+        assert sorted(mfma.b_element(l, i, elems) for l in range(64) for i in range(elems)) == \
+            sorted(itertools.product(range(4 * elems), range(16)))
+    assert sorted(mfma.c_element(l, i) for l in range(64) for i in range(4)) == \
+        sorted(itertools.product(range(16), range(16)))
+
+
+PLANS = [  # (arch, in, acc, m, n, k, threads, policy)
+    ("gfx942", "float16", "float32", 64, 64, 32, 128, 0),
+    ("gfx942", "float16", "float32", 128, 64, 16, 256, 1),
+    ("gfx90a", "bfloat16", "float32", 32, 128, 32, 256, 2),
+    ("gfx942", "int8", "int32", 64, 32, 64, 128, 0),
+    ("gfx90a", "int8", "int32", 16, 16, 16, 64, 0),
+]
+
+
+def make_plan(arch, in_dtype, acc, m, n, k, threads, policy):
+    instr = mfma.mfma_instruction(arch, in_dtype, acc)
+    grid = mfma._wave_grid(m // 16, n // 16, threads // 64, policy)
+    return mfma.GemmPlan(instr, m, n, k, grid[0], grid[1], 64)
+
+
+@pytest.mark.parametrize("plan_args", PLANS, ids=lambda p: "-".join(map(str, p)))
+def test_accumulator_layout_is_a_bijection(plan_args):
+    layout = mfma.accumulator_layout(make_plan(*plan_args))
+    layout.check()  # inverse covers the tile once, forward inverts it
+
+
+@pytest.mark.parametrize("plan_args", PLANS, ids=lambda p: "-".join(map(str, p)))
+def test_block_gemm_emulation(plan_args):
+    """A whole block's T.gemm as the lowering schedules it: each wave loads its lanes'
+    fragments with the lowering's index functions, the emulator runs each MFMA, and the
+    accumulator registers read back through the layout the rest of the kernel uses."""
+    plan = make_plan(*plan_args)
+    e, ws = plan.instr.elems, plan.wave_size
+    rng = np.random.default_rng(1)
+    a = rng.integers(-4, 4, (plan.m, plan.k)).astype(np.float64)
+    b = rng.integers(-4, 4, (plan.k, plan.n)).astype(np.float64)
+    layout = mfma.accumulator_layout(plan)
+    acc = np.zeros((plan.threads, layout.slots))
+    for wave in range(plan.threads // ws):
+        lanes = range(ws)
+        for k0 in range(0, plan.k, plan.instr.k):
+            a_regs = [np.array([[a[mfma.a_fragment_element(plan, wave, l, t, i, k0)] for i in range(e)] for l in lanes])
+                      for t in range(plan.tiles_m)]
+            b_regs = [np.array([[b[mfma.b_fragment_element(plan, wave, l, t, i, k0)] for i in range(e)] for l in lanes])
+                      for t in range(plan.tiles_n)]
+            for tm, tn in itertools.product(range(plan.tiles_m), range(plan.tiles_n)):
+                slot = mfma.accumulator_slot(plan, tm, tn, 0)
+                rows = slice(wave * ws, (wave + 1) * ws)
+                acc[rows, slot:slot + 4] = emulate_mfma(a_regs[tm], b_regs[tn], acc[rows, slot:slot + 4], e)
+    c = np.full((plan.m, plan.n), np.nan)
+    for thread, slot in itertools.product(range(plan.threads), range(layout.slots)):
+        c[tuple(layout.inverse(thread, slot))] = acc[thread, slot]
+    np.testing.assert_array_equal(c, a @ b)
+
+
+# ---------------------------------------------------------------------------------------------
+# Which gemms take MFMA, and where the accumulator lives
+# ---------------------------------------------------------------------------------------------
+
+
+def gemm_source(in_dtype="float16", acc="float32", out="float16", arch="gfx942", trans=(False, False),
+                bm=64, bn=64, bk=32):
+    func = kernels.gemm(128, 128, 128, bm, bn, bk, in_dtype, acc, out, *trans)
+    return render(func, arch).source
+
+
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx942"])
+@pytest.mark.parametrize("in_dtype,acc,wrapper", [
+    ("float16", "float32", "tl_mfma_16x16x16_f16"),
+    ("bfloat16", "float32", "tl_mfma_16x16x16_bf16"),
+    ("int8", "int32", None),
+])
+def test_gemm_takes_mfma(arch, in_dtype, acc, wrapper):
+    wrapper = wrapper or {"gfx90a": "tl_mfma_16x16x16_i8", "gfx942": "tl_mfma_16x16x32_i8"}[arch]
+    text = gemm_source(in_dtype, acc, acc, arch)
+    assert '#include "tl_hip_mfma.h"' in text
+    assert f"{wrapper}(&C_f_reg[" in text
+    # the accumulator is a per-thread register array, written in its layout by T.clear and
+    # read in it by the final copy: no shared-memory copy of C
+    assert re.search(r"(float|int32_t) C_f_reg\[\d+\];", text)
+    assert "C_f = (" not in text
+
+
+@pytest.mark.parametrize("trans", [(True, False), (False, True), (True, True)])
+def test_transposed_operands_take_mfma(trans):
+    assert "tl_mfma_16x16x16_f16(" in gemm_source(trans=trans)
+
+
+@pytest.mark.parametrize("case", ["float32", "tile", "k"])
+def test_portable_fallback(case):
+    if case == "float32":
+        text = gemm_source("float32", "float32", "float32")
+    elif case == "tile":  # a 24-row block is no whole number of 16x16 tiles
+        text = gemm_source(bm=24)
+    else:  # K = 8 per step is under the instruction's 16
+        text = gemm_source(bk=8)
+    assert "tl_mfma" not in text
+
+
+def test_int8_on_gfx942_needs_k_of_32():
+    assert "tl_mfma" not in gemm_source("int8", "int32", "int32", "gfx942", bk=16)
+    assert "tl_mfma_16x16x16_i8(" in gemm_source("int8", "int32", "int32", "gfx90a", bk=16)
+
+
+def test_wave_grid_follows_the_policy():
+    assert mfma._wave_grid(8, 8, 4, 0) == (2, 2)  # Square
+    assert mfma._wave_grid(8, 8, 4, 1) == (4, 1)  # FullRow: waves stacked along M
+    assert mfma._wave_grid(8, 8, 4, 2) == (1, 4)  # FullCol
+    assert mfma._wave_grid(1, 1, 2, 0) is None  # one tile cannot feed two waves
+
+
+def test_epilogue_fragment_adopts_the_accumulator_layout():
+    @T.prim_func
+    def scaled(A: T.Tensor((64, 32), "bfloat16"), B: T.Tensor((64, 32), "bfloat16"),
+               D: T.Tensor((64, 64), "bfloat16")):
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((64, 32), "bfloat16")
+            B_s = T.alloc_shared((64, 32), "bfloat16")
+            C = T.alloc_fragment((64, 64), "float32")
+            D_f = T.alloc_fragment((64, 64), "bfloat16")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.gemm(A_s, B_s, C, transpose_B=True, clear_accum=True)
+            for i, j in T.Parallel(64, 64):
+                D_f[i, j] = C[i, j] * 2.0
+            T.copy(D_f, D)
+
+    src = render(scaled)
+    assert "tl_mfma_16x16x16_bf16(" in src.source
+    assert re.search(r"float C_reg\[16\];", src.source) and re.search(r"bfloat16_t D_f_reg\[16\];", src.source)
+    assert src.shared_memory == 2 * 64 * 32 * 2  # A_s and B_s only
+
+
+def test_accumulator_read_by_a_reduction_moves_to_lds():
+    @T.prim_func
+    def row_max(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"),
+                R: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((64, 64), "float16")
+            B_s = T.alloc_shared((64, 64), "float16")
+            C = T.alloc_fragment((64, 64), "float32")
+            m = T.alloc_fragment((64,), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.gemm(A_s, B_s, C, clear_accum=True)
+            T.reduce_max(C, m, dim=1)
+            T.copy(m, R)
+
+    text = render(row_max).source
+    # the MFMA still runs, on a register copy of the thread's elements of C in LDS
+    assert "float* C = (float*)(tl_dyn_smem" in text
+    assert re.search(r"tl_mfma_16x16x16_f16\(&C_reg\[", text)
+    assert re.search(r"C_reg\[slot\] = C\[", text) and re.search(r"C\[[^\n]*\] = C_reg\[slot(_1)?\];", text)
