@@ -125,8 +125,8 @@ def bench_gemm(size: int, rounds: int, tile_sets) -> list:
         kernel = tilelang.compile(matmul(size, size, size, *tiles, "float32", "float32"), out_idx=[2], target="cpu")
         errs[tiles] = np.linalg.norm(kernel(a, b) - ref64) / np.linalg.norm(ref64)
         fns[tiles] = (lambda k: lambda: k(a, b))(kernel)
-    numpy_err = np.linalg.norm(c - ref64) / np.linalg.norm(ref64)
     times = interleaved(fns, rounds)
+    numpy_err = np.linalg.norm(c - ref64) / np.linalg.norm(ref64)
     ref = summary(times["numpy"])
     flops = 2 * size ** 3
     rows = []

@@ -186,3 +186,21 @@ def test_unknown_pass_config_lists_valid_keys(cache_dir):
 def test_unknown_target_error():
     with pytest.raises(ValueError, match="Valid kinds"):
         tilelang.compile(scale_kernel(8), target="vulkan")
+
+
+def test_two_symbolic_dims_keep_their_order_through_export(tmp_path, cache_dir):
+    m, k = T.symbolic("m"), T.symbolic("k")  # not in alphabetical order of first use
+
+    @T.prim_func
+    def main(X: T.Tensor((m, k), "float32"), Y: T.Tensor((m, k), "float32")):
+        with T.Kernel(T.ceildiv(m, 8), threads=32) as bx:
+            for i, j in T.Parallel(8, 16):
+                if bx * 8 + i < m and j < k:
+                    Y[bx * 8 + i, j] = X[bx * 8 + i, j] + 1.0
+
+    kernel = tilelang.compile(main, out_idx=[1], target="cpu")
+    kernel.export(tmp_path / "k")
+    loaded = tilelang.load(tmp_path / "k")
+    x = np.random.default_rng().uniform(-1, 1, (20, 5)).astype(np.float32)
+    np.testing.assert_allclose(loaded(x), x + 1, rtol=1e-6)
+    np.testing.assert_allclose(kernel(x), x + 1, rtol=1e-6)

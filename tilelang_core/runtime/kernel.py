@@ -181,8 +181,10 @@ class Kernel:
                 out.append(self._check_tensor(i, param, arg, values))
             else:
                 out.append(self._check_scalar(i, param, arg))
-        for name in self.meta.symbols:
-            out.append(values[name])
+        # the trailing parameters are the symbolic dims, in parameter order (the symbols
+        # mapping is a dict whose order does not survive a JSON round trip)
+        for param in self.meta.params[self._n_user:]:
+            out.append(values[param.name])
         return out
 
     def _check_tensor(self, index: int, param, arg: Any, values: dict[str, int]) -> int:
@@ -221,6 +223,15 @@ def _fmt(shape) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+def _numpy_pointer(name: str, env: dict) -> str:
+    """Code reading the data pointer of ndarray `name` (see `tensors.numpy_data_ptr`)."""
+    if tensors._data_offset_ok:
+        env["read_pointer"], env["OFFSET"] = tensors._read_pointer, tensors._DATA_OFFSET
+        return f"read_pointer(id({name}) + OFFSET).value"
+    env["numpy_data_ptr"] = tensors.numpy_data_ptr
+    return f"numpy_data_ptr({name})"
+
+
 def _build_guard(meta: KernelMeta, inputs: list[int], shapes: list, full: list[Any], allocate):
     """A function `guard(args) -> (outputs, launch args) | None` accepting exactly calls like
     `full`: same number of arguments, each of the same type (`numpy.ndarray`, `torch.Tensor`,
@@ -237,12 +248,15 @@ def _build_guard(meta: KernelMeta, inputs: list[int], shapes: list, full: list[A
         name = f"x{position[index]}" if index in position else f"out{index}"
         tp = type(arg)
         env[f"T{index}"] = tp
-        if index not in position:  # an output: allocated like the first tensor input
-            if like is None:
+        if index not in position:  # an output, allocated like the first tensor input
+            if like is None or param.kind != "tensor" or array_library(tp) is None:
                 return None
             env[f"S{index}"] = shapes[index]
-            lines.append(f"    {name} = allocate({like}, S{index}, {param.dtype!r})")
+            lines += [f"    {name} = allocate({like}, S{index}, {param.dtype!r})",
+                      f"    if type({name}) is not T{index}:", "        return None"]
             outs.append(name)
+            pointers.append(f"{name}.data_ptr()" if array_library(tp) == "torch" else _numpy_pointer(name, env))
+            continue
         if param.kind != "tensor":
             if tp not in (int, float):
                 return None
@@ -256,12 +270,7 @@ def _build_guard(meta: KernelMeta, inputs: list[int], shapes: list, full: list[A
             if param.strides is None:
                 checks.append(f"{name}.flags.c_contiguous")
             tensors.numpy_data_ptr(arg)  # checks the struct offset on the process's first array
-            if tensors._data_offset_ok:
-                env["read_pointer"], env["OFFSET"] = tensors._read_pointer, tensors._DATA_OFFSET
-                pointers.append(f"read_pointer(id({name}) + OFFSET).value")
-            else:
-                env["numpy_data_ptr"] = tensors.numpy_data_ptr
-                pointers.append(f"numpy_data_ptr({name})")
+            pointers.append(_numpy_pointer(name, env))
         elif library == "torch":
             if param.strides is None:
                 checks.append(f"{name}.is_contiguous()")

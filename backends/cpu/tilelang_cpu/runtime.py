@@ -105,17 +105,25 @@ class CPURuntime(Runtime):
         return CPUKernel(library, meta)
 
     def __init__(self) -> None:
-        self._numpy_dtypes: dict[str, Any] = {}
+        self._numpy_dtypes: dict[str, Any] = {}  # dtype name -> numpy dtype
+        self._torch_dtypes: dict[str, Any] = {}  # dtype name -> (torch.empty, torch dtype)
 
     def allocate(self, like: Any, shape: Sequence[int], dtype: str) -> Any:
-        if type(like).__module__.startswith("torch"):
-            import torch
-
-            return torch.empty(tuple(shape), dtype=getattr(torch, dtype), device=like.device)
         np_dtype = self._numpy_dtypes.get(dtype)
-        if np_dtype is None:
-            np_dtype = self._numpy_dtypes[dtype] = _numpy_dtype(dtype)
-        return _numpy_empty()(tuple(shape), np_dtype)
+        if np_dtype is not None and type(like) is _NDARRAY[0]:  # the common case, ~0.3 us
+            return _NDARRAY[1](shape, np_dtype)
+        if type(like).__module__.startswith("torch"):
+            torch_dtype = self._torch_dtypes.get(dtype)
+            if torch_dtype is None:
+                import torch
+
+                torch_dtype = self._torch_dtypes[dtype] = (torch.empty, getattr(torch, dtype))
+            return torch_dtype[0](tuple(shape), dtype=torch_dtype[1], device=like.device)
+        import numpy
+
+        _NDARRAY[:] = [numpy.ndarray, numpy.empty]
+        np_dtype = self._numpy_dtypes[dtype] = _numpy_dtype(dtype)
+        return numpy.empty(tuple(shape), dtype=np_dtype)
 
     def make_timer(self) -> CPUTimer:
         return CPUTimer()
@@ -124,10 +132,7 @@ class CPURuntime(Runtime):
         """Kernels run synchronously on the calling thread: nothing to wait for."""
 
 
-def _numpy_empty():
-    import numpy
-
-    return numpy.empty
+_NDARRAY: list = [None, None]  # numpy.ndarray, numpy.empty once NumPy is seen (not imported here)
 
 
 def _numpy_dtype(dtype: str):
