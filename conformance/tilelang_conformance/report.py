@@ -135,8 +135,8 @@ def case_catalogue(cases: Iterable[Any]) -> str:
 
 
 def print_terminal(reports: Sequence[Any], console: Any = None, verbose: bool = False) -> None:
-    """Per target: the header, the feature x outcome table, then failures (every case with
-    `verbose`). Text from backends and toolchains is escaped: it is not rich markup."""
+    """Per target: the header, the feature x outcome table, then failures (every case and
+    the capability table with `verbose`). Text from backends and toolchains is escaped: it is not rich markup."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -162,6 +162,13 @@ def print_terminal(reports: Sequence[Any], console: Any = None, verbose: bool = 
                 cases.add_row(escape(r.case), f"[{_STYLE[r.outcome]}]{r.outcome}[/]", r.level or "-",
                               escape(r.stage), escape(_short(r.detail)))
             console.print(cases)
+        if verbose:
+            caps = Table(title=escape(f"capability table of {rep.target}"))
+            caps.add_column("capability")
+            caps.add_column("value", overflow="fold")
+            for key, value in rep.capabilities:
+                caps.add_row(escape(key), escape(value))
+            console.print(caps)
         unprobed = [c.capability for c in rep.claims if not c.cases]
         if unprobed:
             console.print(f"[dim]declared but not probed by any case: {escape(', '.join(unprobed))}[/dim]")

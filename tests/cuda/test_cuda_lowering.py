@@ -317,3 +317,95 @@ def test_fp16_gemm_main_loop_has_no_masks_when_tiles_divide():
     source = kernel.get_kernel_source() if hasattr(kernel, "get_kernel_source") else kernel.source
     assert "cp_async_cg16_zfill" not in source
     assert "tl::cp_async_wait<1>()" in source
+
+
+# ---------------------------------------------------------------------------- reductions
+
+
+def softmax_kernel(M, N, bm, threads):
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, bm), threads=threads) as bx:
+            x = T.alloc_fragment((bm, N), "float32")
+            row_max = T.alloc_fragment((bm,), "float32")
+            row_sum = T.alloc_fragment((bm,), "float32")
+            T.copy(X[bx * bm, 0], x)
+            T.reduce_max(x, row_max, dim=1)
+            for i, j in T.Parallel(bm, N):
+                x[i, j] = T.exp2((x[i, j] - row_max[i]) * 1.44269504)
+            T.reduce_sum(x, row_sum, dim=1)
+            for i, j in T.Parallel(bm, N):
+                x[i, j] = x[i, j] / row_sum[i]
+            T.copy(x, Y[bx * bm, 0])
+
+    return main
+
+
+def attention_scores_kernel(M, N, D, threads, policy):
+    """softmax(Q @ K^T) of one tile: row reductions of the mma accumulator."""
+
+    @T.prim_func
+    def main(Q: T.Tensor((M, D), "float16"), K: T.Tensor((N, D), "float16"), P: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=threads) as bx:
+            q = T.alloc_shared((M, D), "float16")
+            k = T.alloc_shared((N, D), "float16")
+            s = T.alloc_fragment((M, N), "float32")
+            row_max = T.alloc_fragment((M,), "float32")
+            row_sum = T.alloc_fragment((M,), "float32")
+            T.copy(Q[0, 0], q)
+            T.copy(K[0, 0], k)
+            T.gemm(q, k, s, transpose_B=True, policy=policy, clear_accum=True)
+            T.reduce_max(s, row_max, dim=1)
+            for i, j in T.Parallel(M, N):
+                s[i, j] = T.exp2(s[i, j] - row_max[i])
+            T.reduce_sum(s, row_sum, dim=1)
+            for i, j in T.Parallel(M, N):
+                s[i, j] = s[i, j] / row_sum[i]
+            T.copy(s, P[0, 0])
+
+    return main
+
+
+def test_row_softmax_reduces_with_warp_shuffles():
+    lowered = lower(softmax_kernel(16, 64, 8, 64), _target(), CompileOptions())
+    text = lowered.script()
+    assert "tl::warp_allreduce_max<32>" in text and "tl::warp_allreduce_sum<32>" in text
+    assert "x_reg = T.alloc_local" in text  # the reduced tile stays in registers
+    x = np.random.default_rng(3).standard_normal((16, 64)).astype(np.float32)
+    y = np.zeros_like(x)
+    run_kernel(lowered, x, y)
+    e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("policy,shuffles", [(1, True), (2, False)])
+def test_accumulator_rows_reduce_in_their_lane_groups(policy, shuffles):
+    """FullRow: a row of the accumulator sits in 4 lanes of one warp, reduced by shuffles;
+    FullCol spreads rows over warps, and the portable reduction runs."""
+    lowered = lower(attention_scores_kernel(64, 32, 32, 128, policy), _target(), CompileOptions())
+    text = lowered.script()
+    assert "mma_m16n8" in text
+    assert ("tl::warp_allreduce_max<4>" in text) == shuffles
+    rng = np.random.default_rng(4)
+    q, k = rng.standard_normal((64, 32)).astype(np.float16), rng.standard_normal((32, 32)).astype(np.float16)
+    p = np.zeros((64, 32), np.float32)
+    run_kernel(lowered, q, k, p)
+    s = q.astype(np.float64) @ k.astype(np.float64).T
+    e = np.exp2(s - s.max(1, keepdims=True))
+    np.testing.assert_allclose(p, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_shuffle_reduction_compiles_to_shfl():
+    kernel = tilelang_core.compile(softmax_kernel(4096, 1024, 4, 128), target="cuda/sm_90a", cache=False)
+    assert _sass_ops(kernel).get("SHFL", 0) > 0
+
+
+def test_the_emulator_sees_a_read_before_its_copy_landed(monkeypatch):
+    """The emulator is strict enough to catch pipeline bugs: waiting for one group too few
+    lets the mma read a stage whose cp.async has not landed."""
+    import tilelang_cuda.lower_pipeline as pipeline
+
+    wait = pipeline.wait
+    monkeypatch.setattr(pipeline, "wait", lambda n=None: wait(None if n is None else n + 1))
+    err, _ = emulate_gemm(32, 32, 128, "float16", bm=32, bn=32, bk=32, threads=64, stages=3)
+    assert not err <= 1e-3

@@ -14,6 +14,8 @@ functions:
   a column-major position in the A (M x K), B (N x K) and C (M x N) tiles.
 - `cp.async` lands at the `cp.async.wait_group` that covers its group (not at issue), so a
   read before the wait sees stale shared memory.
+- `warp_allreduce_<op><Lanes>` (a butterfly of `__shfl_xor_sync`): every lane receives op
+  over its group of `Lanes` consecutive lanes.
 
 Scheduling is adversarial for missing barriers: the lowest-numbered runnable warp runs until
 all its lanes block (at a warp-collective instruction or a barrier), before any other warp
@@ -100,6 +102,7 @@ class _Thread:
         self.env = dict(env)
         self.locals: dict = {}
         self.groups: list[list] = []  # committed cp.async groups, oldest first
+        self.machine = None
         self.open_group: list = []
 
 
@@ -142,7 +145,7 @@ class _Machine:
             return lambda th: th.env[handle]
         if t is ir.TensorLoad:
             buf, flat = e.source, self.compile_flat(e.source, e.indices)
-            return lambda th: self.buffer_array(th, buf).reshape(-1)[flat(th)].item()
+            return lambda th: th.machine.buffer_array(th, buf).reshape(-1)[flat(th)].item()
         if t in _BIN:
             op, a, b = _BIN[t], self.compile(e.a), self.compile(e.b)
             if t is tirx.And:
@@ -206,7 +209,7 @@ class _Machine:
         if name == "tirx.address_of":
             load = e.args[0]
             buf, flat = load.source, self.compile_flat(load.source, load.indices)
-            return lambda th: _Pointer(self.buffer_array(th, buf), flat(th))
+            return lambda th: _Pointer(th.machine.buffer_array(th, buf), flat(th))
         if name == "tirx.tvm_access_ptr":
             ptr, off = self.compile(e.args[1]), self.compile(e.args[2])
 
@@ -216,6 +219,11 @@ class _Machine:
             return access
         if name == "prim.likely":
             return self.compile(e.args[0])
+        short = name.split(".")[-1]
+        if short in _MATH:
+            fn, args = _MATH[short], [self.compile(a) for a in e.args]
+            np_type = _NP[str(e.ty.dtype)]
+            return lambda th: float(np_type(fn(*(a(th) for a in args))))
         raise NotImplementedError(f"emulator: call of {name}")
 
     # -- statements (generators: they yield ("warp", name, args) or ("sync",)) -------------
@@ -295,7 +303,7 @@ class _Machine:
                 out[i:i + 1] = args[1 + i].raw(1)
         elif name == "tl::mma_load_b32":
             args[0].raw(4)[:] = args[1].raw(4)
-        elif name.startswith("tl::ldmatrix") or name.startswith("tl::mma_m16n8"):
+        elif name.startswith("tl::ldmatrix") or name.startswith("tl::mma_m16n8") or name.startswith("tl::warp_"):
             yield ("warp", name, args)
         else:
             raise NotImplementedError(f"emulator: extern {name}")
@@ -315,6 +323,17 @@ class _Machine:
                         out[2 * i + h] = rows[8 * i + 2 * (lane % 4) + h][lane // 4]
                     else:
                         out[2 * i + h] = rows[8 * i + lane // 4][2 * (lane % 4) + h]
+
+    @staticmethod
+    def allreduce(name: str, lane_args) -> None:
+        """warp_allreduce_<op><Lanes>(v): every lane gets op over its group of Lanes lanes."""
+        op = name.split("warp_allreduce_")[1].split("<")[0]
+        lanes = int(name.split("<")[1].rstrip(">"))
+        values = [a[0].array.reshape(-1)[a[0].index].item() for a in lane_args]
+        combine = {"sum": sum, "max": max, "min": min}[op]
+        for lane, a in enumerate(lane_args):
+            group = values[lane - lane % lanes: lane - lane % lanes + lanes]
+            a[0].array.reshape(-1)[a[0].index] = combine(group)
 
     @staticmethod
     def mma(name: str, lane_args) -> None:
@@ -357,6 +376,9 @@ def _decode(raw: np.ndarray, kind: str) -> np.ndarray:
         return raw.view(np.int8).astype(np.float64)
     return raw.view(np.float32).astype(np.float64)
 
+
+_MATH = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+         "fabs": np.abs, "tanh": np.tanh, "rsqrt": lambda x: 1 / np.sqrt(x)}
 
 _BIN = {
     tirx.Add: lambda a, b: a + b,
@@ -411,6 +433,8 @@ def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray) -> None:
 
 def _run_block(m: _Machine, env: dict, threads: int) -> None:
     states = [_Thread(t, env) for t in range(threads)]
+    for th in states:
+        th.machine = m  # compiled expressions are shared by all blocks: they read it here
     gens = [m.run(m.func.body, th) for th in states]
     waiting: list = [None] * threads  # the event each thread is blocked on
     done = [False] * threads
@@ -440,6 +464,8 @@ def _run_block(m: _Machine, env: dict, threads: int) -> None:
             args = [e[2] for e in events]
             if name.startswith("tl::ldmatrix"):
                 _Machine.ldmatrix(name, args)
+            elif name.startswith("tl::warp_allreduce"):
+                _Machine.allreduce(name, args)
             else:
                 _Machine.mma(name, args)
             for t in lanes:

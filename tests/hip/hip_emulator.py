@@ -22,9 +22,11 @@ import numpy as np
 from tilelang_core.runtime import eval_launch_expr
 
 HERE = Path(__file__).resolve().parent / "emulator"
+BACKEND_INCLUDE = Path(__file__).resolve().parents[2] / "backends" / "hip" / "tilelang_hip" / "include"
 _CTYPES = {"int32": "int32_t", "int64": "int64_t", "float32": "float", "float64": "double",
            "uint32": "uint32_t", "int8": "int8_t", "bool": "bool"}
-_TYPES = {"float16": "half_t", "bfloat16": "bfloat16_t", "float32": "float", "float64": "double",
+_TYPES = {"float16": "half_t", "bfloat16": "bfloat16_t", "float8_e4m3fnuz": "fp8_e4m3fnuz_t",
+          "float8_e5m2fnuz": "fp8_e5m2fnuz_t", "float32": "float", "float64": "double",
           "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int32_t",
           "int64": "int64_t", "uint32": "uint32_t", "bool": "bool"}
 
@@ -64,7 +66,7 @@ class EmulatedKernel:
             src = workdir / f"emu-{digest}.cpp"
             src.write_text(text)
             cmd = [host_compiler(), "-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-w",
-                   "-I", str(HERE), str(src), "-o", str(lib)]
+                   "-I", str(HERE), "-I", str(BACKEND_INCLUDE), str(src), "-o", str(lib)]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
                 raise RuntimeError(f"host build of the emulated kernel failed:\n{proc.stderr}\n{src}")

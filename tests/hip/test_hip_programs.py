@@ -139,10 +139,10 @@ def run_emulated(func, arch, emu_dir, *args):
 
 
 def np_dtype(dtype):
-    if dtype == "bfloat16":
+    if dtype in ("bfloat16", "float8_e4m3fnuz", "float8_e5m2fnuz"):
         import ml_dtypes
 
-        return ml_dtypes.bfloat16
+        return getattr(ml_dtypes, dtype)
     return np.dtype(dtype)
 
 
@@ -157,6 +157,8 @@ GEMM_RUNS = [  # (arch, in, acc, out, trans_a, trans_b)
     ("gfx90a", "bfloat16", "float32", "bfloat16", True, True),
     ("gfx942", "int8", "int32", "int32", False, True),
     ("gfx90a", "int8", "int32", "int32", True, False),
+    ("gfx942", "float8_e4m3fnuz", "float32", "float32", True, False),
+    ("gfx942", "float8_e5m2fnuz", "float32", "float32", False, True),
     ("gfx942", "float32", "float32", "float32", False, False),
 ]
 
@@ -262,6 +264,21 @@ def test_emulated_epilogue_in_the_accumulator_layout(emu_dir):
     source = kernel.get_kernel_source()
     assert "float C_reg[" in source and "half_t D_f_reg[" in source
     np.testing.assert_array_equal(d, a.astype(np.float64).T @ b - 1)
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fnuz", "float8_e5m2fnuz"])
+def test_emulated_float8_rounding_matches_ml_dtypes(dtype, emu_dir):
+    """Every fnuz float8 value through `a * b + a` in float and back: decode, round to nearest
+    even and overflow to NaN (0x80) agree with ml_dtypes bit for bit."""
+    needs_toolchain("gfx942")
+    bits = np.array([b for b in range(256) if b != 0x80], np.uint8)
+    rng = np.random.default_rng(8)
+    a = bits.view(np_dtype(dtype))
+    b = rng.permutation(bits).view(np_dtype(dtype))
+    c = np.zeros_like(a)
+    run_emulated(kernels.elementwise(len(a), dtype), "gfx942", emu_dir, a, b, c)
+    ref = (a.astype(np.float32) * b.astype(np.float32) + a.astype(np.float32)).astype(np_dtype(dtype))
+    np.testing.assert_array_equal(c.view(np.uint8), ref.view(np.uint8))
 
 
 def test_emulated_split_k_atomics(emu_dir):

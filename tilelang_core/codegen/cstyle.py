@@ -372,10 +372,9 @@ class CStyleCodegen(CExprPrinter):
 
     @staticmethod
     def dtype_bytes(dtype: str) -> int:
-        if dtype == "bool":
-            return 1
-        digits = "".join(ch for ch in dtype if ch.isdigit())
-        return max(1, int(digits) // 8) if digits else 8
+        from ..ir import dtype_bytes
+
+        return dtype_bytes(dtype)
 
     # -- statements -----------------------------------------------------------------------
 

@@ -93,6 +93,7 @@ _LAZY = {
     "is_tile_op": "tileop",
     "tile_op_call": "tileop",
     "dtype_of": "exprs",
+    "dtype_bytes": "exprs",
     "source_of": "source",
     "format_source": "source",
     "make_call": "ops",

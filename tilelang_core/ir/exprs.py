@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tvm import ir
 
-__all__ = ["dtype_of"]
+__all__ = ["dtype_of", "dtype_bytes"]
 
 
 def dtype_of(expr: object) -> str:
@@ -22,3 +22,12 @@ def dtype_of(expr: object) -> str:
     if isinstance(ty, ir.PrimType):
         return str(ty.dtype)
     raise TypeError(f"{expr!r} is not a scalar expression (its type is {ty})")
+
+
+def dtype_bytes(dtype: object) -> int:
+    """Bytes of one element of `dtype` (vector dtypes count every lane; sub-byte types
+    round up to one byte)."""
+    import tvm_ffi
+
+    parsed = tvm_ffi.dtype(str(dtype))
+    return max(1, (parsed.bits * parsed.lanes + 7) // 8)

@@ -24,7 +24,6 @@ from .tensors import _contiguous_strides, array_library, is_contiguous, view_of
 __all__ = ["Kernel"]
 
 _MAX_GUARDS = 8
-_DEBUG_GUARDS = False
 _INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
 
 
@@ -101,15 +100,16 @@ class Kernel:
         if not self._guardable:
             return
         signature = tuple((type(a), getattr(a, "dtype", None), getattr(a, "device", None)) for a in full)
-        guard = self._guards.get(signature)
-        if guard is None and len(self._guards) < _MAX_GUARDS:
+        if signature in self._guards:
+            guard = self._guards[signature]
+        elif len(self._guards) < _MAX_GUARDS:  # None too: a call shape no guard can take
             guard = self._guards[signature] = _build_guard(self.meta, self._inputs, self._static_shapes,
                                                            full, self.runtime.allocate)
+        else:
+            guard = None
         if guard is not None:
             self._launch = self.loaded.launch
             self._guard = guard
-
-    # -- checked path ----------------------------------------------------------------------
 
     # -- checked path ----------------------------------------------------------------------
 
@@ -240,7 +240,7 @@ def _build_guard(meta: KernelMeta, inputs: list[int], shapes: list, full: list[A
     env: dict[str, Any] = {"allocate": allocate}
     position = {slot: n for n, slot in enumerate(inputs)}
     like = next((f"x{n}" for n, slot in enumerate(inputs) if array_library(type(full[slot])) is not None), None)
-    lines = [f"def guard(args):", f"    if len(args) != {len(inputs)}:", "        return None"]
+    lines = ["def guard(args):", f"    if len(args) != {len(inputs)}:", "        return None"]
     if inputs:
         lines.append(f"    {', '.join(f'x{n}' for n in range(len(inputs)))}{',' if len(inputs) == 1 else ''} = args")
     pointers, outs = [], []
@@ -281,7 +281,8 @@ def _build_guard(meta: KernelMeta, inputs: list[int], shapes: list, full: list[A
             return None
         lines += [f"    if not ({' and '.join(checks)}):", "        return None"]
     lines.append(f"    return [{', '.join(outs)}], [{', '.join(pointers)}]")
-    if _DEBUG_GUARDS:
-        print("\n".join(lines))
-    exec("\n".join(lines), env)  # noqa: S102 - code built above from names and repr() of dtype strings
-    return env["guard"]
+    code = "\n".join(lines)
+    exec(code, env)  # noqa: S102 - code built above from names and repr() of dtype strings
+    guard = env["guard"]
+    guard.source = code  # for reading: kernel._guard.source
+    return guard

@@ -7,10 +7,9 @@ here with the sizes of its buffers, not in the driver at launch.
 """
 from __future__ import annotations
 
-import tvm
 from tvm import tirx as tir
 
-from ..ir import source_of
+from ..ir import dtype_bytes, source_of
 from .errors import CapabilityError
 from .irutil import walk
 
@@ -25,9 +24,7 @@ def buffer_bytes(buf: tir.Buffer) -> int | None:
         if not isinstance(dim, tir.IntImm):
             return None
         total *= int(dim)
-    dtype = tvm.runtime.DataType(buf.dtype)
-    bits = dtype.bits * dtype.lanes
-    return (total * bits + 7) // 8
+    return total * dtype_bytes(buf.dtype)
 
 
 def plan_storage(func: tir.PrimFunc, ctx) -> tir.PrimFunc:

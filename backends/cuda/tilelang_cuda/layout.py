@@ -28,6 +28,9 @@ __all__ = [
     "WarpTiling",
     "choose_warps",
     "accumulator_layout",
+    "row_layout",
+    "RowGroups",
+    "CUDAFragmentLayout",
     "a_element",
     "b_element",
     "c_element",
@@ -183,6 +186,31 @@ def choose_warps(m: int, n: int, warps: int, policy: int) -> WarpTiling | None:
     return min(options, key=lambda t: (abs(t.warp_m - t.warp_n), -t.warps_m))
 
 
+@dataclass(frozen=True)
+class RowGroups:
+    """How a 2-D fragment layout holds rows, for reductions along them: thread `t` holds
+    `rows` rows, row `r` of them being `row(t, r)`, in slots `slot(r, s)` for s < `per_row`;
+    the other holders of the same row are the lanes whose index differs from `t`'s only in
+    the low log2(`lanes`) bits, and the lane with those bits 0 is the row's `writer`."""
+
+    rows: int
+    per_row: int
+    lanes: int
+    row: object  # (thread, r) -> row index
+    slot: object  # (r, s) -> slot
+
+    def writer(self, thread):
+        return thread % self.lanes == 0
+
+
+class CUDAFragmentLayout(FragmentLayout):
+    """A fragment layout of this backend; `rows` describes its rows (or None)."""
+
+    def __init__(self, *args, rows: RowGroups | None = None) -> None:
+        super().__init__(*args)
+        self.rows = rows
+
+
 def accumulator_layout(tiling: WarpTiling) -> FragmentLayout:
     """The block's (M, N) accumulator in mma.sync's C fragments, warp by warp."""
     t = tiling
@@ -202,8 +230,43 @@ def accumulator_layout(tiling: WarpTiling) -> FragmentLayout:
         row, col = c_element(lane, value)
         return row0 + (sub // t.ni) * 16 + row, col0 + (sub % t.ni) * 8 + col
 
+    rows = None
+    if t.warps_n == 1:  # a row lives in one warp: in the 4 lanes of one group (same lane // 4)
+        rows = RowGroups(
+            rows=2 * t.mi, per_row=2 * t.ni, lanes=4,
+            row=lambda thread, r: t.warp_origin(thread // WARP)[0] + (r // 2) * 16 + (thread % WARP) // 4 + 8 * (r % 2),
+            slot=lambda r, s: t.slot(r // 2, s // 2, (r % 2) * 2 + s % 2))
     key = f"mma.sync.C.m16n8[{t.warps_m}x{t.warps_n} warps]"
-    return FragmentLayout(key, (t.m, t.n), t.threads, t.slots, forward, inverse)
+    return CUDAFragmentLayout(key, (t.m, t.n), t.threads, t.slots, forward, inverse, rows=rows)
+
+
+def row_layout(m: int, n: int, threads: int) -> FragmentLayout | None:
+    """An (m, n) fragment with each row spread over `lanes` consecutive lanes of a warp (the
+    most, up to 32, that divide n and leave whole rows per group): element (i, j) is held by
+    thread `(i % G) * lanes + j % lanes`, G = threads / lanes, in slot
+    `(i // G) * (n / lanes) + j / lanes`. Rows reduce with warp shuffles; consecutive threads
+    hold consecutive columns, so copies from global memory stay coalesced. None when no
+    width fits."""
+    for lanes in (32, 16, 8, 4, 2, 1):
+        if lanes > threads or threads % lanes or n % lanes:
+            continue
+        groups = threads // lanes
+        if m % groups:
+            continue
+        per_row = n // lanes
+
+        def forward(i, j, lanes=lanes, groups=groups, per_row=per_row):
+            return (i % groups) * lanes + j % lanes, (i // groups) * per_row + j // lanes
+
+        def inverse(thread, slot, lanes=lanes, groups=groups, per_row=per_row):
+            return (slot // per_row) * groups + thread // lanes, (slot % per_row) * lanes + thread % lanes
+
+        rows = RowGroups(rows=m // groups, per_row=per_row, lanes=lanes,
+                         row=lambda thread, r, lanes=lanes, groups=groups: thread // lanes + r * groups,
+                         slot=lambda r, s, per_row=per_row: r * per_row + s)
+        return CUDAFragmentLayout(f"cuda.rows[{lanes} lanes]", (m, n), threads, m * n // threads,
+                                  forward, inverse, rows=rows)
+    return None
 
 
 # ---------------------------------------------------------------------------- swizzle

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from tvm import tirx as tir
 
 from tilelang_core.ir import Region, TileOp
-from tilelang_core.transform.irutil import squeeze_extents
+from tilelang_core.transform.irutil import seq, squeeze_extents
 
 from .layout import (
     WARP,
@@ -255,19 +255,19 @@ def lower_gemm(op: TileOp, ctx, swizzles: dict) -> tir.Stmt | None:
     b_steps = []
     if plan.b_pairs:
         pair = _load(plan.b_fragment(lane, col0 + nj * 16, kk, 2), b_frag, nj * 4, b_op, inst)
-        b_steps.append(_loop(nj, plan.b_pairs, _seq(pair)))
+        b_steps.append(_loop(nj, plan.b_pairs, seq(pair)))
     if t.ni % 2:
         last = t.ni - 1
         b_steps += _load(plan.b_fragment(lane, col0 + last * 8, kk, 1), b_frag, last * 2, b_op, inst)
     slot = t.slot(mi, ni, 0)
-    mma = _seq([
+    mma = seq([
         _loop(v, 4, tir.BufferStore(d_frag, tir.BufferLoad(acc, [slot + v]), [v])),
         _extern(inst.function, _address(d_frag, [0]), _address(a_frag, [mi * 4]),
                 _address(b_frag, [ni * 2]), _address(d_frag, [0])),
         _loop(v, 4, tir.BufferStore(acc, tir.BufferLoad(d_frag, [v]), [slot + v])),
     ])
-    k_step = _seq([
-        _loop(mi, t.mi, _seq(a_load)),
+    k_step = seq([
+        _loop(mi, t.mi, seq(a_load)),
         *_convert(inst, a_frag, t.mi * 4),
         *b_steps,
         *_convert(inst, b_frag, t.ni * 2),
@@ -289,7 +289,7 @@ def lower_gemm(op: TileOp, ctx, swizzles: dict) -> tir.Stmt | None:
             tir.AllocBuffer(d_frag),
             _loop(kk, plan.k_steps, k_step),
         ]
-        return _seq(body)
+        return seq(body)
 
     return ctx.per_thread(per_thread, span=op.stmt.span)
 
@@ -297,8 +297,3 @@ def lower_gemm(op: TileOp, ctx, swizzles: dict) -> tir.Stmt | None:
 def _loop(var, extent: int, body) -> tir.Stmt:
     return tir.For(var, tir.const(0, "int32"), tir.const(extent, "int32"), UNROLL, body)
 
-
-def _seq(stmts):
-    from tilelang_core.transform.irutil import seq
-
-    return seq(stmts)

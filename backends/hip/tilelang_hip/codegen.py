@@ -10,8 +10,9 @@ Parameters come in the PrimFunc's order: a device pointer per buffer (`const` wh
 never writes it), a value per scalar. Dynamic LDS is one `extern __shared__` byte array; its
 size is `KernelSource.shared_memory`.
 
-float16/bfloat16 are storage types (`half_t`/`bfloat16_t` of `tl_hip_common.h`): a load
-converts to float, arithmetic runs in float, a store rounds back. MFMA wrappers
+float16/bfloat16 and the fnuz float8 types of gfx942 are storage types (`half_t`,
+`bfloat16_t`, `fp8_e4m3fnuz_t`, `fp8_e5m2fnuz_t` of `tl_hip_common.h`): a load converts to
+float, arithmetic runs in float, a store rounds back. MFMA wrappers
 (`tl_hip_mfma.h`) are included when the lowered code calls one.
 """
 from __future__ import annotations
@@ -29,6 +30,10 @@ def _storage(ctype: str) -> dict:
     return {"value": "float32", "load": "tl_to_float({0})", "store": f"tl_from_float<{ctype}>({{0}})",
             "round": f"tl_round<{ctype}>({{0}})"}
 
+
+# dtypes stored in their own type and computed in float32 (types of tl_hip_common.h)
+_STORAGE_TYPES = {"float16": "half_t", "bfloat16": "bfloat16_t",
+                  "float8_e4m3fnuz": "fp8_e4m3fnuz_t", "float8_e5m2fnuz": "fp8_e5m2fnuz_t"}
 
 _ATOMIC_DTYPES = {
     "add": ("float32", "float64", "int32", "uint32", "int64", "uint64"),
@@ -49,8 +54,8 @@ class HIPCodegen(CStyleCodegen):
     shared_qualifier = "__shared__ "
     dyn_shared_decl = "extern __shared__ __align__({align}) unsigned char {name}[];"
     unroll_pragma = "#pragma unroll"
-    type_map = {**C_TYPES, "float16": "half_t", "bfloat16": "bfloat16_t"}
-    storage_types = {"float16": _storage("half_t"), "bfloat16": _storage("bfloat16_t")}
+    type_map = {**C_TYPES, **_STORAGE_TYPES}
+    storage_types = {dtype: _storage(ctype) for dtype, ctype in _STORAGE_TYPES.items()}
     math_ops = {**C_MATH_OPS, "min": {"default": "tl_min({0}, {1})"},
                 "max": {"default": "tl_max({0}, {1})"}}
     inf_literal = "__builtin_huge_valf()"

@@ -1,10 +1,10 @@
 """Tile-op lowerings of the HIP backend: `T.gemm` on MFMA (matrix fused multiply-add).
 
-`T.gemm(A_shared, B_shared, C_local)` with float16/bfloat16 operands and a float32
+`T.gemm(A_shared, B_shared, C_local)` with float16/bfloat16/float8 operands and a float32
 accumulator, or int8 operands and an int32 accumulator, runs on the 16x16 MFMA instructions of
-CDNA2/CDNA3 (`tl_hip_mfma.h`): 16x16x16 f16/bf16 on gfx90a and gfx942, 16x16x16 i8 on gfx90a
-and 16x16x32 i8 on gfx942. The block's wavefronts (64 lanes each) split C's 16x16 tiles in a
-`waves_m x waves_n` grid; each wave keeps its tiles' accumulators in registers across the
+CDNA2/CDNA3 (`tl_hip_mfma.h`): 16x16x16 f16/bf16 on gfx90a and gfx942, 16x16x16 i8 on gfx90a,
+16x16x32 i8 and fnuz float8 (e4m3, e5m2) on gfx942. The block's wavefronts (64 lanes each)
+split C's 16x16 tiles in a `waves_m x waves_n` grid; each wave keeps its tiles' accumulators in registers across the
 whole kernel (the accumulator layout is imposed on C through `tilelang_infer_layout`, so
 `T.clear`, `T.Parallel` epilogues and the final `T.copy` of C run in the same layout).
 
@@ -65,14 +65,20 @@ class MFMAInstruction:
 
 
 # arch -> (in dtype, accumulator dtype) -> instruction. gfx94x replaced the 16x16x16 i8 form
-# with 16x16x32 (8 bytes per lane); f16/bf16 are the same on both.
+# with 16x16x32 (8 bytes per lane) and added the fnuz float8 forms (fp8 = e4m3, bf8 = e5m2);
+# f16/bf16 are the same on both.
 _COMMON = {
     ("float16", "float32"): MFMAInstruction("tl_mfma_16x16x16_f16", "float16", "float32", 16),
     ("bfloat16", "float32"): MFMAInstruction("tl_mfma_16x16x16_bf16", "bfloat16", "float32", 16),
 }
 _INSTRUCTIONS = {
     "gfx90a": {**_COMMON, ("int8", "int32"): MFMAInstruction("tl_mfma_16x16x16_i8", "int8", "int32", 16)},
-    "gfx942": {**_COMMON, ("int8", "int32"): MFMAInstruction("tl_mfma_16x16x32_i8", "int8", "int32", 32)},
+    "gfx942": {
+        **_COMMON,
+        ("int8", "int32"): MFMAInstruction("tl_mfma_16x16x32_i8", "int8", "int32", 32),
+        ("float8_e4m3fnuz", "float32"): MFMAInstruction("tl_mfma_16x16x32_fp8", "float8_e4m3fnuz", "float32", 32),
+        ("float8_e5m2fnuz", "float32"): MFMAInstruction("tl_mfma_16x16x32_bf8", "float8_e5m2fnuz", "float32", 32),
+    },
 }
 
 

@@ -120,6 +120,8 @@ for _bm, _bn, _bk in ((32, 32, 32), (64, 128, 32), (128, 128, 32), (128, 64, 64)
 
 gemm_case("ragged", "M, N, K = 100, 72, 90: no dimension is a multiple of the 64x64x32 tile",
           ("float16", "float32"), M=100, N=72, K=90, bM=64, bN=64, bK=32)
+gemm_case("ragged.tt", "both operands transposed, and M, N, K = 100, 72, 90 not multiples of the tile",
+          ("float16", "float32"), M=100, N=72, K=90, bM=64, bN=64, bK=32, trans_a=True, trans_b=True)
 
 for _stages in (1, 2, 3, 4):
     gemm_case(f"stages.{_stages}", f"T.Pipelined with num_stages={_stages} over 8 K tiles",
@@ -157,6 +159,35 @@ def gemm_clear_accum():
     M, N, K = 128, 64, 32
     a, b = _operands(M, N, K, "float16", False, False)
     return Spec(clear_accum_kernel(M, N, K, 64, 64), [a, b, Arg("C", (M, N), "float32", "out")],
+                lambda A, B: {"C": A @ B}, {"C": gemm_tolerance(K, "float16", "float32", "float32")})
+
+
+def swizzled_layout_kernel(M, N, K, bM, bN, bK):
+    """The seed GEMM with both shared tiles given swizzled layouts (T.annotate_layout)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            C_f = T.alloc_fragment((bM, bN), "float32")
+            T.annotate_layout({A_s: T.make_swizzled_layout(A_s), B_s: T.make_swizzled_layout(B_s)})
+            T.clear(C_f)
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
+                T.copy(A[by * bM, ko * bK], A_s)
+                T.copy(B[ko * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * bM, bx * bN])
+
+    return main
+
+
+@case("gemm.swizzle.layout", feature="gemm", needs=("float16", "float32"))
+def gemm_swizzled_layout():
+    """Shared tiles annotated with T.make_swizzled_layout (bank-conflict-free layouts)."""
+    M, N, K = 128, 128, 128
+    a, b = _operands(M, N, K, "float16", False, False)
+    return Spec(swizzled_layout_kernel(M, N, K, 64, 64, 32), [a, b, Arg("C", (M, N), "float32", "out")],
                 lambda A, B: {"C": A @ B}, {"C": gemm_tolerance(K, "float16", "float32", "float32")})
 
 

@@ -34,6 +34,9 @@ template <> TL_DEVICE bfloat16_t tl_from_float<bfloat16_t>(float x) {
   u += 0x7FFFu + ((u >> 16) & 1u);  // round to nearest even
   return bfloat16_t{static_cast<uint16_t>(u >> 16)};
 }
+#include "tl_hip_fp8.h"  // the backend's own: plain C++, the conversions under test
+template <> TL_DEVICE fp8_e4m3fnuz_t tl_from_float<fp8_e4m3fnuz_t>(float x) { return {fp8_e4m3fnuz_t::encode(x)}; }
+template <> TL_DEVICE fp8_e5m2fnuz_t tl_from_float<fp8_e5m2fnuz_t>(float x) { return {fp8_e5m2fnuz_t::encode(x)}; }
 template <typename T> TL_DEVICE float tl_round(float x) { return tl_to_float(tl_from_float<T>(x)); }
 
 template <typename T> TL_DEVICE T tl_max(T a, T b) { return (a > b || a != a) ? a : b; }

@@ -43,3 +43,9 @@ inline void tl_mfma_16x16x16_i8(int* d, const int8_t* a, const int8_t* b, const 
 inline void tl_mfma_16x16x32_i8(int* d, const int8_t* a, const int8_t* b, const int* c) {
   tl_emu_mfma_16x16<32>(d, a, b, c);
 }
+inline void tl_mfma_16x16x32_fp8(float* d, const fp8_e4m3fnuz_t* a, const fp8_e4m3fnuz_t* b, const float* c) {
+  tl_emu_mfma_16x16<32>(d, a, b, c);
+}
+inline void tl_mfma_16x16x32_bf8(float* d, const fp8_e5m2fnuz_t* a, const fp8_e5m2fnuz_t* b, const float* c) {
+  tl_emu_mfma_16x16<32>(d, a, b, c);
+}

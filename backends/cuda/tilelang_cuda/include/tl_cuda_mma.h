@@ -2,7 +2,7 @@
 //   mma.sync.aligned m16n8k16 (f16/bf16 -> f32), m16n8k32 (s8 -> s32), m16n8k8 (tf32 -> f32),
 //   ldmatrix.sync.aligned.m8n8 (.x1/.x2/.x4, plain and .trans),
 //   cp.async (.cg 16 bytes, .ca 4/8/16 bytes) with zero-fill of masked elements,
-//   cp.async.commit_group / wait_group / wait_all.
+//   cp.async.commit_group / wait_group / wait_all, and warp all-reductions by shuffles.
 //
 // Fragment layouts are PTX ISA 9.7.14.5 ("Matrix fragments for mma.m16n8k16"): for
 // m16n8k16, lane L holds A rows L/4 and L/4+8, B column L/4, and C/D elements
@@ -135,6 +135,29 @@ TL_DEVICE void ldmatrix_x4_trans(uint32_t* r, const void* smem_row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr(smem_row)));
+}
+
+// ---------------------------------------------------------------- warp reductions
+
+// v[0] combined over the Lanes consecutive lanes of its group (Lanes a power of 2, at most
+// 32; every lane of the warp must call it): a butterfly of shuffles, so every lane of the
+// group ends with the result.
+template <int Lanes, typename T>
+TL_DEVICE void warp_allreduce_sum(T* v) {
+#pragma unroll
+  for (int mask = Lanes / 2; mask > 0; mask /= 2) v[0] = v[0] + __shfl_xor_sync(0xffffffffu, v[0], mask);
+}
+
+template <int Lanes, typename T>
+TL_DEVICE void warp_allreduce_max(T* v) {
+#pragma unroll
+  for (int mask = Lanes / 2; mask > 0; mask /= 2) v[0] = tl::max(v[0], __shfl_xor_sync(0xffffffffu, v[0], mask));
+}
+
+template <int Lanes, typename T>
+TL_DEVICE void warp_allreduce_min(T* v) {
+#pragma unroll
+  for (int mask = Lanes / 2; mask > 0; mask /= 2) v[0] = tl::min(v[0], __shfl_xor_sync(0xffffffffu, v[0], mask));
 }
 
 // ---------------------------------------------------------------- cp.async

@@ -53,6 +53,10 @@ template <> TL_DEVICE bfloat16_t tl_from_float<bfloat16_t>(float x) { return __f
 template <> TL_DEVICE bfloat16_t tl_from_float<bfloat16_t>(float x) { return bfloat16_t(x); }
 #endif
 
+#include "tl_hip_fp8.h"
+template <> TL_DEVICE fp8_e4m3fnuz_t tl_from_float<fp8_e4m3fnuz_t>(float x) { return {fp8_e4m3fnuz_t::encode(x)}; }
+template <> TL_DEVICE fp8_e5m2fnuz_t tl_from_float<fp8_e5m2fnuz_t>(float x) { return {fp8_e5m2fnuz_t::encode(x)}; }
+
 // Storage-only types in generated code: a float16/bfloat16 element is loaded as float,
 // computed in float and rounded back on store (one rounding per store, as on the CPU backend).
 template <typename T> TL_DEVICE float tl_round(float x) { return tl_to_float(tl_from_float<T>(x)); }

@@ -91,6 +91,10 @@ TL_MFMA_REGS(tl_mfma_16x16x16_bf16, bfloat16_t, tl_bf16x4, float, tl_floatx4,
              __builtin_amdgcn_mfma_f32_16x16x16bf16_1k)
 #if defined(TL_HIP_GFX94X)
 TL_MFMA_REGS(tl_mfma_16x16x32_i8, int8_t, long, int, tl_intx4, __builtin_amdgcn_mfma_i32_16x16x32_i8)
+TL_MFMA_REGS(tl_mfma_16x16x32_fp8, fp8_e4m3fnuz_t, long, float, tl_floatx4,
+             __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8)
+TL_MFMA_REGS(tl_mfma_16x16x32_bf8, fp8_e5m2fnuz_t, long, float, tl_floatx4,
+             __builtin_amdgcn_mfma_f32_16x16x32_bf8_bf8)
 #else
 TL_MFMA_REGS(tl_mfma_16x16x16_i8, int8_t, int, int, tl_intx4, __builtin_amdgcn_mfma_i32_16x16x16i8)
 #endif
