@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -168,6 +167,7 @@ def run(root: Path, only: str | None) -> int:
         return 2
     import tilelang_core
 
+    _ensure_cuda_backend()
     manifest = json.loads((root / MANIFEST).read_text())
     print(f"device: {torch.cuda.get_device_name()}  (kernels built for {manifest['arch']}), "
           f"torch {torch.__version__}")
@@ -227,6 +227,24 @@ def run(root: Path, only: str | None) -> int:
     return 1 if failures else 0
 
 
+def _ensure_cuda_backend() -> None:
+    """Register the CUDA backend from this checkout when no installed entry point provides it
+    (a GPU machine with only the repository)."""
+    from tilelang_core.plugin import BackendInfo, get_plugin_manager
+
+    manager = get_plugin_manager()
+    if "cuda" in manager.registry.kinds:
+        return
+    import tilelang_cuda.plugin as plugin
+
+    info = BackendInfo(name="cuda", distribution="tilelang-cuda (source checkout)", version="?",
+                       module="tilelang_cuda.plugin")
+    manager.backends["cuda"] = info
+    manager.register_plugin(info, plugin)
+    if info.error:
+        raise RuntimeError(f"the CUDA backend did not register: {info.error}")
+
+
 def _launch_overhead(root: Path, manifest: dict, torch, tilelang_core) -> None:
     entry = next((e for e in manifest["kernels"] if e["kind"] == "tiny"), None)
     if entry is None:
@@ -254,7 +272,6 @@ def main() -> int:
     parser.add_argument("--only", help="run only the kernels whose name contains this")
     args = parser.parse_args()
     if args.export:
-        os.environ.setdefault("TILELANG_BACKENDS", "cuda")
         export(args.export, args.arch, args.quick)
         return 0
     return run(args.run, args.only)

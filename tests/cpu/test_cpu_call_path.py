@@ -138,3 +138,35 @@ def test_numpy_data_pointer_matches_the_array_interface():
     for arr in (base, base[3:], base[::-1], base.reshape(10, 10)[2], np.empty(0, np.int8), base.view(np.uint8)[5:]):
         assert numpy_data_ptr(arr) == arr.__array_interface__["data"][0] == arr.ctypes.data
     assert ctypes.c_double.from_address(numpy_data_ptr(base[7:])).value == 7.0
+
+
+def square_plus_rows(block=8):
+    n, m = T.symbolic("n"), T.symbolic("m")
+
+    @T.prim_func
+    def main(A: T.Tensor((n, n), "float32"), R: T.Tensor((m, n), "float32"), Y: T.Tensor((n, n), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=32) as bx:
+            for i, j in T.Parallel(block, n):
+                if bx * block + i < n:
+                    Y[bx * block + i, j] = A[bx * block + i, j] + R[0, j] * T.Cast("float32", m)
+
+    return main
+
+
+def test_symbolic_dims_through_the_guard(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache"))
+    k = tilelang.compile(square_plus_rows(), out_idx=[2], target="cpu")
+    rng = np.random.default_rng(9)
+    for n, m in [(5, 1), (5, 1), (19, 3), (8, 2), (1, 4)]:  # the grid follows n on every call
+        a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        r = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+        np.testing.assert_allclose(k(a, r), a + r[0] * m, rtol=1e-6, atol=1e-6)
+    assert k._guard is not None and "values" in k._guard.source
+    a, r = np.ones((6, 6), np.float32), np.ones((2, 6), np.float32)
+    with pytest.raises(KernelCallError, match=r"'A'.*\(dim 1: expected 6, got 7\)"):
+        k(np.ones((6, 7), np.float32), r)  # n must be the same in both dims
+    with pytest.raises(KernelCallError, match=r"'R'.*\(dim 1: expected 6, got 5\)"):
+        k(a, np.ones((2, 5), np.float32))
+    with pytest.raises(KernelCallError, match=r"'R'.*expected rank 2"):
+        k(a, np.ones(6, np.float32))
+    np.testing.assert_allclose(k(a, r), a + 2)

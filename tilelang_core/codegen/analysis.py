@@ -57,7 +57,7 @@ def dtype_of(expr) -> str:
 
 def split_lanes(dtype: str) -> tuple[str, int]:
     """"float32x4" -> ("float32", 4); "float32" -> ("float32", 1)."""
-    m = re.fullmatch(r"([a-z]+\d*)x(\d+)", dtype)
+    m = re.fullmatch(r"([a-z][a-z0-9_]*?)x(\d+)", dtype)
     if m:
         return m.group(1), int(m.group(2))
     return dtype, 1

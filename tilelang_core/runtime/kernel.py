@@ -5,13 +5,13 @@ Every call checks the argument count, and per argument its kind, rank, shape, dt
 and contiguity. Two paths do it:
 - the checked path builds a `TensorView` per argument, binds symbolic dims and words the
   errors (naming the parameter);
-- a guard, for kernels whose shapes are all static: after a call with `numpy.ndarray`s /
-  `torch.Tensor`s and Python numbers passed the checked path, a function specialised to
-  that call's argument types, dtype objects and devices is generated once (the way
-  `dataclasses` generates `__init__`). It repeats the same checks as identity and equality
-  tests on those objects (`type(x) is ndarray and x.shape == (16,) and x.dtype is float32
-  and x.flags.c_contiguous`), ~0.3 us an argument against ~3 us. Any mismatch sends the call
-  to the checked path, which then accepts or explains it.
+- a guard: after a call with `numpy.ndarray`s / `torch.Tensor`s and Python numbers passed
+  the checked path, a function specialised to that call's argument types, dtype objects and
+  devices is generated once (the way `dataclasses` generates `__init__`). It repeats the
+  same checks as identity and equality tests on those objects (`type(x) is ndarray and
+  x.dtype is float32 and x.flags.c_contiguous and x.shape == (n, 16)`, binding symbolic
+  dims as it goes), ~0.3 us an argument against ~3 us. Any mismatch sends the call to the
+  checked path, which then accepts or explains it.
 """
 from __future__ import annotations
 
@@ -72,10 +72,10 @@ class Kernel:
         if guard is not None:
             arranged = guard(args)
             if arranged is not None:
-                outs, launch_args = arranged
+                outs, launch_args, grid, block = arranged
                 if stream is None:
                     stream = self.runtime.current_stream()
-                self._launch(launch_args, self._static_grid, self._static_block, self.meta.shared_memory, stream)
+                self._launch(launch_args, grid, block, self.meta.shared_memory, stream)
                 if not outs:
                     return None
                 return outs[0] if len(outs) == 1 else tuple(outs)
@@ -86,25 +86,16 @@ class Kernel:
     def _init_guard(self) -> None:
         self._guard = None
         self._guards: dict[tuple, Any] = {}
-        meta = self.meta
-        grid = [g for g in (tuple(meta.grid) + (1, 1, 1))[:3] if isinstance(g, int)]
-        block = [b for b in (tuple(meta.block) + (1, 1, 1))[:3] if isinstance(b, int)]
-        static = all(p.kind != "tensor" or self._static_shapes[i] is not None for i, p in enumerate(meta.params))
-        self._guardable = not meta.symbols and len(grid) == 3 and len(block) == 3 and static
-        self._static_grid, self._static_block = tuple(grid), tuple(block)
 
     def _make_guard(self, full: list[Any]) -> None:
         """Use the guard for calls shaped like `full` (this call's arguments in parameter order,
         outputs included), which just passed the checked path; generated once per shape of call
         (a few, for callers that alternate, e.g. NumPy and torch)."""
-        if not self._guardable:
-            return
         signature = tuple((type(a), getattr(a, "dtype", None), getattr(a, "device", None)) for a in full)
         if signature in self._guards:
             guard = self._guards[signature]
         elif len(self._guards) < _MAX_GUARDS:  # None too: a call shape no guard can take
-            guard = self._guards[signature] = _build_guard(self.meta, self._inputs, self._static_shapes,
-                                                           full, self.runtime.allocate)
+            guard = self._guards[signature] = _build_guard(self, full)
         else:
             guard = None
         if guard is not None:
@@ -232,57 +223,92 @@ def _numpy_pointer(name: str, env: dict) -> str:
     return f"numpy_data_ptr({name})"
 
 
-def _build_guard(meta: KernelMeta, inputs: list[int], shapes: list, full: list[Any], allocate):
-    """A function `guard(args) -> (outputs, launch args) | None` accepting exactly calls like
-    `full`: same number of arguments, each of the same type (`numpy.ndarray`, `torch.Tensor`,
-    `int`, `float`), dtype object and torch device, of the parameter's static shape, and
-    contiguous where the parameter requires it. None when `full` holds something else."""
-    env: dict[str, Any] = {"allocate": allocate}
+def _build_guard(kernel: "Kernel", full: list[Any]):
+    """A function `guard(args) -> (outputs, launch args, grid, block) | None` accepting exactly
+    calls like `full`: as many arguments, each of the same type (`numpy.ndarray`,
+    `torch.Tensor`, `int`, `float`), dtype object and torch device, of the parameter's shape
+    (static dims equal, each symbolic dim equal wherever it occurs), and contiguous where the
+    parameter requires it. None when `full` holds something a guard cannot check."""
+    meta, inputs = kernel.meta, kernel._inputs
+    env: dict[str, Any] = {"allocate": kernel.runtime.allocate, "grid": kernel._grid, "block": kernel._block}
     position = {slot: n for n, slot in enumerate(inputs)}
     like = next((f"x{n}" for n, slot in enumerate(inputs) if array_library(type(full[slot])) is not None), None)
+    symbols: dict[str, str] = {}  # symbolic dim name -> local variable holding its value
     lines = ["def guard(args):", f"    if len(args) != {len(inputs)}:", "        return None"]
     if inputs:
         lines.append(f"    {', '.join(f'x{n}' for n in range(len(inputs)))}{',' if len(inputs) == 1 else ''} = args")
+
+    def fail_unless(conditions: list[str]) -> None:
+        if conditions:
+            lines.extend([f"    if not ({' and '.join(conditions)}):", "        return None"])
+
+    def shape_of(param) -> str | None:
+        """The shape as a Python tuple expression over bound symbols; None if one is unbound."""
+        dims = [str(d) if isinstance(d, int) else symbols.get(d) for d in param.shape]
+        return None if None in dims else "(" + "".join(f"{d}, " for d in dims) + ")"
+
     pointers, outs = [], []
-    for index, (param, arg) in enumerate(zip(meta.params, full)):
-        name = f"x{position[index]}" if index in position else f"out{index}"
-        tp = type(arg)
+    for index, (param, arg) in enumerate(zip(meta.params[:kernel._n_user], full)):
+        tp, library = type(arg), array_library(type(arg))
         env[f"T{index}"] = tp
         if index not in position:  # an output, allocated like the first tensor input
-            if like is None or param.kind != "tensor" or array_library(tp) is None:
+            shape = shape_of(param)
+            if like is None or param.kind != "tensor" or library is None or shape is None:
                 return None
-            env[f"S{index}"] = shapes[index]
-            lines += [f"    {name} = allocate({like}, S{index}, {param.dtype!r})",
-                      f"    if type({name}) is not T{index}:", "        return None"]
+            name = f"out{index}"
+            lines.append(f"    {name} = allocate({like}, {shape}, {param.dtype!r})")
+            fail_unless([f"type({name}) is T{index}"])
             outs.append(name)
-            pointers.append(f"{name}.data_ptr()" if array_library(tp) == "torch" else _numpy_pointer(name, env))
+            pointers.append(f"{name}.data_ptr()" if library == "torch" else _numpy_pointer(name, env))
             continue
+        name = f"x{position[index]}"
         if param.kind != "tensor":
             if tp not in (int, float):
                 return None
-            lines += [f"    if type({name}) is not T{index}:", "        return None"]
+            fail_unless([f"type({name}) is T{index}"])
             pointers.append(f"{'int' if param.dtype in _INT_DTYPES else 'float'}({name})")
             continue
-        library = array_library(tp)
-        env[f"S{index}"], env[f"D{index}"] = shapes[index], arg.dtype
-        checks = [f"type({name}) is T{index}", f"{name}.shape == S{index}", f"{name}.dtype is D{index}"]
+        if library is None or any(isinstance(d, str) and d not in meta.symbols for d in param.shape):
+            return None
+        env[f"D{index}"] = arg.dtype
+        checks = [f"type({name}) is T{index}", f"{name}.dtype is D{index}"]
         if library == "numpy":
             if param.strides is None:
                 checks.append(f"{name}.flags.c_contiguous")
             tensors.numpy_data_ptr(arg)  # checks the struct offset on the process's first array
             pointers.append(_numpy_pointer(name, env))
-        elif library == "torch":
+        else:
             if param.strides is None:
                 checks.append(f"{name}.is_contiguous()")
             env[f"V{index}"] = arg.device
             checks.append(f"{name}.device == V{index}")
             pointers.append(f"{name}.data_ptr()")
-        else:
-            return None
-        lines += [f"    if not ({' and '.join(checks)}):", "        return None"]
-    lines.append(f"    return [{', '.join(outs)}], [{', '.join(pointers)}]")
+        fresh = [d for d in dict.fromkeys(param.shape) if isinstance(d, str) and d not in symbols]
+        if not fresh:
+            checks.append(f"{name}.shape == {shape_of(param)}")
+            fail_unless(checks)
+            continue
+        checks.append(f"len({name}.shape) == {len(param.shape)}")
+        fail_unless(checks)
+        compare = []
+        for d, dim in enumerate(param.shape):  # bind each new symbol at its first dim, compare the rest
+            if dim in fresh and dim not in symbols:
+                symbols[dim] = f"v{len(symbols)}"
+                lines.append(f"    {symbols[dim]} = {name}.shape[{d}]")
+            else:
+                compare.append(f"{name}.shape[{d}] == {dim if isinstance(dim, int) else symbols[dim]}")
+        fail_unless(compare)
+    pointers += [symbols[p.name] for p in meta.params[kernel._n_user:]]
+    if symbols:
+        lines.append("    values = {" + ", ".join(f"{n!r}: {v}" for n, v in symbols.items()) + "}")
+        launch = "(grid[0](values), grid[1](values), grid[2](values)), (block[0](values), block[1](values), block[2](values))"
+    else:
+        env["GRID"] = tuple(g({}) for g in kernel._grid)
+        env["BLOCK"] = tuple(b({}) for b in kernel._block)
+        launch = "GRID, BLOCK"
+    lines.append(f"    return [{', '.join(outs)}], [{', '.join(pointers)}], {launch}")
     code = "\n".join(lines)
-    exec(code, env)  # noqa: S102 - code built above from names and repr() of dtype strings
+    exec(code, env)  # noqa: S102 - code built above from parameter positions and dtype names
     guard = env["guard"]
     guard.source = code  # for reading: kernel._guard.source
     return guard

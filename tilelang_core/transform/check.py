@@ -26,7 +26,7 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         if tir.is_buffer_var(param) and not caps.supports_dtype(param.dtype):
             raise CapabilityError(
                 f"tensor {param.name} has dtype {param.dtype}, which {ctx.target} does not support "
-                f"(its dtypes: {', '.join(caps.dtypes)})", source_of(func))
+                f"(its dtypes: {', '.join(caps.dtypes)})", source_of(func) or _kernel_line(func))
 
     def visit(node):
         if isinstance(node, tir.AllocBuffer) and not caps.supports_dtype(node.buffer.dtype):
@@ -44,10 +44,22 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     if threads > caps.max_threads_per_block:
         raise CapabilityError(
             f"T.Kernel asks for {threads} threads per block; {ctx.target} allows at most "
-            f"{caps.max_threads_per_block} (capability max_threads_per_block)", source_of(func))
+            f"{caps.max_threads_per_block} (capability max_threads_per_block)", _kernel_line(func))
     if caps.execution_model == "block-serial":
         _check_explicit_threads(func, info)
     return func
+
+
+def _kernel_line(func: tir.PrimFunc):
+    """The line of the `with T.Kernel(...)` statement (its first launch attribute)."""
+    found = []
+
+    def visit(node):
+        if node.attr_key == "thread_extent" and not found:
+            found.append(source_of(node))
+
+    walk(func.body, visit, (tir.AttrStmt,))
+    return (found[0] if found else None) or source_of(func)
 
 
 def _check_explicit_threads(func: tir.PrimFunc, info) -> None:

@@ -36,17 +36,19 @@ def plan_storage(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             if nbytes is None:
                 raise CapabilityError(f"shared buffer {node.buffer.name} needs a constant shape, got {list(node.buffer.shape)}",
                                       source_of(node))
-            sizes.append((node.buffer.name, (nbytes + 15) // 16 * 16))
+            sizes.append((node.buffer.name, (nbytes + 15) // 16 * 16, source_of(node)))
 
     walk(func.body, visit, (tir.AllocBuffer,))
-    total = sum(n for _, n in sizes)
+    total = sum(n for _, n, _ in sizes)
     ctx.facts["shared_bytes"] = total
     limit = ctx.caps.shared_memory_optin
     if total > limit:
-        detail = ", ".join(f"{name} {n} B" for name, n in sizes)
+        detail = ", ".join(f"{name} {n} B" for name, n, _ in sizes)
+        largest = max(sizes, key=lambda item: item[1])
         raise CapabilityError(
             f"the kernel needs {total} bytes of shared memory ({detail}) but {ctx.target} allows "
-            f"{limit} per block (capability shared_memory_optin); use smaller tiles or fewer stages")
+            f"{limit} per block (capability shared_memory_optin); use smaller tiles or fewer stages "
+            f"(the largest buffer, {largest[0]}, is allocated here)", largest[2])
     return func
 
 

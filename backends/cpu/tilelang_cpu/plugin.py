@@ -19,10 +19,15 @@ def tilelang_detect_targets():
     arch = _target.host_arch()
     reason = f"host CPU ({arch}); C compiler: {cc}" if cc else "host CPU; no C compiler found (install gcc or set TILELANG_CC)"
     found = [Detection("cpu", arch, device=cc is not None, toolchain=cc is not None, reason=reason)]
+    family = _target.arch_family(arch)
     for other in _target.CPU_ARCHS:
-        if other != arch:
-            found.append(Detection("cpu", other, device=False, toolchain=cc is not None,
-                                   reason=f"not this host's arch ({arch}); code can be generated for it"))
+        if other == arch:
+            continue
+        # the host compiler builds other archs of its own family (x86-64 levels), not others
+        cross = cc is not None and _target.arch_family(other) == family
+        why = (f"not this host's arch ({arch}); the host compiler builds it" if cross else
+               f"not this host's arch ({arch}); no cross compiler: source is generated only")
+        found.append(Detection("cpu", other, device=False, toolchain=cross, reason=why))
     return found
 
 

@@ -7,7 +7,7 @@ import platform
 
 from tilelang_core.plugin import Capabilities, TargetKind
 
-__all__ = ["CPU_ARCHS", "host_arch", "cpu_kind", "host_features"]
+__all__ = ["CPU_ARCHS", "arch_family", "host_arch", "cpu_kind", "host_features"]
 
 _DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16",
            "float32", "float64")
@@ -54,6 +54,11 @@ def host_features() -> frozenset[str]:
     except OSError:
         pass
     return frozenset()
+
+
+def arch_family(arch: str) -> str:
+    """The instruction-set family of a declared arch ("x86-64", "aarch64", "generic")."""
+    return "x86-64" if arch.startswith("x86-64") else arch
 
 
 def host_arch() -> str:

@@ -124,11 +124,25 @@ class HIPCodegen(CStyleCodegen):
                 self.used_helpers.add("mfma")
 
     def vector_type(self, base: str, lanes: int) -> str:
-        """Clang vector types (`ext_vector_type`), declared on demand in the file header."""
-        name = f"tl_{base}x{lanes}"
-        self.vector_typedefs[name] = (f"typedef {self.type_name(base)} {name} "
-                                      f"__attribute__((ext_vector_type({lanes})));")
+        """Clang vector types (`ext_vector_type`), declared on demand in the file header.
+        Storage-only and 8-bit types move as raw 32-bit words (`tl_bits32x<n>`): their vectors
+        are only ever copied, and a word vector is what the 16-byte load/store instructions take."""
+        nbytes = self.dtype_bytes(base) * lanes
+        if (base in self.storage_types or self.dtype_bytes(base) == 1) and nbytes % 4 == 0:
+            name, element, count = f"tl_bits32x{nbytes // 4}", "unsigned int", nbytes // 4
+        else:
+            name, element, count = f"tl_{base}x{lanes}", self.type_name(base), lanes
+        self.vector_typedefs[name] = f"typedef {element} {name} __attribute__((ext_vector_type({count})));"
         return name
+
+    def buffer_ref(self, buffer, indices) -> str:
+        """Also a vector of a multi-dimensional buffer: a unit-stride Ramp as the last index."""
+        indices = list(indices)
+        if len(indices) > 1 and isinstance(indices[-1], tirx.Ramp):
+            ramp = indices[-1]
+            base = self.flat_index(buffer, indices[:-1] + [ramp.base])
+            return self.vector_ref(buffer, self.buffer_names[buffer], tirx.Ramp(base, ramp.stride, ramp.lanes))
+        return super().buffer_ref(buffer, indices)
 
     def file_header(self) -> list[str]:
         head = super().file_header()

@@ -22,6 +22,7 @@ functions as TileLang's `tilelang/intrinsics/mfma_layout.py`):
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from tvm import tirx as tir
@@ -302,3 +303,118 @@ def lower_gemm(op, ctx) -> tir.Stmt | None:
         return tir.SeqStmt(stmts)
 
     return ctx.per_thread(body, span=op.stmt.span)
+
+
+# -- T.copy between global memory and LDS in 16-byte vectors ----------------------------------
+
+
+@dataclass(frozen=True)
+class CopyPlan:
+    """A copy of a tile between a global tensor and LDS as vectors of `lanes` elements along
+    the tile's last (contiguous) dim; `shape` counts the tile's non-unit dims, the last in
+    vectors."""
+
+    src: object
+    dst: object
+    shape: tuple
+    lanes: int
+
+
+def _divisible(expr, factor: int) -> bool:
+    from tilelang_core.transform.irutil import analyzer
+
+    return bool(analyzer().can_prove(tir.floormod(expr, factor) == 0))
+
+
+def plan_copy(op, target) -> CopyPlan | None:
+    """The vector plan of a global <-> LDS `T.copy`, or None for the portable copy: both sides
+    of one dtype, the tile's last dim the contiguous dim of both buffers in whole vectors,
+    starting on a vector boundary, and rows of the global tensor whole vectors (so a vector
+    is either inside the tensor or wholly past its edge). Tensor base addresses are assumed
+    16-byte aligned (torch and hipMalloc give 256)."""
+    from tilelang_core.transform.irutil import analyzer, squeeze_extents
+
+    if op.name != "copy":
+        return None
+    src, dst = op.regions[:2]
+    scopes = (src.buffer.scope(), dst.buffer.scope())
+    if scopes not in (("global", "shared.dyn"), ("global", "shared"), ("shared.dyn", "global"), ("shared", "global")):
+        return None
+    dtype = str(src.buffer.dtype)
+    if dtype != str(dst.buffer.dtype):
+        return None
+    import tvm
+
+    size = tvm.runtime.DataType(dtype).bits // 8
+    vector = target.capabilities.vector_bytes
+    if size == 0 or vector % size:
+        return None
+    lanes = vector // size
+    s_dims, d_dims = squeeze_extents(src.extents), squeeze_extents(dst.extents)
+    if not s_dims or len(s_dims) != len(d_dims):
+        return None
+    if s_dims[-1] != len(src.extents) - 1 or d_dims[-1] != len(dst.extents) - 1:
+        return None
+    extents = [dst.extents[d] for d in d_dims]
+    if not all(isinstance(e, tir.IntImm) for e in extents) or int(extents[-1]) % lanes:
+        return None
+    if any(not analyzer().can_prove_equal(src.extents[s], dst.extents[d]) for s, d in zip(s_dims, d_dims)):
+        return None
+    for region in (src, dst):
+        ty = region.buffer.ty
+        if list(ty.strides) or not _divisible(ty.shape[-1], lanes) or not _divisible(region.mins[-1], lanes):
+            return None
+    return CopyPlan(src, dst, tuple(int(e) for e in extents[:-1]) + (int(extents[-1]) // lanes,), lanes)
+
+
+def lower_copy(op, ctx) -> tir.Stmt | None:
+    """`T.copy` global <-> LDS as 16-byte vector loads and stores (`global_load_dwordx4`,
+    `ds_write_b128`, ...), one vector per iteration of a `T.Parallel` nest, so consecutive
+    threads move consecutive vectors. A vector past the tensor's edge reads zeros (loads) or
+    is skipped (stores), as in the portable copy."""
+    from tvm import ir
+    from tvm.sym import Analyzer
+
+    from tilelang_core.transform.irutil import loop_nest, squeeze_extents
+
+    plan = plan_copy(op, ctx.target)
+    if plan is None:
+        return None
+    src, dst, lanes = plan.src, plan.dst, plan.lanes
+    loading = src.buffer.scope() == "global"
+    tensor = src if loading else dst
+
+    def indices(region, vs):
+        out = list(region.mins)
+        for d, v in zip(squeeze_extents(region.extents), vs):
+            out[d] = out[d] + v
+        return out
+
+    def in_bounds(buf, idx, ana):
+        conds = [c for i, dim in zip(idx, buf.ty.shape) for c in (i < dim, i >= 0) if not ana.can_prove(c)]
+        return None if not conds else functools.reduce(tir.And, conds)
+
+    def body(vs):
+        ana = Analyzer()
+        for v, extent in zip(vs, plan.shape):
+            ana.bind(v, ir.Range.from_min_extent(tir.const(0, "int32"), tir.const(extent, "int32")))
+        vs = list(vs[:-1]) + [vs[-1] * lanes]
+        s_idx, d_idx = indices(src, vs), indices(dst, vs)
+        vector = tir.BufferStore(dst.buffer, tir.BufferLoad(src.buffer, _vector(s_idx, lanes)),
+                                 _vector(d_idx, lanes), span=op.stmt.span)
+        cond = in_bounds(tensor.buffer, s_idx if loading else d_idx, ana)
+        if cond is None:
+            return vector
+        if not loading:
+            return tir.IfThenElse(cond, vector, None)
+        zero = tir.Var("e", "int32")
+        fill = tir.For(zero, tir.const(0, "int32"), tir.const(lanes, "int32"), tir.ForKind.SERIAL,
+                       tir.BufferStore(dst.buffer, tir.const(0, str(dst.buffer.dtype)),
+                                       d_idx[:-1] + [d_idx[-1] + zero]))
+        return tir.IfThenElse(cond, vector, fill)
+
+    return loop_nest(list(plan.shape), body, kind=tir.ForKind.PARALLEL, span=op.stmt.span)
+
+
+def _vector(idx, lanes: int):
+    return list(idx[:-1]) + [tir.Ramp(idx[-1], tir.const(1, "int32"), lanes)]

@@ -26,9 +26,13 @@ def tilelang_infer_layout(target, op, ctx):
 
 @hookimpl
 def tilelang_lower_tile_op(target, op, ctx):
-    from .lower import lower_gemm
+    from .lower import lower_copy, lower_gemm
 
-    return lower_gemm(op, ctx) if op.name == "gemm" else None
+    if op.name == "gemm":
+        return lower_gemm(op, ctx)
+    if op.name == "copy":
+        return lower_copy(op, ctx)
+    return None
 
 
 @hookimpl

@@ -118,7 +118,7 @@ def error_dtype(target):
     (before any toolchain sees the code)."""
     dtype = _undeclared_dtype(target)
     return Spec(axpy_kernel(256, dtype),
-                raises=Raises(("Exception",), rf"(?=.*\b{dtype}\b)(?=.*(not support|does not|lacks|unsupported))", "compile"))
+                raises=Raises(("Exception",), rf"(?=.*\b{dtype}\b)(?=.*(not support|does not|lacks|unsupported))", "compile", True))
 
 
 def threads_kernel(threads: int):
@@ -137,7 +137,7 @@ def error_threads(target):
     and the capability."""
     limit = target.capabilities.max_threads_per_block
     return Spec(threads_kernel(2 * limit),
-                raises=Raises(("Exception",), rf"(?=.*\b{2 * limit}\b)(?=.*max_threads_per_block)", "compile"))
+                raises=Raises(("Exception",), rf"(?=.*\b{2 * limit}\b)(?=.*max_threads_per_block)", "compile", True))
 
 
 def shared_kernel(n: int):
@@ -156,7 +156,7 @@ def error_shared(target):
     """A shared tile larger than the target's opt-in shared memory fails to compile, naming
     the capability."""
     n = target.capabilities.shared_memory_optin // 4 + 1024
-    return Spec(shared_kernel(n), raises=Raises(("Exception",), r"(?=.*shared memory)(?=.*shared_memory_optin)", "compile"))
+    return Spec(shared_kernel(n), raises=Raises(("Exception",), r"(?=.*shared memory)(?=.*shared_memory_optin)", "compile", True))
 
 
 def _call_spec(bad_call, pattern: str) -> Spec:
