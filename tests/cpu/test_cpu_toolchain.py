@@ -108,6 +108,36 @@ def test_plugin_hooks_end_to_end(host_compiler, rng):
     assert host_compiler in key and compiler_version(host_compiler) in key and "-O3" in key
 
 
+def test_toolchain_probes_are_kept_on_disk(host_compiler, tmp_path, monkeypatch):
+    """`cc --version` and the OpenMP probe run once per compiler binary; a process that finds
+    them under the cache directory starts no subprocess; another binary is probed anew."""
+    import json
+    import shutil
+
+    from tilelang_cpu import compile as cc
+
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache"))
+    cc._toolchain.cache_clear()
+    try:
+        version = cc.compiler_version(host_compiler)
+        (stored,) = (tmp_path / "cache" / "toolchains").glob("*.json")
+        known = json.loads(stored.read_text())
+        assert known["version"] == version and known["openmp"] == cc.openmp_supported(host_compiler)
+        stored.write_text(json.dumps({**known, "version": "remembered"}))
+        cc._toolchain.cache_clear()  # a new process: reads the file
+        monkeypatch.setattr(cc.subprocess, "run", None)  # would fail if a probe ran
+        assert cc.compiler_version(host_compiler) == "remembered"
+        monkeypatch.undo()
+        monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache"))
+        copy = tmp_path / "cc-copy"
+        shutil.copy2(os.path.realpath(host_compiler), copy)  # same bytes, another binary
+        cc._toolchain.cache_clear()
+        assert cc.compiler_version(str(copy)) not in ("remembered", "unknown")  # probed again
+        assert len(list((tmp_path / "cache" / "toolchains").glob("*.json"))) == 2
+    finally:
+        cc._toolchain.cache_clear()
+
+
 def test_timer():
     from tilelang_cpu.runtime import CPURuntime
 

@@ -409,3 +409,27 @@ def test_the_emulator_sees_a_read_before_its_copy_landed(monkeypatch):
     monkeypatch.setattr(pipeline, "wait", lambda n=None: wait(None if n is None else n + 1))
     err, _ = emulate_gemm(32, 32, 128, "float16", bm=32, bn=32, bk=32, threads=64, stages=3)
     assert not err <= 1e-3
+
+
+def test_pipelined_flash_attention_keeps_barriers_in_the_compute():
+    """FlashAttention with num_stages=2: the pipelined loop's compute exchanges row maxima
+    and sums through shared memory; without barriers there, NaNs came out (seen on an H100)."""
+    import numpy as np
+    from tilelang_conformance.cases.attention import flashattn
+
+    from tilelang_core.jit.api import lower
+    from tilelang_core.jit.options import CompileOptions
+    from tilelang_core.plugin import get_plugin_manager
+
+    B, S, H, D = 1, 128, 1, 32
+    func = flashattn(B, H, S, D, False, 64, 64, 2)
+    low = lower(func, get_plugin_manager().parse_target("cuda/sm_90a"), CompileOptions())
+    rng = np.random.default_rng()
+    q, k, v = (rng.uniform(-1, 1, (B, S, H, D)).astype(np.float16) for _ in range(3))
+    out = np.full((B, S, H, D), np.nan, np.float16)
+    run_kernel(low, q, k, v, out)
+    s = np.einsum("bqhd,bkhd->bhqk", q.astype(np.float64), k.astype(np.float64)) / np.sqrt(D)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    ref = np.einsum("bhqk,bkhd->bqhd", p / p.sum(-1, keepdims=True), v.astype(np.float64))
+    assert not np.isnan(out).any()
+    assert np.abs(out - ref).max() < 1e-2

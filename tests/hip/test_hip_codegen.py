@@ -330,3 +330,33 @@ def test_accumulator_read_by_a_reduction_moves_to_lds():
     assert "float* C = (float*)(tl_dyn_smem" in text
     assert re.search(r"tl_mfma_16x16x16_f16\(&C_reg\[", text)
     assert re.search(r"C_reg\[slot\] = C\[", text) and re.search(r"C\[[^\n]*\] = C_reg\[slot(_1)?\];", text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Copies and reductions
+# ---------------------------------------------------------------------------------------------
+
+
+def test_reduce_groups_fit_a_wave_the_row_and_the_block():
+    assert mfma.reduce_group(rows=4, length=64, threads=128, wave=64) == 32
+    assert mfma.reduce_group(rows=1, length=1000, threads=256, wave=64) == 64
+    assert mfma.reduce_group(rows=8, length=3, threads=128, wave=64) == 2
+    assert mfma.reduce_group(rows=128, length=64, threads=128, wave=64) == 1  # portable
+
+
+def test_softmax_reduces_with_shuffles():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("examples_kernels", ROOT / "examples" / "kernels.py")
+    examples = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(examples)
+    text = render(examples.softmax(100, 64, 4)).source
+    assert "tl_max(max_part, tl_shfl_xor(max_part, 16, 32))" in text
+    assert "sum_part + tl_shfl_xor(sum_part, 1, 32)" in text
+
+
+@pytest.mark.parametrize("n,vector", [(64, True), (52, False)])
+def test_copy_vectors_need_whole_vector_rows(n, vector):
+    text = gemm_source(bn=32) if n == 64 else render(kernels.gemm(128, n, 128, 64, 32, 32, "float16", "float32", "float16")).source
+    assert ("(*(tl_bits32x4*)(&B_s[" in text) == vector
+    assert "(*(tl_bits32x4*)(&A_s[" in text  # A's rows (K = 128) are whole vectors either way

@@ -7,6 +7,11 @@ CPU run tests (tests/run/kernels.py) GEMMs in fp16/bf16/fp32/int8 with every tra
 tails, reductions, cumsum, split-K atomics, symbolic dims, elementwise, math, print and
 device_assert. Each session compiles into its own cache directory (the kernel cache is safe
 across pytest-xdist workers), so every run exercises the compiler.
+
+Then the numbers: a selection of them runs on the host emulation of a HIP device
+(hip_emulator.py: the generated source, compiled for the host, threads of a block as
+std::threads, MFMA and wave shuffles emulated after AMD's documented register layouts).
+`emulate_conformance.py` runs the whole conformance suite the same way.
 """
 from __future__ import annotations
 
@@ -16,9 +21,11 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import tilelang_core as tilelang
+from hip_emulator import emulate, host_compiler
 from tilelang_hip.compile import disassemble, find_toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,10 +126,6 @@ def test_fp16_gemm_machine_code_runs_on_mfma(arch):
 # Runs on the host emulation of a HIP device (hip_emulator.py): the generated code computes
 # the right numbers, MFMA path, accumulator layouts, LDS moves, masks and barriers included.
 # ---------------------------------------------------------------------------------------------
-
-import numpy as np  # noqa: E402
-
-from hip_emulator import emulate, host_compiler  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -310,6 +313,36 @@ def test_emulated_reduce(kind, dim, clear, emu_dir):
         ref = fn(padded.reshape(blocks, bM, N), axis=1)
     if not clear:
         ref = {"max": np.maximum, "sum": np.add, "absmax": np.maximum}[kind](y0, ref)
+    np.testing.assert_array_equal(y, ref)
+
+
+@pytest.mark.parametrize("kind,clear", [("sum", False), ("absmax", True), ("min", False)])
+def test_emulated_shuffle_reduction_with_idle_lanes_and_a_ragged_row(kind, clear, emu_dir):
+    """6 rows of 100 over 128 threads: groups of 16 lanes, 96 lanes busy, rows not a multiple
+    of the group; the shuffles run on every lane."""
+    from tilelang_core import language as T
+
+    fn = {"sum": T.reduce_sum, "absmax": T.reduce_absmax, "min": T.reduce_min}[kind]
+
+    @T.prim_func
+    def rows(X: T.Tensor((6, 100), "float32"), Y: T.Tensor((6,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_shared((6, 100), "float32")
+            y = T.alloc_fragment((6,), "float32")
+            T.copy(X, x)
+            T.copy(Y, y)
+            fn(x, y, dim=1, clear=clear)
+            T.copy(y, Y)
+
+    needs_toolchain("gfx942")
+    rng = np.random.default_rng(9)
+    x, y0 = small_ints(rng, (6, 100), "float32"), small_ints(rng, (6,), "float32")
+    y = y0.copy()
+    kernel, _ = run_emulated(rows, "gfx942", emu_dir, x, y)
+    assert "tl_shfl_xor(" in kernel.get_kernel_source() and ", 8, 16)" in kernel.get_kernel_source()
+    ref = {"sum": x.sum(1), "absmax": np.abs(x).max(1), "min": x.min(1)}[kind]
+    if not clear:
+        ref = {"sum": np.add, "min": np.minimum}[kind](y0, ref)
     np.testing.assert_array_equal(y, ref)
 
 

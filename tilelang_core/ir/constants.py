@@ -16,6 +16,7 @@ __all__ = [
     "ANN_PIPELINE_SYNC",
     "ATTR_LAYOUT",
     "ATTR_SYNC_PLACED",
+    "ATTR_SYNC_RESUME",
     "ATTR_THREAD_EXTENT",
     "GEMM_POLICIES",
     "LAYOUT_SWIZZLED",
@@ -48,6 +49,9 @@ LAYOUT_SWIZZLED = "swizzled"  # the node of a tl.layout attr made by T.make_swiz
 # Around lowered code that places its own barriers (e.g. a software pipeline over
 # asynchronous copies): the core's barrier insertion adds none inside it.
 ATTR_SYNC_PLACED = "tl.sync_placed"
+# inside a sync-placed region: a part where the core places barriers again (e.g. the compute
+# of a software-pipelined loop, which may exchange data through shared memory)
+ATTR_SYNC_RESUME = "tl.sync_resume"
 
 # For-loop annotation keys.
 ANN_NUM_STAGES = "num_stages"  # T.Pipelined

@@ -107,9 +107,13 @@ def tilelang_infer_layout(target, op, ctx):
     :param target: the `Target`.
     :param op: the tile op whose operands need layouts.
     :param ctx: the `LayoutContext`: layouts fixed so far, thread count.
-    :returns: a mapping from buffer to layout, or None to keep the portable layouts.
+    :returns: a mapping from fragment buffer to `tilelang_core.layout.FragmentLayout`, or None
+        to keep the portable layouts. The op's lowering then writes the fragment through
+        `LowerContext.register_buffer` inside `LowerContext.per_thread`.
 
-    Called by the core's layout inference, for each tile op, until layouts stop changing.
+    Called by the core's layout inference on SIMT targets, once per tile op in program order;
+    a layout that does not cover the fragment over the block's threads, or that contradicts one
+    imposed earlier, is ignored.
     """
 
 

@@ -31,7 +31,7 @@ from tvm import ir as _ir
 from tvm import tirx as tir
 
 from ..codegen import builtins
-from ..ir.constants import ATTR_SYNC_PLACED
+from ..ir.constants import ATTR_SYNC_PLACED, ATTR_SYNC_RESUME
 from .irutil import const, map_stmts, seq, substitute, walk
 from .kernel_info import launch_info
 from .layout_inference import FRAGMENT_LAYOUTS
@@ -507,11 +507,20 @@ def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
                            step=s.step, span=s.span)
         if isinstance(s, tir.AttrStmt):
             if s.attr_key == ATTR_SYNC_PLACED:
-                return s
+                return resume_inside(s)
             return tir.AttrStmt(s.node, s.attr_key, s.value, rewrite(s.body), span=s.span)
         if isinstance(s, tir.IfThenElse):
             return tir.IfThenElse(s.condition, rewrite(s.then_case),
                                   None if s.else_case is None else rewrite(s.else_case), span=s.span)
         return s
+
+    def resume_inside(placed: tir.Stmt) -> tir.Stmt:
+        """Leave a sync-placed region as it is, except its `ATTR_SYNC_RESUME` parts."""
+        def on_attr(a: tir.AttrStmt):
+            if a.attr_key != ATTR_SYNC_RESUME:
+                return a
+            return tir.AttrStmt(a.node, a.attr_key, a.value, rewrite(a.body), span=a.span)
+
+        return map_stmts(placed, (tir.AttrStmt,), on_attr, order="pre")
 
     return func.with_body(rewrite(func.body))

@@ -28,7 +28,7 @@ from tvm import tirx as tir
 
 from tilelang_core.codegen.builtins import sync_threads
 from tilelang_core.ir import Region, TileOp, collect_tile_ops, is_region_call, is_tile_op, make_call
-from tilelang_core.ir.constants import ANN_NUM_STAGES, ATTR_SYNC_PLACED
+from tilelang_core.ir.constants import ANN_NUM_STAGES, ATTR_SYNC_PLACED, ATTR_SYNC_RESUME
 from tilelang_core.transform.irutil import analyzer, map_stmts, seq, substitute, walk
 from tilelang_core.transform.kernel_info import launch_info
 
@@ -255,7 +255,10 @@ def _pipeline(split: _Loop, swizzles: dict, ana) -> tuple[tir.Stmt, dict[int, ob
         tir.Evaluate(sync_threads()),
         guarded(ahead < n, ahead, tir.floormod(ahead, stages)),
         commit(),
-        *(_restage(s, staged, tir.floormod(it, stages)) for s in split.consumers),
+        # the compute may still exchange data through shared memory (fragments the core
+        # placed there): the core's barrier rules apply inside it
+        tir.AttrStmt(tir.const(0, "int32"), ATTR_SYNC_RESUME, tir.const(1, "int32"),
+                     seq(_restage(s, staged, tir.floormod(it, stages)) for s in split.consumers)),
     ]
     keep = {k: v for k, v in loop.annotations.items() if k not in _PIPELINE_KEYS}
     new_loop = tir.For(var, lo, n, tir.ForKind.SERIAL, seq(body), annotations=keep or None, span=loop.span)

@@ -1,16 +1,15 @@
-"""Tile-op lowerings of the HIP backend: `T.gemm` on MFMA (matrix fused multiply-add).
+"""Tile-op lowerings of the HIP backend (`tilelang_lower_tile_op`; None -> portable).
 
-`T.gemm(A_shared, B_shared, C_local)` with float16/bfloat16/float8 operands and a float32
-accumulator, or int8 operands and an int32 accumulator, runs on the 16x16 MFMA instructions of
-CDNA2/CDNA3 (`tl_hip_mfma.h`): 16x16x16 f16/bf16 on gfx90a and gfx942, 16x16x16 i8 on gfx90a,
-16x16x32 i8 and fnuz float8 (e4m3, e5m2) on gfx942. The block's wavefronts (64 lanes each)
-split C's 16x16 tiles in a `waves_m x waves_n` grid; each wave keeps its tiles' accumulators in registers across the
-whole kernel (the accumulator layout is imposed on C through `tilelang_infer_layout`, so
-`T.clear`, `T.Parallel` epilogues and the final `T.copy` of C run in the same layout).
-
-Anything else (fragment or global operands, float32 or mixed dtypes, tiles that are not whole
-16x16xK instruction tiles, a thread count that is not a whole number of waves) takes the
-core's portable lowering.
+`T.gemm` on MFMA (matrix fused multiply-add). `T.gemm(A_shared, B_shared, C_local)` with
+float16/bfloat16/float8 operands and a float32 accumulator, or int8 operands and an int32
+accumulator, runs on the 16x16 MFMA instructions of CDNA2/CDNA3 (`tl_hip_mfma.h`): 16x16x16
+f16/bf16 on gfx90a and gfx942, 16x16x16 i8 on gfx90a, 16x16x32 i8 and fnuz float8 (e4m3, e5m2)
+on gfx942. The block's wavefronts (64 lanes each) split C's 16x16 tiles in a
+`waves_m x waves_n` grid; each wave keeps its tiles' accumulators in registers for the whole
+kernel: the accumulator layout is imposed on C through `tilelang_infer_layout`, so `T.clear`,
+`T.Parallel` epilogues and the final `T.copy` of C run in the same layout. Anything else
+(fragment or global operands, float32 or mixed dtypes, tiles that are not whole 16x16xK
+instruction tiles, a thread count that is not a whole number of waves) is portable.
 
 Lane layouts of one 16x16xK instruction, E = K / 4 elements per lane (AMD Matrix Instruction
 Calculator, `--register-layout` for v_mfma_f32_16x16x16f16 / v_mfma_i32_16x16x32i8; the same
@@ -19,6 +18,10 @@ functions as TileLang's `tilelang/intrinsics/mfma_layout.py`):
     A (16 x K):  lane l, element i holds A[l % 16][E * (l // 16) + i]
     B (K x 16):  lane l, element i holds B[E * (l // 16) + i][l % 16]
     C (16 x 16): lane l, element i holds C[4 * (l // 16) + i][l % 16]
+
+`T.copy` between a global tensor and LDS moves 16-byte vectors when rows are whole vectors
+(`lower_copy`); `T.reduce_*` folds each output element with a group of lanes and
+`__shfl_xor` butterflies within the wavefront (`lower_reduce`).
 """
 from __future__ import annotations
 
@@ -44,6 +47,11 @@ __all__ = [
     "accumulator_layout",
     "infer_gemm_layout",
     "lower_gemm",
+    "plan_copy",
+    "lower_copy",
+    "reduce_group",
+    "lower_reduce",
+    "LOWERINGS",
 ]
 
 TILE = 16  # M and N of every instruction used here
@@ -373,7 +381,7 @@ def lower_copy(op, ctx) -> tir.Stmt | None:
     threads move consecutive vectors. A vector past the tensor's edge reads zeros (loads) or
     is skipped (stores), as in the portable copy."""
     from tvm import ir
-    from tvm.sym import Analyzer
+    from tvm.sym import Analyzer, ConstIntBound
 
     from tilelang_core.transform.irutil import loop_nest, squeeze_extents
 
@@ -390,19 +398,24 @@ def lower_copy(op, ctx) -> tir.Stmt | None:
             out[d] = out[d] + v
         return out
 
-    def in_bounds(buf, idx, ana):
+    def in_bounds(buf, idx, ana, loop_vars):
+        # block indices and symbolic dims are never negative
+        bound = {v.__chandle__() for v in loop_vars}
+        for var in _free_vars(idx):
+            if var.__chandle__() not in bound:
+                ana.update(var, ConstIntBound(0, ConstIntBound.POS_INF), True)
         conds = [c for i, dim in zip(idx, buf.ty.shape) for c in (i < dim, i >= 0) if not ana.can_prove(c)]
         return None if not conds else functools.reduce(tir.And, conds)
 
-    def body(vs):
+    def body(loop_vars):
         ana = Analyzer()
-        for v, extent in zip(vs, plan.shape):
+        for v, extent in zip(loop_vars, plan.shape):
             ana.bind(v, ir.Range.from_min_extent(tir.const(0, "int32"), tir.const(extent, "int32")))
-        vs = list(vs[:-1]) + [vs[-1] * lanes]
-        s_idx, d_idx = indices(src, vs), indices(dst, vs)
+        offsets = list(loop_vars[:-1]) + [loop_vars[-1] * lanes]
+        s_idx, d_idx = indices(src, offsets), indices(dst, offsets)
         vector = tir.BufferStore(dst.buffer, tir.BufferLoad(src.buffer, _vector(s_idx, lanes)),
                                  _vector(d_idx, lanes), span=op.stmt.span)
-        cond = in_bounds(tensor.buffer, s_idx if loading else d_idx, ana)
+        cond = in_bounds(tensor.buffer, s_idx if loading else d_idx, ana, loop_vars)
         if cond is None:
             return vector
         if not loading:
@@ -416,5 +429,111 @@ def lower_copy(op, ctx) -> tir.Stmt | None:
     return loop_nest(list(plan.shape), body, kind=tir.ForKind.PARALLEL, span=op.stmt.span)
 
 
+def _free_vars(exprs) -> list:
+    from tilelang_core.transform.irutil import walk
+
+    found = {}
+    for e in exprs:
+        walk(e, lambda v: found.setdefault(v.__chandle__(), v), (tir.Var,))
+    return list(found.values())
+
+
 def _vector(idx, lanes: int):
     return list(idx[:-1]) + [tir.Ramp(idx[-1], tir.const(1, "int32"), lanes)]
+
+
+# -- reductions with wavefront shuffles -------------------------------------------------------
+
+_REDUCE_DTYPES = ("float32", "float64", "int32")
+
+
+def _combine(kind: str, acc, value):
+    if kind in ("max", "absmax"):
+        return tir.max(acc, value)
+    if kind == "min":
+        return tir.min(acc, value)
+    return acc + value
+
+
+def _reduce_init(kind: str, dtype: str):
+    if kind == "max":
+        return tir.min_value(dtype)
+    if kind == "min":
+        return tir.max_value(dtype)
+    return tir.const(0, dtype)
+
+
+def reduce_group(rows: int, length: int, threads: int, wave: int) -> int:
+    """Lanes that fold one output element together: the largest power of two that fits in a
+    wave, in the reduced length and in the threads each output element can have (all
+    outputs in one pass); 1 when that leaves nothing to gain over the portable loop."""
+    group = 1
+    while group * 2 <= min(wave, length) and rows * group * 2 <= threads:
+        group *= 2
+    return group
+
+
+def lower_reduce(op, ctx) -> tir.Stmt | None:
+    """`T.reduce_*` with a group of lanes per output element: each lane folds every
+    `group`-th element of the reduced dim, then the group combines its partial results with
+    `__shfl_xor` butterflies (a group never spans two wavefronts). For float32/float64/int32
+    destinations and constant shapes; the source is read wherever it lives (a fragment read
+    this way moves to LDS, as with the portable loop)."""
+    from tilelang_core.transform.irutil import region_indices, squeeze_extents
+
+    src, dst = op.regions[:2]
+    kind, dim, clear = str(op.args[2].value), int(op.args[3]), bool(int(op.args[4]))
+    dtype = str(dst.buffer.dtype)
+    src_shape = [src.extents[d] for d in squeeze_extents(src.extents)]
+    if dtype not in _REDUCE_DTYPES or dim >= len(src_shape) \
+            or not all(isinstance(e, tir.IntImm) for e in src_shape):
+        return None
+    kept = [int(e) for d, e in enumerate(src_shape) if d != dim]
+    length = int(src_shape[dim])
+    rows = 1
+    for e in kept:
+        rows *= e
+    group = reduce_group(rows, length, ctx.threads, ctx.caps.warp_size)
+    if group == 1:
+        return None
+    int32 = "int32"
+
+    def body(thread):
+        lane, row = thread % group, thread // group
+        kept_idx, rest = [], row
+        for e in reversed(kept):
+            kept_idx.insert(0, rest % e)
+            rest = rest // e
+        acc = tir.decl_buffer((1,), dtype, name=f"{kind}_part", scope="local")
+        part = tir.BufferLoad(acc, [0])
+        step = tir.Var("step", int32)
+        col = lane + step * group
+        value = tir.BufferLoad(src.buffer, region_indices(src.mins, src.extents, kept_idx[:dim] + [col] + kept_idx[dim:]))
+        if str(src.buffer.dtype) != dtype:
+            value = tir.Cast(dtype, value)
+        if kind in ("abssum", "absmax"):
+            value = tir.abs(value)
+        update = tir.BufferStore(acc, _combine(kind, part, value), [0])
+        if length % group:
+            update = tir.IfThenElse(col < length, update, None)
+        fold = tir.For(step, tir.const(0, int32), tir.const((length + group - 1) // group, int32),
+                       tir.ForKind.SERIAL, update)
+        active = row < rows if rows * group < ctx.threads else None
+        stmts = [tir.AllocBuffer(acc), tir.BufferStore(acc, _reduce_init(kind, dtype), [0]),
+                 fold if active is None else tir.IfThenElse(active, fold, None)]
+        offset = group // 2
+        while offset:  # every lane takes part, active or not: a shuffle reads the whole group
+            other = tir.call_extern(dtype, "tl_shfl_xor", part, tir.const(offset, int32), tir.const(group, int32))
+            stmts.append(tir.BufferStore(acc, _combine(kind, part, other), [0]))
+            offset //= 2
+        d_idx = region_indices(dst.mins, dst.extents, kept_idx)
+        final = part if clear else _combine(kind, tir.BufferLoad(dst.buffer, d_idx), part)
+        write = lane == 0 if active is None else tir.And(lane == 0, active)
+        stmts.append(tir.IfThenElse(write, tir.BufferStore(dst.buffer, final, d_idx), None))
+        return tir.SeqStmt(stmts)
+
+    return ctx.per_thread(body, span=op.stmt.span)
+
+
+# tile op -> its HIP lowering (each returns None to take the portable one)
+LOWERINGS = {"gemm": lower_gemm, "copy": lower_copy, "reduce": lower_reduce}

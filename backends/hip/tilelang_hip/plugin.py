@@ -26,13 +26,10 @@ def tilelang_infer_layout(target, op, ctx):
 
 @hookimpl
 def tilelang_lower_tile_op(target, op, ctx):
-    from .lower import lower_copy, lower_gemm
+    from .lower import LOWERINGS
 
-    if op.name == "gemm":
-        return lower_gemm(op, ctx)
-    if op.name == "copy":
-        return lower_copy(op, ctx)
-    return None
+    lowering = LOWERINGS.get(op.name)
+    return lowering(op, ctx) if lowering is not None else None
 
 
 @hookimpl

@@ -75,3 +75,15 @@ template <typename T> TL_DEVICE T tl_atomic_min(T* addr, T v) {
       tl_emu_current.failed = 1;                                                        \
     }                                                                                   \
   } while (0)
+
+// __shfl_xor: every lane of the wave publishes its value, then reads its partner's.
+template <typename T> TL_DEVICE T tl_shfl_xor(T v, int mask, int width) {
+  tl_emu_wave& wave = tl_emu_current.waves[tl_emu_flat_thread / 64];
+  const int lane = tl_emu_flat_thread % 64;
+  wave.lanes[lane] = static_cast<double>(v);
+  wave.sync->arrive_and_wait();
+  const int partner = (lane & ~(width - 1)) | ((lane ^ mask) & (width - 1));
+  const T other = static_cast<T>(wave.lanes[partner]);
+  wave.sync->arrive_and_wait();
+  return other;
+}

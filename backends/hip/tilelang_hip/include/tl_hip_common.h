@@ -161,3 +161,10 @@ TL_DEVICE void tl_device_assert_fail(const char* cond, const char* msg, const ch
   do {                                                                                          \
     if (!(cond)) tl_device_assert_fail(#cond, (msg), __FILE__, __LINE__);                       \
   } while (0)
+
+// ---------------------------------------------------------------------------------------------
+// Wavefront shuffles: v of lane (lane ^ mask) within groups of `width` lanes (a power of two,
+// at most 64). Every lane of the group must call it.
+// ---------------------------------------------------------------------------------------------
+
+template <typename T> TL_DEVICE T tl_shfl_xor(T v, int mask, int width) { return __shfl_xor(v, mask, width); }

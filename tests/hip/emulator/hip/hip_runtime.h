@@ -24,6 +24,7 @@ struct tl_emu_dim3 {
 struct tl_emu_wave {
   std::barrier<>* sync;
   double a[64][8], b[64][8], c[64][4];
+  double lanes[64];  // tl_shfl_xor
 };
 
 struct tl_emu_block {
