@@ -218,3 +218,34 @@ def test_seed_gemm_and_softmax_from_examples():
     x = rand(rng, (37, 64), "float32") * 4
     e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
     assert rel_err(sm(x), e / e.sum(axis=1, keepdims=True)) < 1e-5
+
+
+def test_reduce_and_cumsum_over_a_one_row_tile():
+    """A 1 x N tile reduces and scans like an N vector (the unit dim is not dropped from dim)."""
+    from tilelang_core import language as T
+
+    @T.prim_func
+    def main(X: T.Tensor((1, 40), "float32"), S: T.Tensor((1,), "float32"), C: T.Tensor((1, 40), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            x = T.alloc_fragment((1, 40), "float32")
+            s = T.alloc_fragment((1,), "float32")
+            c = T.alloc_shared((1, 40), "float32")
+            T.copy(X, x)
+            T.reduce_sum(x, s, dim=1)
+            T.cumsum(x, c, dim=1)
+            T.copy(s, S)
+            T.copy(c, C)
+
+    for target in (TARGET, "cuda/sm_80"):
+        kernel = tilelang.compile(main, out_idx=[1, 2], target=target) if target == TARGET else None
+        if kernel is None:
+            from tilelang_core.jit.api import lower
+            from tilelang_core.jit.options import CompileOptions
+            from tilelang_core.plugin import get_plugin_manager
+
+            lower(main, get_plugin_manager().parse_target(target), CompileOptions())
+            continue
+        x = np.random.default_rng().uniform(-1, 1, (1, 40)).astype(np.float32)
+        s, c = kernel(x)
+        assert rel_err(s, x.astype(np.float64).sum(axis=1)) < 1e-5
+        assert rel_err(c, np.cumsum(x.astype(np.float64), axis=1)) < 1e-5

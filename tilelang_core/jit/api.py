@@ -110,7 +110,7 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
 
     from .. import __version__
     from ..plugin import get_plugin_manager, hooks_for
-    from .cache import KernelCache, cache_key
+    from .cache import KernelCache, cache_key, core_fingerprint
 
     start = time.perf_counter()
     tgt = get_plugin_manager().parse_target(target)
@@ -123,7 +123,7 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
     if hit is not None and cache:
         return hit
     hooks = hooks_for(tgt)
-    key = cache_key(__version__, func.script(show_meta=True), str(tgt), repr(tgt.options), options.key(),
+    key = cache_key(__version__, core_fingerprint(), func.script(show_meta=True), str(tgt), repr(tgt.options), options.key(),
                     repr(outs), *hooks.cache_key(options))
     if cache:
         (meta, binary, source), was_hit = KernelCache().get_or_build(key, lambda: _build(func, tgt, options, outs))

@@ -5,6 +5,7 @@ directory and renames it into place; a file lock per key keeps the work to one o
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -12,13 +13,24 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from filelock import FileLock
-
 from .. import env
 from ..runtime.base import KernelMeta
 from ..runtime.export import META_FILE, SOURCE_FILE
 
-__all__ = ["KernelCache", "cache_key"]
+__all__ = ["KernelCache", "cache_key", "core_fingerprint"]
+
+
+@functools.lru_cache(maxsize=1)
+def core_fingerprint() -> str:
+    """A digest of the core's own files (path, size, modification time): a changed pass or
+    printer must not hit kernels cached by the old one. Computed once per process."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".h") and "__pycache__" not in path.parts:
+            stat = path.stat()
+            digest.update(f"{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    return digest.hexdigest()[:16]
 
 
 def cache_key(*parts: str) -> str:
@@ -53,6 +65,8 @@ class KernelCache:
             return hit, True
         path = self._dir(key)
         path.parent.mkdir(parents=True, exist_ok=True)
+        from filelock import FileLock  # on a miss only: importing it costs milliseconds
+
         with FileLock(str(path) + ".lock"):
             hit = self.get(key)
             if hit is not None:

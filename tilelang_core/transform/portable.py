@@ -164,15 +164,30 @@ def _reduce_combine(kind: str, acc: tir.Expr, value: tir.Expr) -> tir.Expr:
     raise ValueError(kind)
 
 
+def _axes_with(region: Region, dim: int) -> list[int]:
+    """The region's dimensions that are not of extent 1, plus `dim` (the one an op runs along)."""
+    return [d for d in range(len(region.extents)) if d == dim or d in squeeze_extents(region.extents)]
+
+
+def _indices_along(region: Region, axes: list[int], values) -> list[tir.Expr]:
+    """Indices of a region element: `values[i]` along `axes[i]`, the min elsewhere."""
+    out = list(region.mins)
+    for axis, value in zip(axes, values):
+        out[axis] = region.mins[axis] + value
+    return out
+
+
 def lower_reduce(op: TileOp, ctx) -> tir.Stmt:
     src, dst = op.regions[:2]
     kind = str(op.args[2].value)
-    dim = int(op.args[3])
     clear = bool(int(op.args[4]))
-    src_shape = _shape_of(src)
+    if int(op.args[3]) >= len(src.extents):
+        raise TileLangCompileError(f"T.reduce_{kind}: dim={int(op.args[3])} but the source has {len(src.extents)} dims", op.source)
+    # work on the dimensions that are not 1 (a 1 x N tile reduces like an N vector)
+    axes = _axes_with(src, int(op.args[3]))
+    dim = axes.index(int(op.args[3]))
+    src_shape = [src.extents[a] for a in axes]
     dst_shape = _shape_of(dst)
-    if dim >= len(src_shape):
-        raise TileLangCompileError(f"T.reduce_{kind}: dim={dim} but the source has {len(src_shape)} dims", op.source)
     kept = [e for d, e in enumerate(src_shape) if d != dim]
     if not _same_shape(kept, dst_shape):
         raise TileLangCompileError(
@@ -184,7 +199,7 @@ def lower_reduce(op: TileOp, ctx) -> tir.Stmt:
 
     def body(vs):
         src_vars = list(vs[:dim]) + [r] + list(vs[dim:])
-        value = _load(src.buffer, region_indices(src.mins, src.extents, src_vars), dtype)
+        value = _load(src.buffer, _indices_along(src, axes, src_vars), dtype)
         acc = tir.BufferLoad(acc_buf, [0])
         d_idx = region_indices(dst.mins, dst.extents, vs)
         final = acc if clear else _reduce_combine(kind, tir.BufferLoad(dst.buffer, d_idx), acc)
@@ -203,8 +218,11 @@ def lower_reduce(op: TileOp, ctx) -> tir.Stmt:
 
 def lower_cumsum(op: TileOp, ctx) -> tir.Stmt:
     src, dst = op.regions[:2]
-    dim, reverse = int(op.args[2]), bool(int(op.args[3]))
-    shape = _shape_of(src)
+    reverse = bool(int(op.args[3]))
+    axes = _axes_with(src, int(op.args[2]))
+    dim = axes.index(int(op.args[2]))
+    shape = [src.extents[a] for a in axes]
+    dst_axes = _axes_with(dst, int(op.args[2]))
     dtype = str(dst.buffer.dtype)
     acc_buf = tir.decl_buffer((1,), dtype, name="cumsum_acc", scope="local")
     r = tir.Var("r", "int32")
@@ -218,8 +236,8 @@ def lower_cumsum(op: TileOp, ctx) -> tir.Stmt:
             tir.AllocBuffer(acc_buf),
             tir.BufferStore(acc_buf, tir.const(0, dtype), [0]),
             tir.For(r, const(0), shape[dim], SER, seq([
-                tir.BufferStore(acc_buf, acc + _load(src.buffer, region_indices(src.mins, src.extents, full), dtype), [0]),
-                tir.BufferStore(dst.buffer, acc, region_indices(dst.mins, dst.extents, full)),
+                tir.BufferStore(acc_buf, acc + _load(src.buffer, _indices_along(src, axes, full), dtype), [0]),
+                tir.BufferStore(dst.buffer, acc, _indices_along(dst, dst_axes, full)),
             ])),
         ])
 
