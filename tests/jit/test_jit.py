@@ -204,3 +204,24 @@ def test_two_symbolic_dims_keep_their_order_through_export(tmp_path, cache_dir):
     x = np.random.default_rng().uniform(-1, 1, (20, 5)).astype(np.float32)
     np.testing.assert_allclose(loaded(x), x + 1, rtol=1e-6)
     np.testing.assert_allclose(kernel(x), x + 1, rtol=1e-6)
+
+
+def test_misaligned_tensor_is_refused_when_the_kernel_needs_alignment(cache_dir):
+    from tilelang_core.runtime import KernelMeta, ParamSpec
+    from tilelang_core.runtime.kernel import Kernel
+
+    kernel = tilelang.compile(scale_kernel(16), target="cpu")
+    meta = KernelMeta(**{**kernel.meta.__dict__, "extra": {**kernel.meta.extra, "tensor_alignment": 16}})
+    strict = Kernel(meta, kernel.binary, kernel.runtime)
+    base = np.zeros(40, np.float32)
+    x, y = base[1:17], np.zeros(16, np.float32)  # x starts 4 bytes past an aligned address
+    if x.__array_interface__["data"][0] % 16 == 0:
+        x = base[2:18]
+    with pytest.raises(KernelCallError, match="16-byte"):
+        strict(x, y)
+    good = np.ones(16, np.float32)
+    strict(good, y)
+    assert np.allclose(y, 2.0)
+    strict(good, y)  # the fast path of the second call checks alignment too
+    with pytest.raises(KernelCallError, match="16-byte"):
+        strict(x, y)

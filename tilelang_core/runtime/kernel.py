@@ -38,6 +38,8 @@ class Kernel:
         self._loaded: LoadedKernel | None = None
         self._tensor_params = [i for i, p in enumerate(meta.params) if p.kind == "tensor"]
         self._n_user = len(meta.params) - len(meta.symbols)
+        # byte alignment the kernel assumes of every tensor (e.g. 16 for vector async copies)
+        self._alignment = int(meta.extra.get("tensor_alignment", 1))
         self._inputs = [i for i in range(self._n_user) if i not in meta.out_idx]
         # per parameter: its shape when fully static (the fast path of the shape check)
         self._static_shapes = [tuple(p.shape) if all(isinstance(d, int) for d in p.shape) else None
@@ -186,7 +188,7 @@ class Kernel:
         if (view.shape == self._static_shapes[index] and view.dtype == param.dtype
                 and view.device_type == self.runtime.dlpack_device_type
                 and (param.strides is not None or view.strides == _contiguous_strides(view.shape))):
-            return view.data_ptr
+            return self._aligned(where, view.data_ptr)
         if len(view.shape) != len(param.shape):
             raise KernelCallError(f"{where}: expected rank {len(param.shape)} with shape {_fmt(param.shape)}, got rank {len(view.shape)} {view.shape}")
         for dim, (want, got) in enumerate(zip(param.shape, view.shape)):
@@ -202,7 +204,15 @@ class Kernel:
                 f"type {view.device_type}; move it there first (e.g. tensor.to(device))")
         if param.strides is None and not is_contiguous(view):
             raise KernelCallError(f"{where}: expected a contiguous row-major tensor, got strides {view.strides}; pass .contiguous() / np.ascontiguousarray(...)")
-        return view.data_ptr
+        return self._aligned(where, view.data_ptr)
+
+    def _aligned(self, where: str, pointer: int) -> int:
+        if pointer % self._alignment:
+            raise KernelCallError(
+                f"{where}: the kernel reads tensors with {self._alignment}-byte vector accesses, but "
+                f"this one starts at address {pointer:#x} (not a multiple of {self._alignment}); pass "
+                f"a tensor that starts on a {self._alignment}-byte boundary (e.g. .clone() a sliced view)")
+        return pointer
 
     def _check_scalar(self, index: int, param, arg: Any) -> int | float:
         if view_of(arg) is not None or not isinstance(arg, (int, float, bool)):
@@ -283,6 +293,8 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
             env[f"V{index}"] = arg.device
             checks.append(f"{name}.device == V{index}")
             pointers.append(f"{name}.data_ptr()")
+        if kernel._alignment > 1:
+            checks.append(f"{pointers[-1]} % {kernel._alignment} == 0")
         fresh = [d for d in dict.fromkeys(param.shape) if isinstance(d, str) and d not in symbols]
         if not fresh:
             checks.append(f"{name}.shape == {shape_of(param)}")

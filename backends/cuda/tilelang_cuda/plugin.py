@@ -67,4 +67,10 @@ def tilelang_runtime(target):
 def tilelang_codegen(target, module, options):
     from .codegen import CUDACodegen
 
-    return CUDACodegen(target, options).render(module)
+    source = CUDACodegen(target, options).render(module)
+    if "tl::cp_async" in source.source:
+        # 16-byte cp.async reads assume 16-byte aligned tensors: the caller's check says so
+        import dataclasses
+
+        source = dataclasses.replace(source, extra={**source.extra, "tensor_alignment": 16})
+    return source
