@@ -171,7 +171,8 @@ class LoadedKernel(abc.ABC):
         stream: Any = None,
     ) -> None:
         """Launch once. `args` follow `KernelMeta.params`: a device pointer (int) per tensor,
-        a Python number per scalar."""
+        a Python number per scalar. `stream` None means the current stream (the caller's
+        current torch stream on GPUs) of the device the kernel was loaded on."""
 
 
 class Runtime(abc.ABC):

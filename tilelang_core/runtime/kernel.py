@@ -75,8 +75,7 @@ class Kernel:
             arranged = guard(args)
             if arranged is not None:
                 outs, launch_args, grid, block = arranged
-                if stream is None:
-                    stream = self.runtime.current_stream()
+                # stream None: the loaded kernel launches on its device's current stream
                 self._launch(launch_args, grid, block, self.meta.shared_memory, stream)
                 if not outs:
                     return None
@@ -113,8 +112,6 @@ class Kernel:
         self._make_guard(full)
         grid = (self._grid[0](values), self._grid[1](values), self._grid[2](values))
         block = (self._block[0](values), self._block[1](values), self._block[2](values))
-        if stream is None:
-            stream = self.runtime.current_stream()
         self.loaded.launch(launch_args, grid, block, self.meta.shared_memory, stream)
         outs = [full[i] for i in self.meta.out_idx]
         if not outs:

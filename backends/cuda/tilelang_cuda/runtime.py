@@ -430,15 +430,18 @@ class CUDARuntime(Runtime):
     def current_stream(self, device_index: int | None = None) -> Any:
         """torch's current stream handle on `device_index` (None: torch's current device)
         when torch drives CUDA here, else 0 (the default stream)."""
-        torch = _torch_if_cuda()
-        if torch is None:
-            return 0
-        if device_index is None:
-            device_index = torch.cuda.current_device()
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        if raw is not None:
-            return raw(device_index)
-        return torch.cuda.current_stream(device_index).cuda_stream
+        raw = self.__dict__.get("_raw_stream")  # once torch drives CUDA, it stays so
+        if raw is None or device_index is None:
+            torch = _torch_if_cuda()
+            if torch is None:
+                return 0
+            if device_index is None:
+                device_index = torch.cuda.current_device()
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            if raw is None:
+                return torch.cuda.current_stream(device_index).cuda_stream
+            self._raw_stream = raw
+        return raw(device_index)
 
     def synchronize(self) -> None:
         """Wait for every device this runtime has used; a kernel's asynchronous error
