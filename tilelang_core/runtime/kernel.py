@@ -287,11 +287,12 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
         else:
             if param.strides is None:
                 checks.append(f"{name}.is_contiguous()")
-            env[f"V{index}"] = arg.device
-            checks.append(f"{name}.device == V{index}")
+            # get_device() is an int (-1 on the host): cheaper than building a device object
+            env[f"V{index}"] = arg.get_device()
+            checks.append(f"{name}.get_device() == V{index}")
             pointers.append(f"{name}.data_ptr()")
         if kernel._alignment > 1:
-            checks.append(f"{pointers[-1]} % {kernel._alignment} == 0")
+            checks.append(f"({pointers[-1]}) % {kernel._alignment} == 0")
         fresh = [d for d in dict.fromkeys(param.shape) if isinstance(d, str) and d not in symbols]
         if not fresh:
             checks.append(f"{name}.shape == {shape_of(param)}")
