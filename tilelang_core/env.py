@@ -8,7 +8,7 @@ __all__ = ["enabled_backends", "default_target", "cache_dir", "host_c_compiler",
 
 
 def enabled_backends() -> list[str] | None:
-    """`TILELANG_BACKENDS=cpu,cuda`: load only these entry points (None: load all)."""
+    """`TILELANG_BACKENDS=name1,name2`: load only these entry points (None: load all)."""
     raw = os.environ.get("TILELANG_BACKENDS", "").strip()
     if not raw:
         return None

@@ -17,8 +17,8 @@ class TargetError(ValueError):
 class TargetKind:
     """A kind of target a backend declares: its archs and their capability tables.
 
-    `default_arch` is used for a bare kind ("cuda"); `aliases` map extra arch names (such as
-    "host") to declared ones.
+    `default_arch` is used for a bare kind (`KIND` rather than `KIND/ARCH`); `aliases` map
+    extra arch names (such as "host") to declared ones.
     """
 
     name: str
@@ -30,7 +30,7 @@ class TargetKind:
 
 @dataclass(frozen=True)
 class Target:
-    """A compilation target. Parse one with `Target.parse("cuda/sm_90a")`."""
+    """A compilation target. Parse one with `Target.parse("KIND/ARCH")`."""
 
     kind: str
     arch: str

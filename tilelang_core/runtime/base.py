@@ -100,7 +100,7 @@ class KernelSource:
 
     source: str
     entry: str
-    language: str  # "c", "cuda", "hip", "msl", ...
+    language: str  # the source dialect, as the backend names it
     grid: tuple[int | str, ...] = (1, 1, 1)
     block: tuple[int | str, ...] = (1, 1, 1)
     shared_memory: int = 0
@@ -178,8 +178,8 @@ class LoadedKernel(abc.ABC):
 class Runtime(abc.ABC):
     """A backend's loader and launcher (the result of `tilelang_runtime`).
 
-    `dlpack_device_type` is the DLPack device type of the tensors it accepts (1 CPU, 2 CUDA,
-    10 ROCm, 8 Metal); the core checks every tensor argument against it.
+    `dlpack_device_type` is the DLPack device type of the tensors it accepts (a number from
+    the DLPack standard, 1 for host memory); the core checks every tensor argument against it.
     """
 
     dlpack_device_type: int = 1

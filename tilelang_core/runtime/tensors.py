@@ -90,7 +90,8 @@ _TORCH_DEVICES: dict[Any, tuple[int, int]] = {}
 
 def torch_device(tensor: Any) -> tuple[int, int]:
     """(DLPack device type, index) of a torch tensor, cached per `torch.device` (asking
-    `__dlpack_device__` costs ~2 us; ROCm builds report 10 where `device.type` says "cuda")."""
+    `__dlpack_device__` costs ~2 us, and it is the DLPack type that counts: a torch build may
+    name its device one thing and report another DLPack type for it)."""
     device = tensor.device
     found = _TORCH_DEVICES.get(device)
     if found is None:
