@@ -21,7 +21,7 @@ from ..ir import Region, TileOp, dtype_of
 from .errors import TileLangCompileError
 from .irutil import const, in_bounds, is_global, loop_nest, region_indices, seq, squeeze_extents
 
-__all__ = ["lower_portable", "PORTABLE_LOWERINGS"]
+__all__ = ["lower_portable", "PORTABLE_LOWERINGS", "reduce_init", "reduce_combine"]
 
 PAR = tir.ForKind.PARALLEL
 SER = tir.ForKind.SERIAL
@@ -142,7 +142,8 @@ def lower_gemm(op: TileOp, ctx) -> tir.Stmt:
 # --- reductions -----------------------------------------------------------------------------
 
 
-def _reduce_init(kind: str, dtype: str) -> tir.Expr:
+def reduce_init(kind: str, dtype: str) -> tir.Expr:
+    """The identity of a `T.reduce_<kind>`: -inf-like for max, +inf-like for min, else 0."""
     if kind == "max":
         return tir.min_value(dtype)
     if kind == "min":
@@ -150,7 +151,8 @@ def _reduce_init(kind: str, dtype: str) -> tir.Expr:
     return tir.const(0, dtype)
 
 
-def _reduce_combine(kind: str, acc: tir.Expr, value: tir.Expr) -> tir.Expr:
+def reduce_combine(kind: str, acc: tir.Expr, value: tir.Expr) -> tir.Expr:
+    """One step of a `T.reduce_<kind>`: fold `value` into `acc` (abs first for abssum/absmax)."""
     if kind == "max":
         return tir.max(acc, value)
     if kind == "min":
@@ -202,12 +204,12 @@ def lower_reduce(op: TileOp, ctx) -> tir.Stmt:
         value = _load(src.buffer, _indices_along(src, axes, src_vars), dtype)
         acc = tir.BufferLoad(acc_buf, [0])
         d_idx = region_indices(dst.mins, dst.extents, vs)
-        final = acc if clear else _reduce_combine(kind, tir.BufferLoad(dst.buffer, d_idx), acc)
+        final = acc if clear else reduce_combine(kind, tir.BufferLoad(dst.buffer, d_idx), acc)
         return seq([
             tir.AllocBuffer(acc_buf),
-            tir.BufferStore(acc_buf, _reduce_init(kind, dtype), [0]),
+            tir.BufferStore(acc_buf, reduce_init(kind, dtype), [0]),
             tir.For(r, const(0), src_shape[dim], SER,
-                    tir.BufferStore(acc_buf, _reduce_combine(kind, acc, value), [0])),
+                    tir.BufferStore(acc_buf, reduce_combine(kind, acc, value), [0])),
             tir.BufferStore(dst.buffer, final, d_idx),
         ])
 

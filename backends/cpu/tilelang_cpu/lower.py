@@ -12,6 +12,8 @@ from __future__ import annotations
 from tvm import DataType
 from tvm import tirx as tir
 
+from tilelang_core.transform.portable import reduce_combine, reduce_init
+
 __all__ = ["lower_tile_op", "REDUCE_LANE_BYTES"]
 
 # bytes of lane accumulators per reduction: two AVX-512 or four AVX2 registers, enough
@@ -52,22 +54,8 @@ def lower_gemm(op, ctx):
     return tir.SeqStmt([zero, call])
 
 
-def _reduce_init(kind: str, dtype: str):
-    if kind == "max":
-        return tir.min_value(dtype)
-    if kind == "min":
-        return tir.max_value(dtype)
-    return tir.const(0, dtype)
 
 
-def _reduce_combine(kind: str, acc, value):
-    if kind in ("abssum", "absmax"):
-        value = tir.abs(value)
-    if kind in ("max", "absmax"):
-        return tir.max(acc, value)
-    if kind == "min":
-        return tir.min(acc, value)
-    return acc + value
 
 
 def _seq(stmts):
@@ -109,7 +97,7 @@ def lower_reduce(op, ctx):
                        tir.BufferStore(acc, value_of(lane), [lane]))
 
     def fold(value_at):
-        return lambda i: _reduce_combine(kind, tir.BufferLoad(acc, [i]), value_at(i))
+        return lambda i: reduce_combine(kind, tir.BufferLoad(acc, [i]), value_at(i))
 
     if isinstance(length, tir.IntImm):
         done = tir.const(length.value // lanes * lanes, itype)
@@ -119,7 +107,7 @@ def lower_reduce(op, ctx):
         done, tail = chunks * n_lanes, None
     body = [
         tir.AllocBuffer(acc),
-        over_lanes(n_lanes, lambda i: _reduce_init(kind, dtype)),
+        over_lanes(n_lanes, lambda i: reduce_init(kind, dtype)),
         tir.For(chunk, zero, chunks, tir.ForKind.SERIAL, over_lanes(n_lanes, fold(lambda i: src_at(chunk * n_lanes + i)))),
     ]
     if tail != 0:
@@ -135,7 +123,7 @@ def lower_reduce(op, ctx):
         dst_idx = [_offset(dst.mins[d], kept[d]) for d in range(ndim - 1)]
     result = tir.BufferLoad(acc, [zero])
     if not clear:  # lane 0 already holds |x| terms: combine plainly
-        result = _reduce_combine({"abssum": "sum", "absmax": "max"}.get(kind, kind),
+        result = reduce_combine({"abssum": "sum", "absmax": "max"}.get(kind, kind),
                                  tir.BufferLoad(dst.buffer, dst_idx), result)
     body.append(tir.BufferStore(dst.buffer, result, dst_idx))
     stmt = _seq(body)

@@ -14,6 +14,7 @@ from tvm import tirx as tir
 
 from tilelang_core.ir import TileOp
 from tilelang_core.transform.irutil import seq
+from tilelang_core.transform.portable import reduce_combine, reduce_init
 
 from .layout import row_layout
 
@@ -55,24 +56,8 @@ def reduce_layouts(op: TileOp, ctx) -> dict | None:
     return None if layout is None else {op.regions[0].buffer: layout}
 
 
-def _init(kind: str, dtype: str):
-    if kind == "max":
-        return tir.min_value(dtype)
-    if kind == "min":
-        return tir.max_value(dtype)
-    return tir.const(0, dtype)
 
 
-def _combine(kind: str, acc, value):
-    if kind == "max":
-        return tir.max(acc, value)
-    if kind == "min":
-        return tir.min(acc, value)
-    if kind == "sum":
-        return acc + value
-    if kind == "abssum":
-        return acc + tir.abs(value)
-    return tir.max(acc, tir.abs(value))  # absmax
 
 
 # across lanes the partial results combine by the outer operation
@@ -100,11 +85,11 @@ def lower_reduce(op: TileOp, ctx) -> tir.Stmt | None:
         row = groups.row(thread, r)
         result = tir.BufferLoad(acc, [0])
         if not clear:
-            result = _combine(_ACROSS[kind], tir.BufferLoad(dst.buffer, [row]), result)
+            result = reduce_combine(_ACROSS[kind], tir.BufferLoad(dst.buffer, [row]), result)
         body = seq([
-            tir.BufferStore(acc, _init(kind, dtype), [0]),
+            tir.BufferStore(acc, reduce_init(kind, dtype), [0]),
             tir.For(s, tir.const(0, "int32"), tir.const(groups.per_row, "int32"), UNROLL,
-                    tir.BufferStore(acc, _combine(kind, tir.BufferLoad(acc, [0]), value), [0])),
+                    tir.BufferStore(acc, reduce_combine(kind, tir.BufferLoad(acc, [0]), value), [0])),
             tir.Evaluate(tir.call_extern("void", f"tl::warp_allreduce_{_ACROSS[kind]}<{groups.lanes}>",
                                          tir.address_of(tir.BufferLoad(acc, [0])))),
             tir.IfThenElse(groups.writer(thread), tir.BufferStore(dst.buffer, result, [row]), None),

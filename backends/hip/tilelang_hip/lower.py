@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from tvm import tirx as tir
 
 from tilelang_core.layout import FragmentLayout
+from tilelang_core.transform.portable import reduce_init
 
 __all__ = [
     "MFMAInstruction",
@@ -455,12 +456,6 @@ def _combine(kind: str, acc, value):
     return acc + value
 
 
-def _reduce_init(kind: str, dtype: str):
-    if kind == "max":
-        return tir.min_value(dtype)
-    if kind == "min":
-        return tir.max_value(dtype)
-    return tir.const(0, dtype)
 
 
 def reduce_group(rows: int, length: int, threads: int, wave: int) -> int:
@@ -519,7 +514,7 @@ def lower_reduce(op, ctx) -> tir.Stmt | None:
         fold = tir.For(step, tir.const(0, int32), tir.const((length + group - 1) // group, int32),
                        tir.ForKind.SERIAL, update)
         active = row < rows if rows * group < ctx.threads else None
-        stmts = [tir.AllocBuffer(acc), tir.BufferStore(acc, _reduce_init(kind, dtype), [0]),
+        stmts = [tir.AllocBuffer(acc), tir.BufferStore(acc, reduce_init(kind, dtype), [0]),
                  fold if active is None else tir.IfThenElse(active, fold, None)]
         offset = group // 2
         while offset:  # every lane takes part, active or not: a shuffle reads the whole group
