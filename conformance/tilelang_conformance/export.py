@@ -223,25 +223,14 @@ def run_from(directory: str | Path, patterns: Sequence[str] | None = None,
 def _ensure_backend(manifest: dict[str, Any]) -> None:
     """Where the backend is importable but not installed (a repository copy on PYTHONPATH, as
     on a lent GPU machine), register its plugin module from the manifest by hand."""
-    from importlib import import_module
-
     from tilelang_core import get_plugin_manager
-    from tilelang_core.plugin import BackendInfo
 
     manager = get_plugin_manager()
     kind = manifest["target"].partition("/")[0]
     backend = manifest.get("backend") or {}
     if kind in manager.registry.kinds or not backend.get("module"):
         return
-    name = backend["name"] or kind
-    info = BackendInfo(name, "(not installed: imported from the path)", "?", backend["module"])
-    manager.backends[name] = info
-    module_name, _, attr = backend["module"].partition(":")
-    module = import_module(module_name)
-    manager.register_plugin(info, getattr(module, attr) if attr else module)
-    if info.broken:
-        raise RuntimeError(f"backend {name!r} ({backend['module']}) failed to register: {info.error}")
-    manager.detections(refresh=True)
+    manager.register_module(backend["name"] or kind, backend["module"])
 
 
 class _Named:

@@ -53,19 +53,11 @@ CHILD_TIMEOUT_S = 600
 def ensure_cuda_backend() -> None:
     """Register the CUDA backend from this checkout when no installed entry point provides it
     (a bare machine with only the repository on PYTHONPATH)."""
-    from tilelang_core.plugin import BackendInfo, get_plugin_manager
+    from tilelang_core.plugin import get_plugin_manager
 
     manager = get_plugin_manager()
-    if "cuda" in manager.registry.kinds:
-        return
-    import tilelang_cuda.plugin as plugin
-
-    info = BackendInfo(name="cuda", distribution="tilelang-cuda (source checkout)", version="?",
-                       module="tilelang_cuda.plugin")
-    manager.backends["cuda"] = info
-    manager.register_plugin(info, plugin)
-    if info.error:
-        raise RuntimeError(f"the CUDA backend did not register: {info.error}")
+    if "cuda" not in manager.registry.kinds:
+        manager.register_module("cuda", "tilelang_cuda.plugin")
 
 
 def case_dirs(root: Path, only: list[str] | None) -> list[Path]:

@@ -187,3 +187,15 @@ def test_unknown_kind_has_no_hooks(two_backends):
     manager, _ = two_backends
     with pytest.raises(TargetError):
         manager.hook_for("nope", "tilelang_codegen")
+
+
+def test_register_module_by_import_path(monkeypatch):
+    """A backend on PYTHONPATH with no installed entry point registers by its module path."""
+    manager = PluginManager(entry_points=[])
+    monkeypatch.setitem(sys.modules, "fake_path_backend", _fake_backend("fake_path", []))
+    info = manager.register_module("fake_path", "fake_path_backend")
+    assert not info.broken and info.kinds == ["fake_path"]
+    assert str(manager.parse_target("fake_path")) == "fake_path/a1"
+    with pytest.raises(RuntimeError, match="failed to register.*No module named"):
+        manager.register_module("missing", "no_such_backend_module.plugin")
+    assert manager.backends["missing"].broken

@@ -103,6 +103,27 @@ class PluginManager:
                 continue
             self.register_plugin(info, plugin)
 
+    def register_module(self, name: str, module: str) -> BackendInfo:
+        """Register a backend from its plugin module's import path ("pkg.plugin" or
+        "pkg.plugin:attr"): for a checkout on PYTHONPATH that no installed entry point
+        provides (a lent GPU machine). Raises when the module does not import or register."""
+        from importlib import import_module
+
+        info = BackendInfo(name, "(not installed: imported from the path)", "?", module)
+        self.backends[name] = info
+        module_name, _, attr = module.partition(":")
+        try:
+            loaded = import_module(module_name)
+        except BaseException as exc:  # noqa: BLE001 - reported like an entry point that breaks
+            info.error = _describe(exc)
+        else:
+            self.register_plugin(info, getattr(loaded, attr) if attr else loaded)
+        if info.broken:
+            raise RuntimeError(f"backend {name!r} ({module}) failed to register: {info.error}")
+        self._detections = None
+        self.__dict__.pop("_by_kind", None)
+        return info
+
     def register_plugin(self, info: BackendInfo, plugin: Any) -> None:
         """Register one backend module and let it declare its targets."""
         try:
