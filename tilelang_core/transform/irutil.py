@@ -125,13 +125,15 @@ def is_global(buffer: tir.Buffer) -> bool:
     return buffer.scope() == "global"
 
 
-def in_bounds(buffer: tir.Buffer, indices: Sequence[tir.Expr]) -> tir.Expr | None:
-    """The condition that `indices` lie inside a global buffer, or None when provably true."""
+def in_bounds(buffer: tir.Buffer, indices: Sequence[tir.Expr], ana: Analyzer | None = None) -> tir.Expr | None:
+    """The condition that `indices` lie inside a global buffer, or None when provably true.
+    `ana` is an analyzer that knows the enclosing ranges (default: one that knows none)."""
+    ana = ana if ana is not None else _ANALYZER
     conds = []
     for idx, dim in zip(indices, buffer.shape):
         checks = [idx < dim] + ([] if _non_negative(idx) else [idx >= 0])
         for cond in checks:
-            if not _ANALYZER.can_prove(cond):
+            if not ana.can_prove(cond):
                 conds.append(cond)
     if not conds:
         return None

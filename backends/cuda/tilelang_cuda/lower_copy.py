@@ -112,19 +112,6 @@ def launch_analyzer(func: tir.PrimFunc, ranges: dict | None = None):
     return ana
 
 
-def _in_bounds(buf, indices, ana):
-    """The condition that `indices` lie inside `buf`, or None when `ana` proves it."""
-    conds = []
-    for idx, dim in zip(indices, buf.ty.shape):
-        for cond in (idx < dim, idx >= 0):
-            if not ana.can_prove(cond):
-                conds.append(cond)
-    if not conds:
-        return None
-    out = conds[0]
-    for c in conds[1:]:
-        out = tir.And(out, c)
-    return out
 
 
 def async_copy_nest(plan: CopyPlan, swizzle=None, span=None, ana=None) -> tir.Stmt:
@@ -148,9 +135,7 @@ def async_copy_nest(plan: CopyPlan, swizzle=None, span=None, ana=None) -> tir.St
         ana = ana.clone() if hasattr(ana, "clone") else ana
         for var, extent in zip(loop_vars, plan.shape):
             ana.bind(var, ir.Range.from_min_extent(tir.const(0, "int32"), tir.const(extent, "int32")))
-        valid = _in_bounds(src.buffer, s_idx, ana)
-    else:
-        valid = in_bounds(src.buffer, s_idx)
+    valid = in_bounds(src.buffer, s_idx, ana)
     dst_ptr = _pointer(dst.buffer, d_idx, dst.dtype, lanes, WRITE)
     if valid is None:
         body = _extern("tl::cp_async_cg16", dst_ptr, _pointer(src.buffer, s_idx, src.dtype, lanes, READ))
