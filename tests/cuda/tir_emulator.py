@@ -16,6 +16,9 @@ functions:
   read before the wait sees stale shared memory.
 - `warp_allreduce_<op><Lanes>` (a butterfly of `__shfl_xor_sync`): every lane receives op
   over its group of `Lanes` consecutive lanes.
+- `tl.shfl_xor(v, m)` (`__shfl_xor_sync`): lane l receives v of lane l ^ m; a store whose
+  value shuffles waits for the whole warp first.
+- `tl::pack_b16x2(lo, hi)`: the two 16-bit patterns in one 32-bit word, lo in the low half.
 
 Scheduling is adversarial for missing barriers: the lowest-numbered runnable warp runs until
 all its lanes block (at a warp-collective instruction or a barrier), before any other warp
@@ -104,6 +107,7 @@ class _Thread:
         self.groups: list[list] = []  # committed cp.async groups, oldest first
         self.machine = None
         self.open_group: list = []
+        self.shuffled: dict = {}  # shuffle call -> the value this lane received
 
 
 class _Machine:
@@ -219,6 +223,13 @@ class _Machine:
             return access
         if name == "prim.likely":
             return self.compile(e.args[0])
+        if name == "tl.shfl_xor":
+            key = e.__chandle__()
+            return lambda th: th.shuffled[key]
+        if name == "tirx.call_extern" and str(e.args[0].value) == "tl::pack_b16x2":
+            lo, hi = self.compile(e.args[1]), self.compile(e.args[2])
+            bits = _bits16(str(e.args[1].ty.dtype))
+            return lambda th: bits(lo(th)) | (bits(hi(th)) << 16)
         short = name.split(".")[-1]
         if short in _MATH:
             fn, args = _MATH[short], [self.compile(a) for a in e.args]
@@ -263,6 +274,9 @@ class _Machine:
             else:
                 th.locals[buf] = np.zeros(shape, dtype=_NP[str(buf.ty.dtype)])
         elif t is tirx.BufferStore:
+            for call in self.shuffles(s):
+                yield ("warp", "tl::shfl_xor", (th, call.__chandle__(), self.ev(call.args[0], th),
+                                                self.ev(call.args[1], th)))
             arr = self.buffer_array(th, s.buffer)
             value = self.ev(s.value, th)
             arr.reshape(-1)[self.ev_flat(s, th)] = value
@@ -308,7 +322,30 @@ class _Machine:
         else:
             raise NotImplementedError(f"emulator: extern {name}")
 
+    def shuffles(self, store) -> list:
+        key = ("shfl", store.__chandle__())
+        found = self._code.get(key)
+        if found is None:
+            found = []
+
+            def visit(node):
+                if isinstance(node, ir.Call) and isinstance(node.op, ir.Op) and node.op.name == "tl.shfl_xor":
+                    found.append(node)
+
+            from tilelang_core.transform.irutil import walk
+
+            walk(store.value, visit, (ir.Call,))
+            self._code[key] = found
+            self._keep.append(store)
+        return found
+
     # -- warp collectives ------------------------------------------------------------------
+
+    @staticmethod
+    def shuffle(lane_args) -> None:
+        values = [a[2] for a in lane_args]
+        for lane, (th, key, _, mask) in enumerate(lane_args):
+            th.shuffled[key] = values[lane ^ mask]
 
     @staticmethod
     def ldmatrix(name: str, lane_args) -> None:
@@ -365,6 +402,13 @@ class _Machine:
             for v in range(4):
                 off = cute_offset(CUTE_LAYOUTS["C"], lane, v)
                 out[d_ptr.index + v] = d[off % 16, off // 16]
+
+
+def _bits16(dtype: str):
+    """The 16-bit pattern of an emulated value (float16 as a float, bfloat16 as its bits)."""
+    if dtype == "float16":
+        return lambda x: int(np.float16(x).view(np.uint16))
+    return lambda x: int(x) & 0xFFFF
 
 
 def _decode(raw: np.ndarray, kind: str) -> np.ndarray:
@@ -466,6 +510,8 @@ def _run_block(m: _Machine, env: dict, threads: int) -> None:
                 _Machine.ldmatrix(name, args)
             elif name.startswith("tl::warp_allreduce"):
                 _Machine.allreduce(name, args)
+            elif name == "tl::shfl_xor":
+                _Machine.shuffle(args)
             else:
                 _Machine.mma(name, args)
             for t in lanes:

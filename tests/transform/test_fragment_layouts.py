@@ -12,7 +12,7 @@ from tvm import tirx as tir
 
 from tilelang_core import language as T
 from tilelang_core.jit.options import CompileOptions
-from tilelang_core.layout import FragmentLayout
+from tilelang_core.layout import Fragment
 from tilelang_core.plugin import get_plugin_manager
 from tilelang_core.transform import layout_inference, lower_tile_ops, simt
 from tilelang_core.transform.pipeline import PassContext
@@ -21,16 +21,12 @@ M, N, THREADS = 16, 32, 64
 SLOTS = M * N // THREADS
 
 
-def blocked() -> FragmentLayout:
-    def inverse(thread, slot):
+def blocked() -> Fragment:
+    def element_of(thread, slot):
         flat = thread * SLOTS + slot
         return [flat // N, flat % N]
 
-    def forward(i, j):
-        flat = i * N + j
-        return flat // SLOTS, flat % SLOTS
-
-    return FragmentLayout("toy.blocked", (M, N), THREADS, SLOTS, forward, inverse)
+    return Fragment((M, N), THREADS, SLOTS, element_of, "toy.blocked")
 
 
 class ToyHooks:
@@ -88,16 +84,12 @@ def test_nests_run_in_the_imposed_layout_and_a_partner_adopts_it():
     assert "out_reg[r] = acc_reg[r] * T.float32(2.0)" in text
 
 
-def strided() -> FragmentLayout:
-    def inverse(thread, slot):
+def strided() -> Fragment:
+    def element_of(thread, slot):
         flat = slot * THREADS + thread
         return [flat // N, flat % N]
 
-    def forward(i, j):
-        flat = i * N + j
-        return flat % THREADS, flat // THREADS
-
-    return FragmentLayout("toy.strided", (M, N), THREADS, SLOTS, forward, inverse)
+    return Fragment((M, N), THREADS, SLOTS, element_of, "toy.strided")
 
 
 def test_fragments_of_two_layouts_in_one_nest():
@@ -130,13 +122,28 @@ def test_register_array_of_a_fragment_in_shared_memory_is_loaded_and_stored():
     def main(Y: T.Tensor((M,), "float32")):
         with T.Kernel(1, threads=THREADS) as bx:
             acc = T.alloc_fragment((M, N), "float32")
-            row = T.alloc_fragment((M,), "float32")
             T.fill(acc, 1.0)
-            T.reduce_sum(acc, row, dim=1)  # a serial walk over acc: it cannot stay in registers
-            T.copy(row, Y)
+            Y[0] = acc[3, 5]  # outside T.Parallel: every thread needs that element
 
     text = placed(main)
     assert 'acc = T.alloc_buffer((16, 32), scope="shared.dyn")' in text
     # the lowering's per-thread region works on a copy of the thread's elements of acc
-    assert re.search(r"acc_reg\[slot\] = acc\[\(tx \* 8 \+ slot\) // 32, \(tx \* 8 \+ slot\) % 32\]", text)
-    assert re.search(r"acc\[\(tx \* 8 \+ slot\) // 32, \(tx \* 8 \+ slot\) % 32\] = acc_reg\[slot\]", text)
+    assert re.search(r"acc_reg\[7\] = acc\[\(tx \* 8 \+ 7\) // 32, \(tx \* 8 \+ 7\) % 32\]", text), text
+    assert re.search(r"acc\[\(tx \* 8 \+ 7\) // 32, \(tx \* 8 \+ 7\) % 32\] = acc_reg\[7\]", text), text
+
+
+def test_a_row_reduction_stays_in_registers_with_a_replicated_result():
+    @T.prim_func
+    def main(Y: T.Tensor((M,), "float32")):
+        with T.Kernel(1, threads=THREADS) as bx:
+            acc = T.alloc_fragment((M, N), "float32")
+            row = T.alloc_fragment((M,), "float32")
+            T.fill(acc, 1.0)
+            T.reduce_sum(acc, row, dim=1)
+            T.copy(row, Y)
+
+    text = placed(main)
+    assert "shared" not in text, text
+    # blocked: thread t holds row t // 4 (its 8 slots); the row's 4 threads combine by shuffles
+    assert "T.tl.shfl_xor(sum_acc, 1)" in text and "T.tl.shfl_xor(sum_acc, 2)" in text
+    assert "tx & 3 == 0" in text  # one replica of the row stores it

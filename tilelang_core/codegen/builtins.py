@@ -11,6 +11,7 @@ passes build them with the constructors below. Argument orders:
 | `tl.atomic_min` | (dst: BufferLoad, value) | the old value |
 | `tl.printf` | (fmt: StringImm, *args) | int32 |
 | `tl.device_assert` | (cond: bool, msg: StringImm) | void |
+| `tl.shfl_xor` | (value, lane_mask: int32) | `value` of the lane whose index is this lane's xor `lane_mask` (every lane of the warp calls it) |
 
 Registering is idempotent: another module of the core may register the same names first.
 """
@@ -28,6 +29,7 @@ __all__ = [
     "atomic_min",
     "printf",
     "device_assert",
+    "shfl_xor",
 ]
 
 # name -> number of inputs (-1: variadic)
@@ -38,6 +40,7 @@ BUILTIN_OPS = {
     "tl.atomic_min": 2,
     "tl.printf": -1,
     "tl.device_assert": 2,
+    "tl.shfl_xor": 2,
 }
 
 _OPAQUE = int(tirx.CallEffectKind.Opaque.value)
@@ -103,3 +106,10 @@ def device_assert(cond, msg: str):
 
 
 register_builtins()
+
+
+def shfl_xor(value, lane_mask):
+    """`tl.shfl_xor(v, m)`: `v` of lane `lane ^ m` of the same warp (a target with the
+    "warp_shuffle" feature prints it; all lanes of the warp must reach the call)."""
+    mask = tirx.const(lane_mask, "int32") if isinstance(lane_mask, int) else lane_mask
+    return tirx.call_intrin(_dtype(value), "tl.shfl_xor", value, mask)

@@ -409,7 +409,15 @@ class CExprPrinter:
             "tl.atomic_min": lambda e: self._atomic("min", e),
             "tl.printf": lambda e: (self.printf_call(e.args), PREC_ATOM),
             "tirx.reinterpret": self._reinterpret,
+            "tl.shfl_xor": self._shuffle_xor,
         }
+
+    def _shuffle_xor(self, e) -> tuple[str, int]:
+        """`tl.shfl_xor`; `shuffle_xor_format` over {0}: value, {1}: lane mask."""
+        fmt = getattr(self, "shuffle_xor_format", None)
+        if fmt is None:
+            raise CodegenError(f"warp shuffles are not supported by the {self.language} dialect")
+        return fmt.format(self.expr(e.args[0]), self.expr(e.args[1])), PREC_ATOM
 
     def _reinterpret(self, e) -> tuple[str, int]:
         """Bit cast; `reinterpret_format` over {0}: value, {1}: source type, {2}: target type."""

@@ -20,7 +20,7 @@ Dialect attributes (all class attributes, see `CStyleCodegen` for defaults):
 `dyn_shared_decl`, `dyn_shared_alignment`, `local_array_suffix`, `unroll_pragma`,
 `vectorize_pragma`, `parallel_pragma`, `type_map`, `storage_types`, `math_ops`,
 `float_suffix`, `inf_literal`, `nan_literal`, `atomic_ops`, `printf_name`, `assert_format`,
-`reinterpret_format`, `eager_logic`, `reserved_names`, `indent_unit`.
+`reinterpret_format`, `shuffle_xor_format`, `eager_logic`, `reserved_names`, `indent_unit`.
 Methods meant for overriding: `kernel_signature`, `launch_bounds`, `kernel_prologue`,
 `kernel_epilogue`, `visit_thread_extent`, `declare_buffer`, `plan_allocations`,
 `emit_barrier`, `emit_assert`, `vector_type`, `call_handlers`, `check_launch`.
@@ -158,6 +158,7 @@ class CStyleCodegen(CExprPrinter):
     printf_name = "printf"
     eager_logic = False  # print && / || of pure, non-faulting operands as & / |
     reinterpret_format = None  # over {0}: value, {1}: its C type, {2}: the target C type
+    shuffle_xor_format = None  # over {0}: value, {1}: lane mask (targets with warp shuffles)
     assert_format = "assert(({cond}) && {msg});"
     reserved_names: tuple[str, ...] = ("blockIdx", "threadIdx", "blockDim", "gridDim", "printf",
                                        "min", "max", "assert")

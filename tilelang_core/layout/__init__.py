@@ -1,13 +1,14 @@
-"""Layouts that lowering passes agree on: where a fragment's elements live in registers.
+"""Layouts: where a fragment's elements live in the block's registers.
 
-A target's `tilelang_infer_layout` hook imposes a `FragmentLayout` on a fragment (e.g. the
-accumulator layout of a matrix instruction); the core's `infer_layout` pass records it in a
-`FragmentLayouts`, tile-op lowerings address the fragment's per-thread register array
-(`FragmentLayouts.register_buffer`), and the SIMT placement runs `T.Parallel` nests over it
-slot by slot (see `tilelang_core.transform.simt`).
+`Fragment` is the layout model (element of a tile -> thread and register slot, with
+replication); `FragmentLayouts` holds what whole-kernel layout inference decided for one
+kernel (see `tilelang_core.transform.layout_inference`). A target's `tilelang_infer_layout`
+hook gives the layouts its matrix instructions need, as `Fragment`s.
 """
 from __future__ import annotations
 
-from .fragment import FragmentLayout, FragmentLayouts
+from .fragment import Fragment, FragmentError, cyclic_fragment, row_fragment, xor
+from .placement import FragmentDecision, FragmentLayouts
 
-__all__ = ["FragmentLayout", "FragmentLayouts"]
+__all__ = ["Fragment", "FragmentError", "FragmentDecision", "FragmentLayouts", "cyclic_fragment",
+           "row_fragment", "xor"]

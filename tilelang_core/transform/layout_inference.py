@@ -1,37 +1,57 @@
-"""infer_layout: layouts of fragments and shared buffers.
+"""infer_layout: whole-kernel layout inference for fragments, to a fixed point.
 
 Before: fragments (`local.fragment`) are logical block-wide tiles.
-After, on block-serial targets: unchanged (a fragment is a block-local array in row-major
-order, and annotated layouts do not change results). On SIMT targets the IR is unchanged too,
-but `ctx.facts["fragment_layouts"]` (a `FragmentLayouts`) holds the layouts that tile ops
-impose through `tilelang_infer_layout` (e.g. a matrix instruction's accumulator layout). The
-tile-op lowerings and the SIMT placement (`simt.py`) read it; fragments without one keep the
-portable cyclic distribution.
+After: the IR is unchanged; on SIMT targets `ctx.facts["fragment_layouts"]` (a
+`FragmentLayouts`) holds, for every fragment, a register layout (`Fragment`) or the reason it
+lives in shared memory. On block-serial targets a fragment is a block-local array and nothing
+is decided here.
 
-A layout must cover the fragment's whole shape over the block's threads; one that does not,
-or that contradicts a layout imposed earlier on the same fragment, is ignored (the op's
-lowering sees that through `LowerContext.layout_of` and takes a path that needs none).
+How (the order of TileLang's inference):
+1. strict constraints: every tile op asks the target (`tilelang_infer_layout`, phase
+   "strict"), e.g. a matrix instruction's accumulator and register-operand layouts; the first
+   layout given to a fragment wins, a later different one is noted and its op takes a path
+   that needs none;
+2. propagation, to a fixed point: a `T.Parallel` nest runs in the layout of the fragments it
+   indexes by its loop variables (written ones first); a fragment it indexes by a subset of
+   them (`m[i]` in an `i, j` nest) gets the projection of that layout, replicated over the
+   threads that share the dropped dims; a reduction's result gets the projection of its
+   source's layout; copies, fills and the other tile ops are modelled by their portable
+   lowering, as nests;
+3. free choices for what is left, then propagation again: a reduction's source gets rows over
+   consecutive lanes of a warp (the target's warp size), any other fragment the cyclic layout;
+4. verification: in every nest, each fragment access must be local (the thread that runs an
+   iteration holds the element, in a slot that does not depend on the thread). A fragment with
+   a non-local access leaves registers for shared memory, with the reason recorded; that can
+   change other nests' layouts, so this repeats until nothing moves.
+
+`nest_layout` and `access_slots` are the rules the SIMT placement (`simt.py`) applies again
+when it partitions the lowered loops, so both passes make the same decision.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+from tvm import ir as _ir
 from tvm import tirx as tir
 
-from ..ir import collect_tile_ops
-from ..layout import FragmentLayouts
+from ..ir import TileOp, is_tile_op
+from ..ir.source import source_of
+from ..layout import Fragment, FragmentError, FragmentLayouts, cyclic_fragment, row_fragment
 from .kernel_info import launch_info
 
-__all__ = ["infer_layout", "LayoutContext", "FRAGMENT_LAYOUTS"]
+__all__ = ["infer_layout", "LayoutContext", "FRAGMENT_LAYOUTS", "Access", "Nest", "make_nest", "scan_nests",
+           "nest_layout", "access_slots", "fragment_layout_fits"]
 
 FRAGMENT_LAYOUTS = "fragment_layouts"
+FRAGMENT = "local.fragment"
 
 
 @dataclass
 class LayoutContext:
     """What `tilelang_infer_layout` may read: the target, the block's thread count and the
-    layouts imposed so far (`layouts.get(buffer)`)."""
+    layouts decided so far (`layouts.get(buffer)`)."""
 
     target: Any
     threads: int
@@ -42,21 +62,489 @@ class LayoutContext:
         return self.target.capabilities
 
 
-def _fits(buffer, layout, threads: int) -> bool:
+# --------------------------------------------------------------------------------- model
+
+
+@dataclass
+class Access:
+    buffer: Any
+    indices: list
+    write: bool
+
+
+@dataclass
+class Nest:
+    """A maximal nest of PARALLEL loops: its variables and extents (None: symbolic), the
+    fragment accesses in its body, and whether the body writes memory other threads see."""
+
+    loop_vars: list
+    extents: list
+    accesses: list[Access] = field(default_factory=list)
+    effects: bool = False
+    origin: str = ""
+
+
+def _key(buf) -> int:
+    return buf.__chandle__()
+
+
+def _line(node, what: str) -> str:
+    src = source_of(node)
+    return f"{what} at line {src[1]}" if src else what
+
+
+def _parallel_nest(loop: tir.For):
+    loops = [loop]
+    body = loop.body
+    while isinstance(body, tir.For) and body.kind == tir.ForKind.PARALLEL:
+        loops.append(body)
+        body = body.body
+    return loops, body
+
+
+def _accesses(stmt, fragments: dict) -> tuple[list[Access], bool]:
+    """Fragment accesses under `stmt` and whether it writes non-register memory."""
+    found: list[Access] = []
+    effects = False
+
+    def visit(node):
+        nonlocal effects
+        if isinstance(node, tir.BufferStore):
+            if _key(node.buffer) in fragments:
+                found.append(Access(node.buffer, list(node.indices), True))
+            elif node.buffer.scope() not in ("local", "local.var"):
+                effects = True
+        elif isinstance(node, _ir.TensorLoad):
+            if _key(node.source) in fragments:
+                found.append(Access(node.source, list(node.indices), False))
+        elif isinstance(node, _ir.Call) and isinstance(node.op, _ir.Op):
+            name = node.op.name
+            if name.startswith("tl.atomic") or name == "tl.printf":
+                effects = True
+
+    from .irutil import walk
+
+    walk(stmt, visit, (tir.BufferStore, _ir.TensorLoad, _ir.Call))
+    return found, effects
+
+
+def make_nest(loop: tir.For, fragments: dict, origin: str = "") -> tuple[Nest, tir.Stmt]:
+    """The `Nest` model of the maximal parallel nest that starts at `loop`, and its body."""
+    loops, body = _parallel_nest(loop)
+    extents = [int(lp.extent) if isinstance(lp.extent, tir.IntImm) and isinstance(lp.min, tir.IntImm)
+               and int(lp.min) == 0 else None for lp in loops]
+    acc, effects = _accesses(body, fragments)
+    return Nest([lp.loop_var for lp in loops], extents, acc, effects, origin or _line(loop, "T.Parallel")), body
+
+
+def scan_nests(stmt, fragments: dict, origin: str = "") -> tuple[list[Nest], list[Access]]:
+    """The parallel nests under `stmt` (in program order) and the fragment accesses outside
+    any nest. `fragments` maps buffer handles to fragment buffers."""
+    nests: list[Nest] = []
+    outside: list[Access] = []
+
+    def visit(s):
+        if isinstance(s, tir.For) and s.kind == tir.ForKind.PARALLEL:
+            nests.append(make_nest(s, fragments, origin)[0])
+            return
+        if isinstance(s, tir.SeqStmt):
+            for x in s.seq:
+                visit(x)
+        elif isinstance(s, (tir.For, tir.While)):
+            outside.extend(_accesses(s.extent if isinstance(s, tir.For) else s.condition, fragments)[0])
+            visit(s.body)
+        elif isinstance(s, tir.AttrStmt):
+            outside.extend(_accesses(s.value, fragments)[0])
+            visit(s.body)
+        elif isinstance(s, tir.IfThenElse):
+            outside.extend(_accesses(s.condition, fragments)[0])
+            visit(s.then_case)
+            if s.else_case is not None:
+                visit(s.else_case)
+        else:
+            outside.extend(_accesses(s, fragments)[0])
+
+    visit(stmt)
+    return nests, outside
+
+
+# --------------------------------------------------------------------------------- rules
+
+
+def _full_rank(access: Access, nest: Nest) -> bool:
+    """`access` indexes its buffer by exactly the nest's variables, in order, over its shape."""
+    if len(access.indices) != len(nest.loop_vars) or None in nest.extents:
+        return False
+    shape = [int(d) if isinstance(d, tir.IntImm) else None for d in access.buffer.shape]
+    return shape == nest.extents and all(
+        isinstance(i, tir.Var) and i.same_as(v) for i, v in zip(access.indices, nest.loop_vars))
+
+
+def _projection_dims(access: Access, nest: Nest) -> list[int] | None:
+    """The nest dims that index `access`'s buffer when it is indexed by an increasing subset
+    of the nest's variables over its whole shape (`m[i]` in an `i, j` nest: [0])."""
+    if None in nest.extents or not access.indices:
+        return None
+    dims = []
+    for i in access.indices:
+        if not isinstance(i, tir.Var):
+            return None
+        pos = next((d for d, v in enumerate(nest.loop_vars) if v.same_as(i)), None)
+        if pos is None or (dims and pos <= dims[-1]):
+            return None
+        dims.append(pos)
+    shape = [int(d) if isinstance(d, tir.IntImm) else None for d in access.buffer.shape]
+    if shape != [nest.extents[d] for d in dims]:
+        return None
+    return dims
+
+
+def _defining_access(nest: Nest, layouts: FragmentLayouts) -> Access | None:
+    for want_write in (True, False):
+        for acc in nest.accesses:
+            if acc.write == want_write and _full_rank(acc, nest) and layouts.in_registers(acc.buffer):
+                return acc
+    return None
+
+
+def nest_layout(nest: Nest, layouts: FragmentLayouts, threads: int | None = None) -> Fragment | None:
+    """The layout a nest runs in: that of a register fragment it indexes by its loop
+    variables (a written one first); else, given `threads`, the cyclic distribution over them
+    when the nest touches a register fragment and its extents are constant; else None."""
+    acc = _defining_access(nest, layouts)
+    if acc is not None:
+        return layouts.get(acc.buffer)
+    if threads is None or None in nest.extents:
+        return None
+    if not any(layouts.in_registers(a.buffer) for a in nest.accesses):
+        return None
+    return cyclic_fragment(nest.extents, threads)
+
+
+def _eval_index(expr, env: dict):
+    """An index expression over NumPy arrays of the nest variables, or None."""
+    if isinstance(expr, tir.IntImm):
+        return int(expr.value)
+    if isinstance(expr, tir.Var):
+        return env.get(expr.__chandle__())
+    binary = {tir.Add: np.add, tir.Sub: np.subtract, tir.Mul: np.multiply,
+              tir.FloorDiv: np.floor_divide, tir.FloorMod: np.mod}
+    for cls, fn in binary.items():
+        if isinstance(expr, cls):
+            a, b = _eval_index(expr.a, env), _eval_index(expr.b, env)
+            return None if a is None or b is None else fn(a, b)
+    if isinstance(expr, tir.Cast) and "int" in str(expr.dtype):
+        return _eval_index(expr.value, env)
+    return None
+
+
+def access_slots(loop: Fragment, loop_vars, indices, frag: Fragment) -> list[int] | None:
+    """For a nest run in layout `loop`: the slot of `frag` that iteration slot `r` reads or
+    writes, for every r, when the access is local (the running thread holds the element, in
+    a slot that does not depend on the thread); None when it is not."""
+    if loop.threads != frag.threads:
+        return None
+    table = loop.table()
+    env = {v.__chandle__(): table[:, :, k] for k, v in enumerate(loop_vars)}
+    idx = []
+    for e in indices:
+        value = _eval_index(e, env)
+        if value is None:
+            return None
+        idx.append(np.broadcast_to(np.asarray(value, np.int64), table.shape[:2]))
+    if len(idx) != len(frag.shape):
+        return None
+    for i, d in zip(idx, frag.shape):
+        if (i < 0).any() or (i >= d).any():
+            return None
+    flat = np.ravel_multi_index(tuple(idx), frag.shape) if frag.shape else np.zeros(table.shape[:2], np.int64)
+    slots = frag.slot_table()[flat]
+    if not (slots == slots[:1]).all():
+        return None
+    holders = frag.holder_table()[flat]
+    threads = np.arange(loop.threads)[:, None, None]
+    if not (holders == threads).any(axis=-1).all():
+        return None
+    return [int(s) for s in slots[0]]
+
+
+def fragment_layout_fits(buffer, layout, threads: int) -> bool:
     shape = [int(d) if isinstance(d, tir.IntImm) else None for d in buffer.shape]
-    return (buffer.scope() == "local.fragment" and list(layout.shape) == shape
+    return (buffer.scope() == FRAGMENT and isinstance(layout, Fragment) and list(layout.shape) == shape
             and layout.threads == threads)
 
 
+# --------------------------------------------------------------------------------- the pass
+
+
+@dataclass
+class _Reduce:
+    src: Any
+    dst: Any
+    kept: list
+    model: list  # the portable lowering's nests (used when the source is not in registers)
+    origin: str
+
+
+class _Inference:
+    def __init__(self, func, ctx, threads: int) -> None:
+        self.ctx = ctx
+        self.threads = threads
+        self.layouts: FragmentLayouts = ctx.facts[FRAGMENT_LAYOUTS]
+        self.lctx = LayoutContext(ctx.target, threads, self.layouts)
+        self.fragments: dict[int, Any] = {}
+        self.uses: list = []  # Nest | _Reduce, program order
+        self.order: list = []  # fragments in allocation order
+
+        def collect(node):
+            if isinstance(node, tir.AllocBuffer) and node.buffer.scope() == FRAGMENT:
+                self.fragments[_key(node.buffer)] = node.buffer
+                self.order.append(node.buffer)
+                self.layouts.decision(node.buffer)
+
+        from .irutil import walk
+
+        walk(func.body, collect, (tir.AllocBuffer,))
+
+    # -- collection -------------------------------------------------------------------------
+
+    def collect_uses(self, body) -> None:
+        from .lower_tile_ops import LowerContext
+        from . import portable
+
+        scratch = LowerContext(self.ctx.target, self.threads, False, {})
+
+        def visit(s):
+            if isinstance(s, tir.Evaluate) and is_tile_op(s):
+                op = TileOp.from_stmt(s)
+                self.tile_op(op, portable, scratch)
+                return
+            if isinstance(s, tir.For) and s.kind == tir.ForKind.PARALLEL:
+                nests, outside = scan_nests(s, self.fragments)
+                self.uses.extend(nests)
+                self.outside(outside, s)
+                return
+            if isinstance(s, tir.SeqStmt):
+                for x in s.seq:
+                    visit(x)
+                return
+            if isinstance(s, (tir.For, tir.While, tir.AttrStmt, tir.IfThenElse)):
+                head = {tir.For: lambda x: x.extent, tir.While: lambda x: x.condition,
+                        tir.AttrStmt: lambda x: x.value, tir.IfThenElse: lambda x: x.condition}[type(s)](s)
+                self.outside(_accesses(head, self.fragments)[0], s)
+                if isinstance(s, tir.IfThenElse):
+                    visit(s.then_case)
+                    if s.else_case is not None:
+                        visit(s.else_case)
+                else:
+                    visit(s.body)
+                return
+            self.outside(_accesses(s, self.fragments)[0], s)
+
+        visit(body)
+
+    def outside(self, accesses: list[Access], node) -> None:
+        for acc in accesses:
+            self.layouts.move_to_shared(acc.buffer, f"{_line(node, 'a statement')} reads or writes it "
+                                                    f"outside T.Parallel (every thread would need every element)")
+
+    def tile_op(self, op: TileOp, portable, scratch) -> None:
+        frag_regions = [r for r in op.regions if r.scope == FRAGMENT and _key(r.buffer) in self.fragments]
+        imposed = self.ctx.hooks.infer_layout(op, self.lctx) if self.ctx.hooks is not None else None
+        handled = set()
+        for buffer, layout in (imposed or {}).items():
+            if _key(buffer) in self.fragments and fragment_layout_fits(buffer, layout, self.threads):
+                self.layouts.impose(buffer, layout, _line(op.stmt, f"T.{op.name}"), pinned=True)
+                handled.add(_key(buffer))
+        if not frag_regions:
+            return
+        if op.name == "gemm" and handled:
+            for r in frag_regions:
+                if _key(r.buffer) not in handled:
+                    self.layouts.move_to_shared(r.buffer, f"{_line(op.stmt, 'T.gemm')} reads it as an operand the "
+                                                          f"target takes from shared memory only")
+            return
+        if op.name == "reduce":
+            red = self.reduce_use(op, portable, scratch)
+            if red is not None:
+                self.uses.append(red)
+                return
+        if op.name == "cumsum":
+            for r in frag_regions:
+                self.layouts.move_to_shared(r.buffer, f"{_line(op.stmt, 'T.cumsum')}: scans run in shared memory")
+            return
+        try:
+            lowered = portable.lower_portable(op, scratch)
+        except Exception:  # the lowering pass reports the op's own error later
+            return
+        nests, outside = scan_nests(lowered, self.fragments, _line(op.stmt, f"T.{op.name}"))
+        self.uses.extend(nests)
+        self.outside(outside, op.stmt)
+
+    def reduce_use(self, op: TileOp, portable, scratch) -> _Reduce | None:
+        src, dst = op.regions[:2]
+        if src.scope != FRAGMENT or dst.scope != FRAGMENT or not _whole(src) or not _whole(dst):
+            return None
+        dim = op.int_arg(3)
+        ndim = len(src.buffer.shape)
+        kept = [d for d in range(ndim) if d != dim]
+        d_shape = [int(x) for x in dst.buffer.shape]
+        s_shape = [int(x) for x in src.buffer.shape]
+        if [s_shape[d] for d in kept] != d_shape and not (not kept and d_shape == [1]):
+            return None
+        lowered = portable.lower_portable(op, scratch)
+        model, _ = scan_nests(lowered, self.fragments, _line(op.stmt, f"T.reduce_{op.str_arg(2)}"))
+        return _Reduce(src.buffer, dst.buffer, kept, model, _line(op.stmt, f"T.reduce_{op.str_arg(2)}"))
+
+    # -- solving ---------------------------------------------------------------------------
+
+    def undecided(self, buf) -> bool:
+        d = self.layouts.decision(buf)
+        return d.layout is None and d.in_registers
+
+    def propagate(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for use in self.uses:
+                if isinstance(use, _Reduce):
+                    if self.layouts.in_registers(use.src) and self.undecided(use.dst):
+                        projected = _project(self.layouts.get(use.src), use.kept, use.dst)
+                        if projected is not None:
+                            self.layouts.impose(use.dst, projected, use.origin)
+                            changed = True
+                    continue
+                layout = nest_layout(use, self.layouts)
+                if layout is None:
+                    continue
+                for acc in use.accesses:
+                    if not self.undecided(acc.buffer):
+                        continue
+                    dims = _projection_dims(acc, use)
+                    if dims is None:
+                        continue
+                    derived = layout if dims == list(range(len(use.loop_vars))) else _project(layout, dims, acc.buffer)
+                    if derived is not None:
+                        self.layouts.impose(acc.buffer, derived, use.origin)
+                        changed = True
+
+    def choose_free(self) -> bool:
+        """Give one undecided fragment a layout; False when none is left."""
+        warp = max(1, int(self.ctx.caps.warp_size))
+        for use in self.uses:
+            if isinstance(use, _Reduce) and self.undecided(use.src):
+                layout = _reduce_source_layout(use, self.threads, warp)
+                if layout is not None:
+                    self.layouts.impose(use.src, layout, use.origin + " (rows over a warp's lanes)")
+                    return True
+        for buf in self.order:
+            if self.undecided(buf):
+                shape = [int(d) for d in buf.shape]
+                layout = cyclic_fragment(shape, self.threads)
+                if layout is None:
+                    self.layouts.move_to_shared(buf, f"no register layout spreads shape {tuple(shape)} evenly over "
+                                                     f"{self.threads} threads")
+                else:
+                    self.layouts.impose(buf, layout, "default (cyclic over the threads)")
+                return True
+        return False
+
+    def verify(self) -> bool:
+        """Move fragments with a non-local access to shared memory; True when one moved."""
+        moved = False
+        for use in self.uses:
+            if isinstance(use, _Reduce):
+                if self.layouts.in_registers(use.src) and self.layouts.in_registers(use.dst):
+                    want = _project(self.layouts.get(use.src), use.kept, use.dst)
+                    if want is not None and want == self.layouts.get(use.dst):
+                        continue
+                    self.layouts.move_to_shared(use.dst, f"{use.origin} produces it in the layout "
+                                                         f"{getattr(want, 'name', '?')}, but it holds "
+                                                         f"{self.layouts.get(use.dst).name}")
+                    moved = True
+                    continue
+                nests = use.model  # the portable reduction: a nest over the result
+            else:
+                nests = [use]
+            for nest in nests:
+                moved |= self.verify_nest(nest)
+        return moved
+
+    def verify_nest(self, nest: Nest) -> bool:
+        layout = nest_layout(nest, self.layouts, self.threads)
+        moved = False
+        for acc in nest.accesses:
+            if not self.layouts.in_registers(acc.buffer):
+                continue
+            frag = self.layouts.get(acc.buffer)
+            if layout is None or access_slots(layout, nest.loop_vars, acc.indices, frag) is None:
+                runs = f"in layout {layout.name}" if layout is not None else "over a symbolic range"
+                self.layouts.move_to_shared(acc.buffer, f"{nest.origin} runs {runs}, in which "
+                                                        f"{acc.buffer.name}[...] is held by other threads "
+                                                        f"(its layout: {frag.name})")
+                moved = True
+        if layout is not None and layout.replicate > 1 and nest.effects and layout.replica_bits() is None:
+            acc = _defining_access(nest, self.layouts)
+            if acc is not None:
+                self.layouts.move_to_shared(acc.buffer, f"{nest.origin} writes memory from a replicated layout "
+                                                        f"whose replicas cannot be told apart")
+                moved = True
+        return moved
+
+    def solve(self) -> None:
+        self.propagate()
+        while self.choose_free():
+            self.propagate()
+        while self.verify():
+            self.propagate()
+            while self.choose_free():
+                self.propagate()
+
+
+def _whole(region) -> bool:
+    shape = region.buffer.shape
+    if not all(isinstance(d, tir.IntImm) for d in shape):
+        return False
+    return all(isinstance(lo, tir.IntImm) and int(lo) == 0 for lo in region.mins) and \
+        [int(e) if isinstance(e, tir.IntImm) else -1 for e in region.extents] == [int(d) for d in shape]
+
+
+def _project(layout: Fragment, dims: list[int], buffer) -> Fragment | None:
+    shape = [int(d) for d in buffer.shape]
+    try:
+        if not dims:  # a whole-tile reduction into a (1,) fragment: every thread holds the result
+            return Fragment((1,), layout.threads, 1, lambda t, s: (0,), f"{layout.name}.all") if shape == [1] else None
+        return layout.project(dims)
+    except FragmentError:
+        return None
+
+
+def _reduce_source_layout(use: _Reduce, threads: int, warp: int) -> Fragment | None:
+    shape = [int(d) for d in use.src.shape]
+    if len(shape) == 2 and use.kept == [0]:
+        return row_fragment(shape[0], shape[1], threads, warp)
+    if len(shape) == 2 and use.kept == [1]:
+        rows = row_fragment(shape[1], shape[0], threads, warp)
+        if rows is None:
+            return None
+        return Fragment(shape, threads, rows.slots, lambda t, s: tuple(reversed(rows.element_of(t, s))),
+                        rows.name + ".T")
+    return None
+
+
 def infer_layout(func, ctx):
-    layouts = ctx.facts.setdefault(FRAGMENT_LAYOUTS, FragmentLayouts())
+    layouts = FragmentLayouts()
+    ctx.facts[FRAGMENT_LAYOUTS] = layouts
     if ctx.block_serial or ctx.hooks is None:
         return func
     threads = launch_info(func).threads
-    lctx = LayoutContext(ctx.target, threads, layouts)
-    for op in collect_tile_ops(func):
-        imposed = ctx.hooks.infer_layout(op, lctx)
-        for buffer, layout in (imposed or {}).items():
-            if _fits(buffer, layout, threads):
-                layouts.impose(buffer, layout)
+    inference = _Inference(func, ctx, threads)
+    if not inference.fragments:
+        return func
+    for buf in inference.order:
+        if not all(isinstance(d, tir.IntImm) for d in buf.shape):
+            layouts.move_to_shared(buf, "its shape is symbolic")
+    inference.collect_uses(func.body)
+    inference.solve()
+    ctx.facts["layout_report"] = layouts.report()
     return func

@@ -180,6 +180,11 @@ def _indices_along(region: Region, axes: list[int], values) -> list[tir.Expr]:
 
 
 def lower_reduce(op: TileOp, ctx) -> tir.Stmt:
+    from .reduce_registers import lower_register_reduce
+
+    in_registers = lower_register_reduce(op, ctx)
+    if in_registers is not None:
+        return in_registers
     src, dst = op.regions[:2]
     kind = str(op.args[2].value)
     clear = bool(int(op.args[4]))

@@ -5,18 +5,20 @@ This is the correct-first fallback every SIMT backend gets; a backend replaces p
 (MMA fragment layouts, warp-shuffle reductions) through its hooks.
 
 Rules:
-- A *parallel nest* is a maximal nest of PARALLEL loops. It runs as
+- A *parallel nest* is a maximal nest of PARALLEL loops. Layout inference (`infer_layout`)
+  decided each fragment's layout and placement; `nest_layout` picks the layout a nest runs in
+  (that of a register fragment it indexes by its loop variables). Thread `t` then runs the
+  elements `layout.element_of(t, r)` of its slots `r`, and every register fragment access
+  becomes the slot that holds its element (inference checked it is held by `t`, in a slot that
+  does not depend on `t`). When the slots differ from `r` the slots are unrolled here, so
+  register arrays are only ever indexed by constants. A replicated layout runs each element on
+  every replica; stores to memory other threads see run on one replica only.
+- A nest that touches no register fragment runs cyclically:
   `for r in range(ceildiv(total, T)): flat = r * T + t; if flat < total: <body at unflatten(flat)>`
-  where T is the block's thread count and t the flat thread index (cyclic distribution).
-- A fragment (`local.fragment`) stays in registers when every access to it sits in a parallel
-  nest of exactly its shape and indexes it by the nest's loop variables in order: element
-  `flat` then lives in slot `r` of the thread `flat % T`. Otherwise it moves to shared memory.
-- A fragment may carry a layout imposed by its target (`infer_layout`, a `FragmentLayout`):
-  then element `layout.inverse(t, r)` lives in slot `r` of thread `t`, and a parallel nest
-  that touches it runs `for r in range(layout.slots)` over exactly those elements. A fragment
-  without one that is touched only by nests of one layout adopts it; one caught between two
-  layouts moves to shared memory (a lowering that wrote its register array then works on a
-  copy of the thread's elements `layout.inverse(t, r)`, loaded before and stored after).
+  where T is the block's thread count and t the flat thread index.
+- A fragment in shared memory is a shared buffer of its shape. A lowering that wrote its
+  register array then works on a copy of the thread's elements `layout.element_of(t, r)`,
+  loaded before and stored after each per-thread region.
 - Statements outside parallel nests run on every thread (uniform control flow). A store to
   memory other threads see (shared, global), an atomic or a print there runs on thread 0 only.
 - A barrier follows every uniform statement that writes shared memory, and opens every
@@ -34,7 +36,9 @@ from ..codegen import builtins
 from ..ir.constants import ATTR_SYNC_PLACED, ATTR_SYNC_RESUME
 from .irutil import const, map_stmts, seq, substitute, walk
 from .kernel_info import launch_info
-from .layout_inference import FRAGMENT_LAYOUTS
+from ..layout import FragmentLayouts
+from .errors import TileLangCompileError
+from .layout_inference import FRAGMENT_LAYOUTS, access_slots, make_nest, nest_layout
 
 __all__ = ["partition_over_threads", "insert_block_barriers", "sync_threads", "PARTITIONED"]
 
@@ -71,168 +75,26 @@ def _buffer_key(buf) -> int:
     return buf.__chandle__()
 
 
-class _Placement:
-    """Where each fragment lives: `registers[key]` is True for a per-thread register array,
-    and `layouts[key]` is its layout there (None: the cyclic distribution)."""
-
-    def __init__(self) -> None:
-        self.registers: dict[int, bool] = {}
-        self.layouts: dict[int, object] = {}
-
-
-def _fragment_placement(func: tir.PrimFunc, imposed=None, threads: int = 0) -> _Placement:
-    """For every fragment buffer: whether it can live in registers, and in which layout
-    (see module rules). `imposed` is the `FragmentLayouts` of the kernel, if any."""
-    fragments: dict[int, tir.Buffer] = {}
-    ok: dict[int, bool] = {}
-    placement = _Placement()
-
-    def collect(node):
-        if isinstance(node, tir.AllocBuffer) and node.buffer.scope() == "local.fragment":
-            fragments[_buffer_key(node.buffer)] = node.buffer
-            ok[_buffer_key(node.buffer)] = all(isinstance(d, tir.IntImm) for d in node.buffer.shape)
-
-    walk(func.body, collect, (tir.AllocBuffer,))
-    if not fragments:
-        return placement
-    nests: list[list[int]] = []  # fragments accessed in each parallel nest, in access order
-
-    def check_access(buf, indices, nest_vars, nest_shape):
-        key = _buffer_key(buf)
-        if key not in fragments:
-            return
-        if nest_vars is not None:
-            nests[-1].append(key)
-        if not ok[key]:
-            return
-        shape = [int(d) for d in buf.shape]
-        good = (nest_vars is not None and len(indices) == len(nest_vars) and shape == nest_shape
-                and all(isinstance(i, tir.Var) and i.__chandle__() == v.__chandle__()
-                        for i, v in zip(indices, nest_vars)))
-        if not good:
-            ok[key] = False
-
-    def scan(stmt, nest_vars=None, nest_shape=None):
-        def visit(node):
-            if isinstance(node, tir.BufferStore):
-                check_access(node.buffer, list(node.indices), nest_vars, nest_shape)
-            elif type(node).__name__ == "TensorLoad":
-                check_access(node.source, list(node.indices), nest_vars, nest_shape)
-
-        walk(stmt, visit)
-
-    def visit_stmt(stmt):
-        """Scan statements, switching to nest mode inside each maximal parallel nest."""
-        if isinstance(stmt, tir.For) and stmt.kind == tir.ForKind.PARALLEL:
-            loops, body = _parallel_nest(stmt)
-            shape = [int(lp.extent) if isinstance(lp.extent, tir.IntImm) else -1 for lp in loops]
-            nests.append([])
-            scan(body, [lp.loop_var for lp in loops], shape)
-            return
-        if isinstance(stmt, tir.SeqStmt):
-            for s in stmt.seq:
-                visit_stmt(s)
-        elif isinstance(stmt, (tir.For, tir.AttrStmt, tir.While)):
-            if isinstance(stmt, tir.While):
-                scan(stmt.condition)
-            elif isinstance(stmt, tir.For):
-                scan(stmt.extent)
-            else:
-                scan(stmt.value)
-            visit_stmt(stmt.body)
-        elif isinstance(stmt, tir.IfThenElse):
-            scan(stmt.condition)
-            visit_stmt(stmt.then_case)
-            if stmt.else_case is not None:
-                visit_stmt(stmt.else_case)
-        else:
-            scan(stmt)
-
-    visit_stmt(func.body)
-    _settle_layouts(fragments, ok, nests, imposed, threads, placement)
-    placement.registers = ok
-    return placement
-
-
-def _settle_layouts(fragments, ok, nests, imposed, threads, placement) -> None:
-    """Give each register fragment a layout; a fragment caught between two layouts leaves
-    registers. Layouts spread through nests: a nest runs in the layout of the register
-    fragments it touches, and a fragment without an imposed layout adopts its nests' layout
-    (the cyclic one when none of them has another)."""
-    own = {}
-    for key, buf in fragments.items():
-        layout = imposed.get(buf) if imposed else None
-        own[key] = layout if layout is not None and layout.threads == threads else None
-    while True:
-        layout_of = dict(own)
-        changed = True
-        while changed:  # spread layouts to the fragments that share a nest with a laid-out one
-            changed = False
-            for keys in nests:
-                layout = next((layout_of[k] for k in keys if ok[k] and layout_of[k] is not None), None)
-                if layout is None:
-                    continue
-                for k in keys:
-                    if ok[k] and layout_of[k] is None:
-                        layout_of[k] = layout
-                        changed = True
-        conflict = False
-        for keys in nests:
-            layouts = [layout_of[k] for k in keys if ok[k]]
-            if layouts and any(layout != layouts[0] for layout in layouts):
-                for k in keys:  # keep the first layout; the others leave registers
-                    if ok[k] and layout_of[k] != layouts[0]:
-                        ok[k] = False
-                        conflict = True
-        if not conflict:
-            break
-    for key in fragments:
-        if ok[key]:
-            placement.layouts[key] = layout_of[key]
-
-
 class _Partitioner:
     def __init__(self, func: tir.PrimFunc, ctx) -> None:
         info = launch_info(func)
         self.tid, self.threads = _flat_thread(info)
-        self.imposed = ctx.facts.get(FRAGMENT_LAYOUTS)
-        placement = _fragment_placement(func, self.imposed, self.threads)
-        self.in_registers = placement.registers
-        self.layouts = placement.layouts  # register fragment -> its layout (None: cyclic)
-        self.registers: dict[int, tir.Buffer] = {}  # fragment -> per-thread array
+        self.layouts = ctx.facts.get(FRAGMENT_LAYOUTS) or FragmentLayouts()
+        self.fragments: dict[int, tir.Buffer] = {}
+
+        def collect(node):
+            if isinstance(node, tir.AllocBuffer) and node.buffer.scope() == "local.fragment":
+                self.fragments[_buffer_key(node.buffer)] = node.buffer
+                if self.layouts.decision(node.buffer).layout is None:
+                    self.layouts.move_to_shared(node.buffer, "layout inference gave it no layout")
+
+        walk(func.body, collect, (tir.AllocBuffer,))
         self.moved: dict[int, tir.Buffer] = {}  # fragment -> shared buffer
-        ctx.facts["fragments_in_registers"] = sorted(
-            k for k, v in self.in_registers.items() if v)
 
     # -- buffers ---------------------------------------------------------------------------
 
     def register_array(self, buf: tir.Buffer) -> tir.Buffer:
-        key = _buffer_key(buf)
-        if key not in self.registers:
-            layout = self.layouts.get(key)
-            if self.imposed is not None and self.imposed.get(buf) is not None:
-                self.registers[key] = self.imposed.register_buffer(buf)  # the array lowerings wrote
-            else:
-                total = 1
-                for d in buf.shape:
-                    total *= int(d)
-                slots = layout.slots if layout is not None else (total + self.threads - 1) // self.threads
-                self.registers[key] = tir.decl_buffer((slots,), buf.dtype, name=f"{buf.name}_reg", scope="local")
-        return self.registers[key]
-
-    def nest_layout(self, body: tir.Stmt):
-        """The layout a parallel nest runs in: that of the register fragments it touches."""
-        found = []
-
-        def visit(node):
-            buf = node.buffer if isinstance(node, tir.BufferStore) else getattr(node, "source", None)
-            if buf is not None and self.is_register_fragment(buf):
-                layout = self.layouts.get(_buffer_key(buf))
-                if layout is not None:
-                    found.append(layout)
-
-        walk(body, visit, (tir.BufferStore, _ir.TensorLoad))
-        return found[0] if found else None
+        return self.layouts.register_buffer(buf)
 
     def shared_copy(self, buf: tir.Buffer) -> tir.Buffer:
         key = _buffer_key(buf)
@@ -241,10 +103,10 @@ class _Partitioner:
         return self.moved[key]
 
     def is_register_fragment(self, buf) -> bool:
-        return self.in_registers.get(_buffer_key(buf), False)
+        return _buffer_key(buf) in self.fragments and self.layouts.in_registers(buf)
 
     def is_fragment(self, buf) -> bool:
-        return _buffer_key(buf) in self.in_registers
+        return _buffer_key(buf) in self.fragments
 
     # -- rewriting -------------------------------------------------------------------------
 
@@ -254,7 +116,7 @@ class _Partitioner:
 
     def retarget_shared(self, node):
         """Fragments that left registers: every access now names the shared copy (slot `s` of
-        a register array that a lowering wrote becomes element `layout.inverse(thread, s)`)."""
+        a register array that a lowering wrote becomes element `layout.element_of(thread, s)`)."""
         if not self.moved:
             return node
         node = self.retarget_registers(node)
@@ -271,10 +133,9 @@ class _Partitioner:
             new = self.moved.get(_buffer_key(a.buffer))
             return a if new is None else tir.AllocBuffer(new)
 
-        from tvm import ir
         import tvm_ffi
 
-        return tvm_ffi.structural_map(node, ((tir.BufferStore, on_store), (ir.TensorLoad, on_load),
+        return tvm_ffi.structural_map(node, ((tir.BufferStore, on_store), (_ir.TensorLoad, on_load),
                                              (tir.AllocBuffer, on_alloc)))
 
     def retarget_registers(self, node):
@@ -283,10 +144,10 @@ class _Partitioner:
         first and stores it back after (a lowering may pass a slot's address on, so the slots
         stay an array)."""
         arrays = {}  # register array -> (array, shared copy, layout)
-        for buf, layout in (self.imposed.items() if self.imposed else []):
+        for buf, layout in self.layouts.items():
             key = _buffer_key(buf)
-            if key in self.moved and self.imposed.has_register_buffer(buf):
-                reg = self.imposed.register_buffer(buf)
+            if key in self.moved and self.layouts.has_register_buffer(buf):
+                reg = self.layouts.register_buffer(buf)
                 arrays[_buffer_key(reg)] = (reg, self.moved[key], layout)
         if not arrays:
             return node
@@ -302,10 +163,8 @@ class _Partitioner:
             walk(body, visit, (tir.BufferStore, _ir.TensorLoad))
             return list(found.values())
 
-        def slot_loop(reg, layout, make):
-            slot = tir.Var("slot", "int32")
-            kind = tir.ForKind.UNROLLED if layout.slots <= _UNROLL_LIMIT else tir.ForKind.SERIAL
-            return tir.For(slot, const(0), const(layout.slots), kind, make(slot, list(layout.inverse(self.tid, slot))))
+        def slot_copies(layout, make):
+            return seq(make(s, list(layout.element_of(self.tid, s))) for s in range(layout.slots))
 
         def on_for(loop: tir.For):
             if PARTITIONED not in loop.annotations:
@@ -316,8 +175,8 @@ class _Partitioner:
             before, after = [], []
             for reg, shared, layout in used:
                 before.append(tir.AllocBuffer(reg))
-                before.append(slot_loop(reg, layout, lambda s, idx: tir.BufferStore(reg, tir.BufferLoad(shared, idx), [s])))
-                after.append(slot_loop(reg, layout, lambda s, idx: tir.BufferStore(shared, tir.BufferLoad(reg, [s]), idx)))
+                before.append(slot_copies(layout, lambda s, idx: tir.BufferStore(reg, tir.BufferLoad(shared, idx), [s])))
+                after.append(slot_copies(layout, lambda s, idx: tir.BufferStore(shared, tir.BufferLoad(reg, [s]), idx)))
             return tir.For(loop.loop_var, loop.min, loop.extent, loop.kind, seq([*before, loop.body, *after]),
                            annotations=loop.annotations, span=loop.span)
 
@@ -357,10 +216,11 @@ class _Partitioner:
         return False
 
     def partition(self, loop: tir.For) -> tir.Stmt:
-        loops, body = _parallel_nest(loop)
-        layout = self.nest_layout(body)
+        nest, body = make_nest(loop, self.fragments)
+        loops = _parallel_nest(loop)[0]
+        layout = nest_layout(nest, self.layouts, self.threads)
         if layout is not None:
-            return self.partition_by_layout(loop, loops, body, layout)
+            return self.partition_by_layout(loop, nest, body, layout)
         extents = [lp.extent for lp in loops]
         total = extents[0]
         for e in extents[1:]:
@@ -377,7 +237,7 @@ class _Partitioner:
                 values.append(tir.floormod(rest, extents[depth]))
                 rest = tir.floordiv(rest, extents[depth])
         values.reverse()
-        inner = self.nest_body(body, [lp.loop_var for lp in loops], r)
+        inner = self.nest_body(body, {})
         inner = substitute(inner, {lp.loop_var: v for lp, v in zip(loops, values)})
         const_total = int(total) if isinstance(total, tir.IntImm) else None
         if const_total is None or const_total % self.threads:
@@ -388,27 +248,66 @@ class _Partitioner:
         kind = tir.ForKind.UNROLLED if (const_total is not None and int(trips) <= _UNROLL_LIMIT) else tir.ForKind.SERIAL
         return tir.For(r, const(0), trips, kind, inner, annotations={PARTITIONED: 1}, span=loop.span)
 
-    def partition_by_layout(self, loop: tir.For, loops, body: tir.Stmt, layout) -> tir.Stmt:
-        """Thread `t` runs the elements `layout.inverse(t, r)` for each of its slots `r`."""
-        r = tir.Var("r", "int32")
-        inner = self.nest_body(body, [lp.loop_var for lp in loops], r)
-        inner = substitute(inner, {lp.loop_var: v for lp, v in zip(loops, layout.inverse(self.tid, r))})
-        kind = tir.ForKind.UNROLLED if layout.slots <= _UNROLL_LIMIT else tir.ForKind.SERIAL
-        return tir.For(r, const(0), const(layout.slots), kind, inner, annotations={PARTITIONED: 1},
+    def partition_by_layout(self, loop: tir.For, nest, body: tir.Stmt, layout) -> tir.Stmt:
+        """Thread `t` runs the elements `layout.element_of(t, r)` for each of its slots `r`;
+        a register fragment access becomes the slot that holds its element there (the same
+        slot in every thread: layout inference checked it)."""
+        slots_of = {}
+        for acc in nest.accesses:
+            if not self.is_register_fragment(acc.buffer):
+                continue
+            slots = access_slots(layout, nest.loop_vars, acc.indices, self.layouts.get(acc.buffer))
+            if slots is None:
+                raise TileLangCompileError(
+                    f"internal: {nest.origin} runs in layout {layout.name} but {acc.buffer.name} is not local "
+                    f"there; layout inference should have moved it to shared memory (please report)")
+            slots_of[tuple(_buffer_key(i) for i in acc.indices) + (_buffer_key(acc.buffer),)] = slots
+        guard = None
+        if layout.replicate > 1 and nest.effects:
+            bits = layout.replica_bits()
+            guard = tir.EQ(tir.bitwise_and(self.tid, const(bits)), const(0))
+        identity = all(s == list(range(layout.slots)) for s in slots_of.values())
+        loop_vars = nest.loop_vars
+        if identity and layout.symbolic_slots and layout.slots > 1:
+            r = tir.Var("r", "int32")
+            inner = self.nest_body(body, {k: r for k in slots_of}, guard)
+            inner = substitute(inner, dict(zip(loop_vars, layout.element_of(self.tid, r))))
+            kind = tir.ForKind.UNROLLED if layout.slots <= _UNROLL_LIMIT else tir.ForKind.SERIAL
+            return tir.For(r, const(0), const(layout.slots), kind, inner, annotations={PARTITIONED: 1},
+                           span=loop.span)
+        copies = []
+        for r in range(layout.slots):
+            inner = self.nest_body(body, {k: const(v[r]) for k, v in slots_of.items()}, guard)
+            copies.append(substitute(inner, dict(zip(loop_vars, layout.element_of(self.tid, r)))))
+        # one trip of a marked loop, so later passes see one partitioned region
+        once = tir.Var("once", "int32")
+        return tir.For(once, const(0), const(1), tir.ForKind.SERIAL, seq(copies), annotations={PARTITIONED: 1},
                        span=loop.span)
 
-    def nest_body(self, body: tir.Stmt, nest_vars, r: tir.Var) -> tir.Stmt:
-        """Register fragments indexed by the nest's variables become slot `r` of their array;
-        PARALLEL loops nested deeper run serially inside one thread."""
+    def nest_body(self, body: tir.Stmt, slot_of: dict, guard=None) -> tir.Stmt:
+        """Register fragment accesses become their slot (`slot_of[indices + buffer]`, or the
+        cyclic slot `r` of the fallback partition); stores other threads see and atomics run
+        under `guard` (one replica); PARALLEL loops nested deeper run serially in one thread."""
+        def slot(buf, indices):
+            return slot_of.get(tuple(_buffer_key(i) for i in indices) + (_buffer_key(buf),))
+
         def on_store(s: tir.BufferStore):
             if self.is_register_fragment(s.buffer):
-                return tir.BufferStore(self.register_array(s.buffer), s.value, [r], span=s.span)
+                return tir.BufferStore(self.register_array(s.buffer), s.value, [slot(s.buffer, s.indices)], span=s.span)
+            if guard is not None and s.buffer.scope() not in ("local", "local.var"):
+                return tir.IfThenElse(guard, s, None, span=s.span)
             return s
 
         def on_load(ld):
             if self.is_register_fragment(ld.source):
-                return tir.BufferLoad(self.register_array(ld.source), [r])
+                return tir.BufferLoad(self.register_array(ld.source), [slot(ld.source, ld.indices)])
             return ld
+
+        def on_eval(e: tir.Evaluate):
+            if guard is not None and isinstance(e.value, _ir.Call) and isinstance(e.value.op, _ir.Op) \
+                    and (e.value.op.name.startswith("tl.atomic") or e.value.op.name == "tl.printf"):
+                return tir.IfThenElse(guard, e, None)
+            return e
 
         def on_for(lp: tir.For):
             if lp.kind == tir.ForKind.PARALLEL:
@@ -416,17 +315,17 @@ class _Partitioner:
                                annotations=lp.annotations, step=lp.step, span=lp.span)
             return lp
 
-        from tvm import ir
         import tvm_ffi
 
-        return tvm_ffi.structural_map(body, ((tir.BufferStore, on_store), (ir.TensorLoad, on_load),
-                                             (tir.For, on_for)))
+        return tvm_ffi.structural_map(body, ((tir.BufferStore, on_store), (_ir.TensorLoad, on_load),
+                                             (tir.Evaluate, on_eval), (tir.For, on_for)))
 
 
 def partition_over_threads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
-    """Before: PARALLEL loops over tile elements, fragments as block-wide tiles.
-    After: no PARALLEL loop; each nest is a loop over per-thread slots; fragments are
-    per-thread arrays or shared buffers."""
+    """Before: PARALLEL loops over tile elements, fragments as block-wide tiles, layouts
+    decided by `infer_layout`.
+    After: no PARALLEL loop; each nest is per-thread code over the thread's slots; fragments
+    are per-thread register arrays or shared buffers."""
     return func.with_body(_Partitioner(func, ctx).run(func.body))
 
 

@@ -136,6 +136,7 @@ class CUDACodegen(CStyleCodegen):
     atomic_ops = _atomic_ops()
     printf_name = "printf"
     reinterpret_format = "__builtin_bit_cast({2}, {0})"
+    shuffle_xor_format = "__shfl_xor_sync(0xffffffffu, {0}, {1})"
     reserved_names = CStyleCodegen.reserved_names + (
         "blockDim", "gridDim", "warpSize", "tl", "half", "half_t", "bfloat16_t", "half2_t",
         "bfloat162_t", "fp8_e4_t", "fp8_e5_t", "dim3", "uint", "memcpy", "__syncthreads")

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilelang_core.layout import FragmentLayout
+from tilelang_core.layout import Fragment
+from tilelang_core.layout import xor as xor
 
 __all__ = [
     "MmaInstruction",
@@ -28,9 +29,7 @@ __all__ = [
     "WarpTiling",
     "choose_warps",
     "accumulator_layout",
-    "row_layout",
-    "RowGroups",
-    "CUDAFragmentLayout",
+    "a_operand_layout",
     "a_element",
     "b_element",
     "c_element",
@@ -41,15 +40,6 @@ __all__ = [
 
 WARP = 32
 CHUNK_BYTES = 16  # one ldmatrix row, one cp.async vector, one swizzle unit
-
-
-def xor(a, b):
-    """a ^ b for Python ints and TIR expressions."""
-    if isinstance(a, int) and isinstance(b, int):
-        return a ^ b
-    from tvm import tirx
-
-    return tirx.bitwise_xor(a, b)
 
 
 @dataclass(frozen=True)
@@ -186,87 +176,41 @@ def choose_warps(m: int, n: int, warps: int, policy: int) -> WarpTiling | None:
     return min(options, key=lambda t: (abs(t.warp_m - t.warp_n), -t.warps_m))
 
 
-@dataclass(frozen=True)
-class RowGroups:
-    """How a 2-D fragment layout holds rows, for reductions along them: thread `t` holds
-    `rows` rows, row `r` of them being `row(t, r)`, in slots `slot(r, s)` for s < `per_row`;
-    the other holders of the same row are the lanes whose index differs from `t`'s only in
-    the low log2(`lanes`) bits, and the lane with those bits 0 is the row's `writer`."""
-
-    rows: int
-    per_row: int
-    lanes: int
-    row: object  # (thread, r) -> row index
-    slot: object  # (r, s) -> slot
-
-    def writer(self, thread):
-        return thread % self.lanes == 0
-
-
-class CUDAFragmentLayout(FragmentLayout):
-    """A fragment layout of this backend; `rows` describes its rows (or None)."""
-
-    def __init__(self, *args, rows: RowGroups | None = None) -> None:
-        super().__init__(*args)
-        self.rows = rows
-
-
-def accumulator_layout(tiling: WarpTiling) -> FragmentLayout:
-    """The block's (M, N) accumulator in mma.sync's C fragments, warp by warp."""
+def accumulator_layout(tiling: WarpTiling) -> Fragment:
+    """The block's (M, N) accumulator in mma.sync's C fragments, warp by warp: slot
+    `tiling.slot(mi, ni, v)` of a lane holds value v of its (mi, ni) sub-tile."""
     t = tiling
 
-    def forward(i, j):
-        wr, wc = i // t.warp_m, j // t.warp_n
-        r, c = i % t.warp_m, j % t.warp_n
-        row, col = r % 16, c % 8
-        lane = (row % 8) * 4 + col // 2
-        value = (row // 8) * 2 + col % 2
-        return (wc * t.warps_m + wr) * WARP + lane, t.slot(r // 16, c // 8, value)
-
-    def inverse(thread, slot):
+    def element_of(thread, slot):
         warp, lane = thread // WARP, thread % WARP
         row0, col0 = t.warp_origin(warp)
         sub, value = slot // 4, slot % 4
         row, col = c_element(lane, value)
         return row0 + (sub // t.ni) * 16 + row, col0 + (sub % t.ni) * 8 + col
 
-    rows = None
-    if t.warps_n == 1:  # a row lives in one warp: in the 4 lanes of one group (same lane // 4)
-        rows = RowGroups(
-            rows=2 * t.mi, per_row=2 * t.ni, lanes=4,
-            row=lambda thread, r: t.warp_origin(thread // WARP)[0] + (r // 2) * 16 + (thread % WARP) // 4 + 8 * (r % 2),
-            slot=lambda r, s: t.slot(r // 2, s // 2, (r % 2) * 2 + s % 2))
-    key = f"mma.sync.C.m16n8[{t.warps_m}x{t.warps_n} warps]"
-    return CUDAFragmentLayout(key, (t.m, t.n), t.threads, t.slots, forward, inverse, rows=rows)
+    return Fragment((t.m, t.n), t.threads, t.slots, element_of,
+                    f"mma.sync.C.m16n8[{t.warps_m}x{t.warps_n} warps]")
 
 
-def row_layout(m: int, n: int, threads: int) -> FragmentLayout | None:
-    """An (m, n) fragment with each row spread over `lanes` consecutive lanes of a warp (the
-    most, up to 32, that divide n and leave whole rows per group): element (i, j) is held by
-    thread `(i % G) * lanes + j % lanes`, G = threads / lanes, in slot
-    `(i // G) * (n / lanes) + j / lanes`. Rows reduce with warp shuffles; consecutive threads
-    hold consecutive columns, so copies from global memory stay coalesced. None when no
-    width fits."""
-    for lanes in (32, 16, 8, 4, 2, 1):
-        if lanes > threads or threads % lanes or n % lanes:
-            continue
-        groups = threads // lanes
-        if m % groups:
-            continue
-        per_row = n // lanes
+def a_operand_layout(tiling: WarpTiling, inst: MmaInstruction, k: int) -> Fragment:
+    """An (M, K) A operand held in registers in mma.sync's A fragments (the "rs" form): the
+    warps of a row block hold its rows (replicated over the warps along N); per 16-row sub-tile
+    `mi` and k-step `kk`, register `reg` of a lane packs `per_reg` consecutive k-elements, slot
+    `((mi * k_steps + kk) * 4 + reg) * per_reg + e` (PTX ISA "Matrix fragments for
+    mma.m16n8k16", A)."""
+    t, per = tiling, inst.per_reg
+    steps = k // inst.k
 
-        def forward(i, j, lanes=lanes, groups=groups, per_row=per_row):
-            return (i % groups) * lanes + j % lanes, (i // groups) * per_row + j // lanes
+    def element_of(thread, slot):
+        warp, lane = thread // WARP, thread % WARP
+        row0 = (warp % t.warps_m) * t.warp_m
+        e, reg = slot % per, (slot // per) % 4
+        kk, mi = (slot // (4 * per)) % steps, slot // (4 * per * steps)
+        row, col = a_element(inst, lane, reg, e)
+        return row0 + mi * 16 + row, kk * inst.k + col
 
-        def inverse(thread, slot, lanes=lanes, groups=groups, per_row=per_row):
-            return (slot // per_row) * groups + thread // lanes, (slot % per_row) * lanes + thread % lanes
-
-        rows = RowGroups(rows=m // groups, per_row=per_row, lanes=lanes,
-                         row=lambda thread, r, lanes=lanes, groups=groups: thread // lanes + r * groups,
-                         slot=lambda r, s, per_row=per_row: r * per_row + s)
-        return CUDAFragmentLayout(f"cuda.rows[{lanes} lanes]", (m, n), threads, m * n // threads,
-                                  forward, inverse, rows=rows)
-    return None
+    return Fragment((t.m, k), t.threads, t.mi * steps * 4 * per, element_of,
+                    f"mma.sync.A.m16k{inst.k}[{t.warps_m}x{t.warps_n} warps]")
 
 
 # ---------------------------------------------------------------------------- swizzle

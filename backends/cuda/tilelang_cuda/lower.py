@@ -2,12 +2,11 @@
 
 | tile op / loop | CUDA lowering | module |
 |---|---|---|
-| `T.gemm(A_shared, B_shared, C_fragment)` | mma.sync m16n8k{16,32,8} + ldmatrix; C in the accumulator layout | `lower_gemm.py` |
+| `T.gemm(A_shared or A_fragment, B_shared, C_fragment)` | mma.sync m16n8k{16,32,8} + ldmatrix; C in the accumulator layout, a fragment A in the A-operand layout | `lower_gemm.py` |
 | `T.copy(global, shared)` | cp.async, 16 bytes per instruction, zero-filled tails | `lower_copy.py` |
 | `T.Pipelined(n, num_stages>=2)` over such copies | multi-stage cp.async pipeline | `lower_pipeline.py` |
 | shared tiles only those two touch | XOR-swizzled 16-byte chunks (no ldmatrix bank conflicts) | `lower_pipeline.py` |
 | `T.use_swizzle(panel, order)` | block rasterization in panels (L2 reuse) | `lower_raster.py` |
-| `T.reduce_*(frag, frag, dim=1)` | warp-shuffle butterflies over a row's lanes | `lower_reduce.py` |
 
 Everything else, and every case a lowering does not cover, takes the core's portable path
 (the hook returns None). Layout functions live in `layout.py`.
@@ -36,24 +35,17 @@ def lower_tile_op(target, op, ctx):
         from .lower_copy import lower_async_copy
 
         return lower_async_copy(op, swizzles, ctx.facts.get(ANALYZER))
-    if op.name == "reduce" and "warp_shuffle" in ctx.caps.features:
-        from .lower_reduce import lower_reduce
-
-        return lower_reduce(op, ctx)
     return None
 
 
 def infer_layout(target, op, ctx):
-    """`tilelang_infer_layout`: the mma accumulator layout a tensor-core T.gemm imposes on C;
-    the row layout a shuffle reduction wants for its source."""
+    """`tilelang_infer_layout`: the mma accumulator layout a tensor-core T.gemm imposes on C,
+    and the A-operand layout on A when A is a fragment (reductions, elementwise loops and
+    copies follow from the core's inference)."""
     if op.name == "gemm" and _has_mma(ctx.caps, op):
         from .lower_gemm import gemm_layouts
 
         return gemm_layouts(op, ctx.threads)
-    if op.name == "reduce" and "warp_shuffle" in ctx.caps.features:
-        from .lower_reduce import reduce_layouts
-
-        return reduce_layouts(op, ctx)
     return None
 
 

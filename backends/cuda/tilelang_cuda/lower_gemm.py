@@ -26,6 +26,7 @@ from .layout import (
     MmaInstruction,
     WarpTiling,
     a_element,
+    a_operand_layout,
     accumulator_layout,
     b_element,
     choose_warps,
@@ -68,6 +69,7 @@ class GemmPlan:
     trans_b: bool
     a_ldmatrix: bool
     b_ldmatrix: bool
+    a_registers: bool = False  # A is a fragment in `a_operand_layout` (the "rs" form)
 
     @property
     def k_steps(self) -> int:
@@ -141,17 +143,27 @@ def _ldmatrix_aligned(region: Region, inst: MmaInstruction) -> bool:
     return int(shape[-1]) % inst.chunk == 0 and isinstance(low, tir.IntImm) and int(low) % inst.chunk == 0
 
 
+def _whole_fragment(region: Region, m: int, k: int) -> bool:
+    shape = region.buffer.ty.shape
+    return (region.scope == "local.fragment" and len(shape) == 2
+            and all(isinstance(d, tir.IntImm) for d in shape) and [int(d) for d in shape] == [m, k]
+            and all(isinstance(lo, tir.IntImm) and int(lo) == 0 for lo in region.mins)
+            and [int(e) if isinstance(e, tir.IntImm) else -1 for e in region.extents] == [m, k])
+
+
 def plan_gemm(op: TileOp, threads: int) -> GemmPlan | None:
-    """The mma.sync plan of a `tl.gemm`, or None when this lowering does not apply."""
+    """The mma.sync plan of a `tl.gemm`, or None when this lowering does not apply. A is read
+    from shared memory, or from registers when it is a whole (M, K) fragment of a 16-bit
+    dtype, not transposed."""
     a, b, c = op.regions[:3]
     trans_a, trans_b = bool(op.int_arg(3)), bool(op.int_arg(4))
     policy = op.int_arg(5)
-    if a.scope not in SHARED_SCOPES or b.scope not in SHARED_SCOPES or c.scope != "local.fragment":
+    if b.scope not in SHARED_SCOPES or c.scope != "local.fragment":
         return None
     if a.dtype != b.dtype:
         return None
     inst = mma_instruction(a.dtype, c.dtype)
-    if inst is None or threads % WARP or _view_dims(a) is None or _view_dims(b) is None:
+    if inst is None or threads % WARP or _view_dims(b) is None:
         return None
     c_shape = c.buffer.ty.shape
     if len(c_shape) != 2 or not all(isinstance(d, tir.IntImm) for d in c_shape):
@@ -162,20 +174,29 @@ def plan_gemm(op: TileOp, threads: int) -> GemmPlan | None:
     k = op.args[9]
     if not full or not isinstance(k, tir.IntImm) or int(k) % inst.k:
         return None
+    registers = a.scope not in SHARED_SCOPES
+    if registers and (trans_a or inst.element_bits != 16 or not _whole_fragment(a, m, int(k))):
+        return None
+    if not registers and _view_dims(a) is None:
+        return None
     tiling = choose_warps(m, n, threads // WARP, policy)
     if tiling is None:
         return None
-    a_ld = _ldmatrix_aligned(a, inst) and (not trans_a or inst.ldmatrix_trans_ok)
+    a_ld = not registers and _ldmatrix_aligned(a, inst) and (not trans_a or inst.ldmatrix_trans_ok)
     b_ld = _ldmatrix_aligned(b, inst) and (trans_b or inst.ldmatrix_trans_ok)
-    return GemmPlan(inst, tiling, int(k), trans_a, trans_b, a_ld, b_ld)
+    return GemmPlan(inst, tiling, int(k), trans_a, trans_b, a_ld, b_ld, registers)
 
 
 def gemm_layouts(op: TileOp, threads: int) -> dict | None:
-    """{C: its accumulator layout}, the constraint this lowering imposes, or None."""
+    """{C: its accumulator layout} (and {A: its operand layout} when A is read from registers),
+    the constraints this lowering imposes, or None."""
     plan = plan_gemm(op, threads)
     if plan is None:
         return None
-    return {op.regions[2].buffer: accumulator_layout(plan.tiling)}
+    layouts = {op.regions[2].buffer: accumulator_layout(plan.tiling)}
+    if plan.a_registers:
+        layouts[op.regions[0].buffer] = a_operand_layout(plan.tiling, plan.inst, plan.k)
+    return layouts
 
 
 # ---------------------------------------------------------------------------- lowering
@@ -221,6 +242,15 @@ def _load(load, frag, base, operand: _Operand, inst: MmaInstruction) -> list[tir
     return out
 
 
+def _pack_registers(a_reg, frag, mi, kk, plan: GemmPlan) -> list[tir.Stmt]:
+    """A's registers for sub-tile `mi`, k-step `kk`, packed from the A fragment's slots
+    (`a_operand_layout`: 4 registers of 2 elements each, in order)."""
+    base = (mi * plan.k_steps + kk) * 8
+    return [tir.BufferStore(frag, tir.call_extern("uint32", "tl::pack_b16x2", tir.BufferLoad(a_reg, [base + 2 * reg]),
+                                                  tir.BufferLoad(a_reg, [base + 2 * reg + 1])), [mi * 4 + reg])
+            for reg in range(4)]
+
+
 def _convert(inst: MmaInstruction, frag, count: int) -> list[tir.Stmt]:
     if inst.convert is None:
         return []
@@ -237,9 +267,11 @@ def lower_gemm(op: TileOp, ctx, swizzles: dict) -> tir.Stmt | None:
     a, b, c = op.regions[:3]
     if ctx.layout_of(c.buffer) != accumulator_layout(plan.tiling):
         return None
+    if plan.a_registers and ctx.layout_of(a.buffer) != a_operand_layout(plan.tiling, plan.inst, plan.k):
+        return None
     inst, t = plan.inst, plan.tiling
     acc = ctx.register_buffer(c.buffer)
-    a_op = _Operand(a, swizzles.get(a.buffer.__chandle__()))
+    a_op = None if plan.a_registers else _Operand(a, swizzles.get(a.buffer.__chandle__()))
     b_op = _Operand(b, swizzles.get(b.buffer.__chandle__()))
     a_frag = tir.decl_buffer((t.mi * 4,), "uint32", name="a_frag", scope="local")
     b_frag = tir.decl_buffer((t.ni * 2,), "uint32", name="b_frag", scope="local")
@@ -251,7 +283,10 @@ def lower_gemm(op: TileOp, ctx, swizzles: dict) -> tir.Stmt | None:
     kk, mi, ni, nj, v = (tir.Var(name, "int32") for name in ("kk", "mi", "ni", "nj", "v"))
     wr, wc = t.warp_origin(warp)
 
-    a_load = _load(plan.a_fragment(lane, row0 + mi * 16, kk), a_frag, mi * 4, a_op, inst)
+    if plan.a_registers:
+        a_load = _pack_registers(ctx.register_buffer(a.buffer), a_frag, mi, kk, plan)
+    else:
+        a_load = _load(plan.a_fragment(lane, row0 + mi * 16, kk), a_frag, mi * 4, a_op, inst)
     b_steps = []
     if plan.b_pairs:
         pair = _load(plan.b_fragment(lane, col0 + nj * 16, kk, 2), b_frag, nj * 4, b_op, inst)

@@ -90,8 +90,9 @@ def plan_swizzles(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             plan = plan_gemm(op, threads)
             c = op.regions[2].buffer
             if plan is not None and layouts is not None and layouts.get(c) == accumulator_layout(plan.tiling):
-                own(op.regions[0])
-                own(op.regions[1])
+                for operand in op.regions[:2]:
+                    if operand.scope in ("shared", "shared.dyn"):
+                        own(operand)
     refs = _references(func.body)
     for key, buf in candidates.items():
         shape = buf.ty.shape

@@ -63,6 +63,7 @@ class HIPCodegen(CStyleCodegen):
     atomic_ops = {(kind, dtype): f"tl_atomic_{kind}({{0}}, {{1}})"
                   for kind, dtypes in _ATOMIC_DTYPES.items() for dtype in dtypes}
     reinterpret_format = "__builtin_bit_cast({2}, {0})"
+    shuffle_xor_format = "tl_shfl_xor({0}, {1}, 64)"
     assert_format = "TL_DEVICE_ASSERT({cond}, {msg});"
     reserved_names = CStyleCodegen.reserved_names + (
         "half_t", "bfloat16_t", "warpSize", "half", "bfloat16", "hip_bfloat16", "__half")

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from tvm import tirx as tir
 
-from tilelang_core.layout import FragmentLayout
+from tilelang_core.layout import Fragment
 from tilelang_core.transform.portable import reduce_init
 
 __all__ = [
@@ -218,28 +218,21 @@ def accumulator_slot(plan: GemmPlan, tile_m, tile_n, i):
 # -- the accumulator layout -------------------------------------------------------------------
 
 
-def accumulator_layout(plan: GemmPlan) -> FragmentLayout:
+def accumulator_layout(plan: GemmPlan) -> Fragment:
     """C's register layout: thread `w * 64 + l` (wave w, lane l) holds, for each of its wave's
     tiles (a, b) and i in 0..3, element `c_element(l, i)` of that tile in slot
     `(a * tiles_n + b) * 4 + i`. Waves take tile blocks column-major: w = wave_m + waves_m * wave_n."""
     tm, tn, wm, ws = plan.tiles_m, plan.tiles_n, plan.waves_m, plan.wave_size
 
-    def inverse(thread, slot):
+    def element_of(thread, slot):
         wave, lane = thread // ws, thread % ws
         tile_m = (wave % wm) * tm + slot // (4 * tn)
         tile_n = (wave // wm) * tn + (slot // 4) % tn
         row, col = c_element(lane, slot % 4)
         return [tile_m * TILE + row, tile_n * TILE + col]
 
-    def forward(i, j):
-        tile_m, tile_n = i // TILE, j // TILE
-        wave = tile_m // tm + wm * (tile_n // tn)
-        lane = j % TILE + TILE * ((i % TILE) // 4)
-        slot = ((tile_m % tm) * tn + tile_n % tn) * 4 + i % 4
-        return wave * ws + lane, slot
-
-    key = f"hip.mfma16x16.waves{plan.waves_m}x{plan.waves_n}.lanes{ws}"
-    return FragmentLayout(key, (plan.m, plan.n), plan.threads, tm * tn * 4, forward, inverse)
+    name = f"hip.mfma16x16.waves{plan.waves_m}x{plan.waves_n}.lanes{ws}"
+    return Fragment((plan.m, plan.n), plan.threads, tm * tn * 4, element_of, name)
 
 
 def infer_gemm_layout(op, ctx) -> dict | None:
@@ -477,6 +470,8 @@ def lower_reduce(op, ctx) -> tir.Stmt | None:
     from tilelang_core.transform.irutil import region_indices, squeeze_extents
 
     src, dst = op.regions[:2]
+    if ctx.layouts.in_registers(src.buffer) or ctx.layouts.in_registers(dst.buffer):
+        return None  # the core's register reduction follows the fragments' layouts
     kind, dim, clear = str(op.args[2].value), int(op.args[3]), bool(int(op.args[4]))
     dtype = str(dst.buffer.dtype)
     src_shape = [src.extents[d] for d in squeeze_extents(src.extents)]

@@ -95,6 +95,15 @@ TL_DEVICE void mma_pack_b8(uint32_t* r, const void* b0, const void* b1, const vo
 
 TL_DEVICE void mma_load_b32(uint32_t* r, const void* p) { r[0] = *static_cast<const uint32_t*>(p); }
 
+// One operand register from two 16-bit values held in registers (an A operand that lives in a
+// fragment): `lo` in the low half. By value, so the fragment's registers never need an address.
+template <typename T>
+TL_DEVICE uint32_t pack_b16x2(T lo, T hi) {
+  static_assert(sizeof(T) == 2, "pack_b16x2 packs 16-bit values");
+  return static_cast<uint32_t>(__builtin_bit_cast(uint16_t, lo)) |
+         (static_cast<uint32_t>(__builtin_bit_cast(uint16_t, hi)) << 16);
+}
+
 // ---------------------------------------------------------------- ldmatrix
 
 // Loads 8x8 b16 matrices from shared memory into a warp's registers. Lanes 8*i .. 8*i+7

@@ -1,0 +1,128 @@
+"""`T.reduce_*` of a register fragment into a register fragment, on SIMT targets.
+
+Applies when layout inference kept both fragments in registers and gave the result the
+projection of the source's layout (`Fragment.project`): every thread holds the rows (kept
+indices) its source slots touch, replicated over the threads that share a row. Per thread and
+result slot:
+1. the thread folds its own source slots of that row (registers only);
+2. the holders of the row differ in some thread-index bits (`Fragment.replica_bits`); for the
+   bits inside a warp a butterfly of `tl.shfl_xor` combines the lanes (targets with the
+   "warp_shuffle" feature);
+3. for bits across warps (or every bit, without shuffles) each thread writes its partial to a
+   shared scratch tile, one barrier, and every holder folds the partials of its row.
+Every holder ends with the result in its own register; no barrier is needed unless step 3 runs.
+Anything else (a source or result in shared memory, layouts that do not project) takes the
+portable lowering.
+"""
+from __future__ import annotations
+
+import numpy as np
+from tvm import tirx as tir
+
+from ..codegen import builtins
+from ..ir import TileOp
+from .irutil import const, seq
+
+__all__ = ["lower_register_reduce", "ACROSS"]
+
+# across threads the partial results combine by the outer operation
+ACROSS = {"max": "max", "min": "min", "sum": "sum", "abssum": "sum", "absmax": "max"}
+
+
+def _whole(region) -> bool:
+    shape = region.buffer.shape
+    return all(isinstance(d, tir.IntImm) for d in shape) and \
+        all(isinstance(lo, tir.IntImm) and int(lo) == 0 for lo in region.mins) and \
+        [int(e) if isinstance(e, tir.IntImm) else -1 for e in region.extents] == [int(d) for d in shape]
+
+
+def _feeds(src, dst, kept: list[int]) -> list[list[int]] | None:
+    """`feeds[d]`: the source slots a thread folds into result slot d (the same in every
+    thread), or None."""
+    table = src.table()
+    if kept:
+        rows = np.ravel_multi_index(tuple(table[:, :, d] for d in kept), dst.shape)
+        slots = dst.slot_table()[rows]
+    else:
+        slots = np.zeros(table.shape[:2], np.int64)
+    if not (slots == slots[:1]).all():
+        return None
+    feeds = [[] for _ in range(dst.slots)]
+    for s, d in enumerate(slots[0]):
+        feeds[int(d)].append(s)
+    return feeds
+
+
+def lower_register_reduce(op: TileOp, ctx) -> tir.Stmt | None:
+    from .portable import reduce_combine, reduce_init
+
+    if ctx.block_serial:
+        return None
+    src, dst = op.regions[:2]
+    layouts = ctx.layouts
+    if not (_whole(src) and _whole(dst) and layouts.in_registers(src.buffer) and layouts.in_registers(dst.buffer)):
+        return None
+    dim = op.int_arg(3)
+    kept = [d for d in range(len(src.buffer.shape)) if d != dim]
+    f, g = layouts.get(src.buffer), layouts.get(dst.buffer)
+    feeds = _feeds(f, g, kept)
+    bits = g.replica_bits()
+    if feeds is None or bits is None or any(not x for x in feeds):
+        return None
+    kind, clear = op.str_arg(2), bool(op.int_arg(4))
+    across = ACROSS[kind]
+    dtype = str(dst.buffer.dtype)
+    warp = int(ctx.caps.warp_size)
+    lane_bits = bits & (warp - 1) if "warp_shuffle" in ctx.caps.features else 0
+    block_bits = bits & ~lane_bits
+    src_reg, dst_reg = ctx.register_buffer(src.buffer), ctx.register_buffer(dst.buffer)
+    acc = tir.decl_buffer((g.slots,), dtype, name=f"{kind}_acc", scope="local")
+
+    def value(s):
+        v = tir.BufferLoad(src_reg, [s])
+        return v if str(src_reg.dtype) == dtype else tir.Cast(dtype, v)
+
+    def partials(thread):
+        out = [tir.AllocBuffer(acc)]
+        for d, slots in enumerate(feeds):
+            total = reduce_combine(kind, reduce_init(kind, dtype), value(slots[0])) if kind in ("abssum", "absmax") \
+                else value(slots[0])
+            for s in slots[1:]:
+                total = reduce_combine(kind, total, value(s))
+            out.append(tir.BufferStore(acc, total, [d]))
+        for b in range(warp.bit_length()):
+            if lane_bits & (1 << b):
+                for d in range(g.slots):
+                    mine = tir.BufferLoad(acc, [d])
+                    out.append(tir.BufferStore(acc, reduce_combine(across, mine, builtins.shfl_xor(mine, 1 << b)), [d]))
+        return out
+
+    def store(d, result):
+        if clear:
+            return tir.BufferStore(dst_reg, result, [d])
+        return tir.BufferStore(dst_reg, reduce_combine(across, tir.BufferLoad(dst_reg, [d]), result), [d])
+
+    if not block_bits:
+        return ctx.per_thread(lambda t: seq(partials(t) + [store(d, tir.BufferLoad(acc, [d])) for d in range(g.slots)]),
+                              span=op.stmt.span)
+
+    scratch = tir.decl_buffer((g.slots, ctx.threads), dtype, name=f"{kind}_partials", scope="shared.dyn")
+    others = [m for m in range(1, block_bits + 1) if m & block_bits == m]
+
+    def publish(thread):
+        return seq(partials(thread) + [tir.BufferStore(scratch, tir.BufferLoad(acc, [d]), [const(d), thread])
+                                       for d in range(g.slots)])
+
+    def gather(thread):
+        out = []
+        for d in range(g.slots):
+            total = tir.BufferLoad(scratch, [const(d), thread])
+            for m in others:
+                total = reduce_combine(across, total, tir.BufferLoad(scratch, [const(d), tir.bitwise_xor(thread, const(m))]))
+            out.append(store(d, total))
+        return seq(out)
+
+    from .simt import sync_threads
+
+    return seq([tir.AllocBuffer(scratch), ctx.per_thread(publish, span=op.stmt.span), sync_threads(),
+                ctx.per_thread(gather, span=op.stmt.span), sync_threads()])
