@@ -353,8 +353,10 @@ def test_softmax_reduces_with_shuffles():
     examples = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(examples)
     text = render(examples.softmax(100, 64, 4)).source
-    assert "tl_max(max_part, tl_shfl_xor(max_part, 16, 32))" in text
-    assert "sum_part + tl_shfl_xor(sum_part, 1, 32)" in text
+    # a row of 64 lies in the 64 lanes of a wave: a 6-step butterfly, no LDS
+    assert "tl_max(max_acc[0], tl_shfl_xor(max_acc[0], 32, 64))" in text
+    assert "sum_acc[0] + tl_shfl_xor(sum_acc[0], 1, 64)" in text
+    assert "tl_dyn_smem" not in text
 
 
 @pytest.mark.parametrize("n,vector", [(64, True), (52, False)])
