@@ -18,7 +18,8 @@ functions:
   over its group of `Lanes` consecutive lanes.
 - `tl.shfl_xor(v, m)` (`__shfl_xor_sync`): lane l receives v of lane l ^ m; a store whose
   value shuffles waits for the whole warp first.
-- `tl::pack_b16x2(lo, hi)`: the two 16-bit patterns in one 32-bit word, lo in the low half.
+- `tl::pack_b16x2(lo, hi)`: two 16-bit patterns in one 32-bit word, lo in the low half;
+  `reinterpret` of a 16-bit value gives its pattern.
 
 Scheduling is adversarial for missing barriers: the lowest-numbered runnable warp runs until
 all its lanes block (at a warp-collective instruction or a barrier), before any other warp
@@ -223,13 +224,15 @@ class _Machine:
             return access
         if name == "prim.likely":
             return self.compile(e.args[0])
+        if name == "tirx.reinterpret" and str(e.ty.dtype) == "uint16":
+            value, bits = self.compile(e.args[0]), _bits16(str(e.args[0].ty.dtype))
+            return lambda th: bits(value(th))
         if name == "tl.shfl_xor":
             key = e.__chandle__()
             return lambda th: th.shuffled[key]
         if name == "tirx.call_extern" and str(e.args[0].value) == "tl::pack_b16x2":
             lo, hi = self.compile(e.args[1]), self.compile(e.args[2])
-            bits = _bits16(str(e.args[1].ty.dtype))
-            return lambda th: bits(lo(th)) | (bits(hi(th)) << 16)
+            return lambda th: (int(lo(th)) & 0xFFFF) | ((int(hi(th)) & 0xFFFF) << 16)
         short = name.split(".")[-1]
         if short in _MATH:
             fn, args = _MATH[short], [self.compile(a) for a in e.args]

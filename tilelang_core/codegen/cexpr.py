@@ -425,7 +425,12 @@ class CExprPrinter:
             raise CodegenError(f"reinterpret is not supported by the {self.language} dialect")
         value = e.args[0]
         src, dst = self.type_name(dtype_of(value)), self.type_name(dtype_of(e))
-        return self.reinterpret_format.format(self.expr(value), src, dst), PREC_ATOM
+        if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source):
+            # the stored bits, not the value a storage type converts to on load
+            text = self.buffer_ref(value.source, value.indices)
+        else:
+            text = self.expr(value)
+        return self.reinterpret_format.format(text, src, dst), PREC_ATOM
 
     def _call_extern(self, e) -> tuple[str, int]:
         fname = str(e.args[0].value)

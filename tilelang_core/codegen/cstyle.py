@@ -355,9 +355,15 @@ class CStyleCodegen(CExprPrinter):
 
     def plan_allocations(self, allocs: list) -> None:
         """Place allocations before printing. Default: pack every "shared.dyn" buffer into the
-        one dynamic shared memory array, each at an offset aligned to `dyn_shared_alignment`."""
-        offset = 0
-        for stmt in allocs:
+        one dynamic shared memory array, each at an offset aligned to `dyn_shared_alignment`;
+        buffers whose lifetimes (the `tl.shared_lifetimes` attribute of storage planning) do
+        not overlap may share bytes."""
+        from ..transform.storage import ATTR_SHARED_LIFETIMES, place_buffers
+
+        attrs = self.func.attrs if self.func is not None and self.func.attrs is not None else {}
+        lifetimes = attrs.get(ATTR_SHARED_LIFETIMES, {}) if hasattr(attrs, "get") else {}
+        items = []
+        for index, stmt in enumerate(allocs):
             info = buffer_info(stmt.buffer)
             if info.scope != "shared.dyn":
                 continue
@@ -365,11 +371,14 @@ class CStyleCodegen(CExprPrinter):
             if size is None:
                 raise CodegenError(f"dynamic shared buffer {info.name!r} has a symbolic shape "
                                    f"{list(info.shape)}; shared memory needs constant shapes")
-            align = self.dyn_shared_alignment
-            offset = (offset + align - 1) // align * align
-            self.dyn_shared_offsets[stmt.buffer] = offset
-            offset += size * self.dtype_bytes(info.dtype)
-        self.dyn_shared_bytes = offset
+            span = lifetimes.get(info.name)
+            first, last = (int(span[0]), int(span[1])) if span is not None else (0, 1 << 30)
+            items.append((index, size * self.dtype_bytes(info.dtype), first, last))
+        offsets, total = place_buffers(items, self.dyn_shared_alignment)
+        for index, stmt in enumerate(allocs):
+            if index in offsets:
+                self.dyn_shared_offsets[stmt.buffer] = offsets[index]
+        self.dyn_shared_bytes = max((offsets[i] + size for i, size, _, _ in items), default=0)
 
     @staticmethod
     def dtype_bytes(dtype: str) -> int:

@@ -85,11 +85,13 @@ def lower_register_reduce(op: TileOp, ctx) -> tir.Stmt | None:
     def partials(thread):
         out = [tir.AllocBuffer(acc)]
         for d, slots in enumerate(feeds):
-            total = reduce_combine(kind, reduce_init(kind, dtype), value(slots[0])) if kind in ("abssum", "absmax") \
-                else value(slots[0])
-            for s in slots[1:]:
-                total = reduce_combine(kind, total, value(s))
-            out.append(tir.BufferStore(acc, total, [d]))
+            # a balanced tree: independent combines the hardware can overlap
+            terms = [reduce_combine(kind, reduce_init(kind, dtype), value(s)) if kind in ("abssum", "absmax")
+                     else value(s) for s in slots]
+            while len(terms) > 1:
+                terms = [reduce_combine(across, terms[i], terms[i + 1]) if i + 1 < len(terms) else terms[i]
+                         for i in range(0, len(terms), 2)]
+            out.append(tir.BufferStore(acc, terms[0], [d]))
         for b in range(warp.bit_length()):
             if lane_bits & (1 << b):
                 for d in range(g.slots):

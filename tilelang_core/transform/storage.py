@@ -1,9 +1,14 @@
-"""plan_storage: the block's shared memory against the target's budget.
+"""plan_storage: the block's shared memory: lifetimes, and the total against the budget.
 
 Before: allocations in scope `shared.dyn` / `shared` anywhere in the kernel.
-After: unchanged IR; `ctx.facts["shared_bytes"]` holds their total (each rounded up to 16
-bytes, the way the code generator packs them). A kernel over the target's opt-in limit fails
-here with the sizes of its buffers, not in the driver at launch.
+After: the PrimFunc carries `ATTR_SHARED_LIFETIMES` ({buffer name: [first, last]}): the
+top-level statements of the kernel body (after the launch attributes) that touch each
+dynamic shared buffer. Buffers whose lifetimes do not overlap may share bytes (e.g. an
+epilogue's staging tile and a main loop's pipeline stages); the code generator places them
+with `place_buffers`. `ctx.facts["shared_bytes"]` holds the resulting total. The core's
+barrier pass puts a barrier between a top-level statement that reads shared memory and a
+later one that writes it, so reuse needs no barrier of its own. A kernel over the target's
+opt-in limit fails here with the sizes of its buffers, not in the driver at launch.
 """
 from __future__ import annotations
 
@@ -13,7 +18,63 @@ from ..ir import dtype_bytes, source_of
 from .errors import CapabilityError
 from .irutil import walk
 
-__all__ = ["plan_storage", "buffer_bytes", "SHARED_SCOPES"]
+__all__ = ["plan_storage", "buffer_bytes", "place_buffers", "SHARED_SCOPES", "ATTR_SHARED_LIFETIMES"]
+
+ATTR_SHARED_LIFETIMES = "tl.shared_lifetimes"
+ALIGN = 16
+
+
+def place_buffers(items, align: int = ALIGN) -> tuple[dict, int]:
+    """Offsets for `items` = [(key, bytes, first, last)]: buffers whose [first, last] ranges
+    overlap get disjoint bytes (first fit, largest first); returns ({key: offset}, total)."""
+    placed: list[tuple[int, int, int, int]] = []  # offset, end, first, last
+    offsets = {}
+    for key, size, first, last in sorted(items, key=lambda it: (-it[1], it[2])):
+        offset = 0
+        for lo, hi, f, l in sorted(placed):
+            if f > last or l < first:
+                continue
+            if offset + size <= lo:
+                break
+            offset = max(offset, (hi + align - 1) // align * align)
+        offsets[key] = offset
+        placed.append((offset, offset + size, first, last))
+    total = max((hi for _, hi, _, _ in placed), default=0)
+    return offsets, (total + align - 1) // align * align
+
+
+def _top_level(body) -> list:
+    while isinstance(body, tir.AttrStmt) and body.attr_key == "thread_extent":
+        body = body.body
+    return list(body.seq) if isinstance(body, tir.SeqStmt) else [body]
+
+
+def _lifetimes(func: tir.PrimFunc) -> dict[int, tuple[int, int]]:
+    """buffer handle -> (first, last) top-level statement that allocates or touches it."""
+    from tvm import ir as _ir
+
+    spans: dict[int, tuple[int, int]] = {}
+    for index, stmt in enumerate(_top_level(func.body)):
+        if isinstance(stmt, tir.AllocBuffer):
+            continue
+        seen = set()
+
+        def visit(node):
+            buf = None
+            if isinstance(node, (tir.BufferStore, tir.AllocBuffer)):
+                buf = node.buffer
+            elif isinstance(node, _ir.TensorLoad):
+                buf = node.source
+            elif isinstance(node, _ir.Call) and isinstance(node.op, _ir.Op) and node.op.name == "tirx.buffer_data":
+                buf = node.args[0]
+            if buf is not None:
+                seen.add(buf.__chandle__())
+
+        walk(stmt, visit)
+        for key in seen:
+            first, last = spans.get(key, (index, index))
+            spans[key] = (min(first, index), max(last, index))
+    return spans
 
 SHARED_SCOPES = ("shared", "shared.dyn")
 
@@ -29,6 +90,7 @@ def buffer_bytes(buf: tir.Buffer) -> int | None:
 
 def plan_storage(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     sizes: list[tuple[str, int]] = []
+    buffers = []
 
     def visit(node):
         if isinstance(node, tir.AllocBuffer) and node.buffer.scope() in SHARED_SCOPES:
@@ -37,9 +99,18 @@ def plan_storage(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
                 raise CapabilityError(f"shared buffer {node.buffer.name} needs a constant shape, got {list(node.buffer.shape)}",
                                       source_of(node))
             sizes.append((node.buffer.name, (nbytes + 15) // 16 * 16, source_of(node)))
+            buffers.append(node.buffer)
 
     walk(func.body, visit, (tir.AllocBuffer,))
-    total = sum(n for _, n, _ in sizes)
+    spans = _lifetimes(func)
+    names = [b.name for b in buffers]
+    lifetimes = {}
+    if len(set(names)) == len(names):  # the printer finds buffers by name
+        everything = (0, 1 << 30)
+        lifetimes = {b.name: list(spans.get(b.__chandle__(), everything)) for b in buffers
+                     if b.scope() == "shared.dyn"}
+    items = [(name, n, *lifetimes.get(name, (0, 1 << 30))) for name, n, _ in sizes]
+    _, total = place_buffers(items)
     ctx.facts["shared_bytes"] = total
     limit = ctx.caps.shared_memory_optin
     if total > limit:
@@ -49,6 +120,6 @@ def plan_storage(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             f"the kernel needs {total} bytes of shared memory ({detail}) but {ctx.target} allows "
             f"{limit} per block (capability shared_memory_optin); use smaller tiles or fewer stages "
             f"(the largest buffer, {largest[0]}, is allocated here)", largest[2])
+    if lifetimes:
+        func = func.with_attr(ATTR_SHARED_LIFETIMES, lifetimes)
     return func
-
-

@@ -246,16 +246,20 @@ def _pack_registers(a_reg, frag, mi, kk, plan: GemmPlan) -> list[tir.Stmt]:
     """A's registers for sub-tile `mi`, k-step `kk`, packed from the A fragment's slots
     (`a_operand_layout`: 4 registers of 2 elements each, in order)."""
     base = (mi * plan.k_steps + kk) * 8
-    return [tir.BufferStore(frag, tir.call_extern("uint32", "tl::pack_b16x2", tir.BufferLoad(a_reg, [base + 2 * reg]),
-                                                  tir.BufferLoad(a_reg, [base + 2 * reg + 1])), [mi * 4 + reg])
+    def bits(slot):
+        return tir.reinterpret("uint16", tir.BufferLoad(a_reg, [slot]))
+
+    return [tir.BufferStore(frag, tir.call_extern("uint32", "tl::pack_b16x2", bits(base + 2 * reg), bits(base + 2 * reg + 1)),
+                            [mi * 4 + reg])
             for reg in range(4)]
 
 
-def _convert(inst: MmaInstruction, frag, count: int) -> list[tir.Stmt]:
+def _convert(inst: MmaInstruction, frag, count: int, base=0) -> list[tir.Stmt]:
+    """The instruction's operand conversion (fp32 -> tf32) of registers base .. base + count."""
     if inst.convert is None:
         return []
     i = tir.Var("r", "int32")
-    return [_loop(i, count, _extern(inst.convert, _address(frag, [i])))]
+    return [_loop(i, count, _extern(inst.convert, _address(frag, [base + i])))]
 
 
 def lower_gemm(op: TileOp, ctx, swizzles: dict) -> tir.Stmt | None:
@@ -287,26 +291,33 @@ def lower_gemm(op: TileOp, ctx, swizzles: dict) -> tir.Stmt | None:
         a_load = _pack_registers(ctx.register_buffer(a.buffer), a_frag, mi, kk, plan)
     else:
         a_load = _load(plan.a_fragment(lane, row0 + mi * 16, kk), a_frag, mi * 4, a_op, inst)
+    def mma(m_idx, n_idx):
+        slot = t.slot(m_idx, n_idx, 0)
+        return seq([
+            _loop(v, 4, tir.BufferStore(d_frag, tir.BufferLoad(acc, [slot + v]), [v])),
+            _extern(inst.function, _address(d_frag, [0]), _address(a_frag, [m_idx * 4]),
+                    _address(b_frag, [n_idx * 2]), _address(d_frag, [0])),
+            _loop(v, 4, tir.BufferStore(acc, tir.BufferLoad(d_frag, [v]), [slot + v])),
+        ])
+
+    # B is loaded a pair of n-blocks at a time and used at once: its registers live briefly
+    # (a whole row of B fragments at once would hold 2 * ni registers through the k-step)
+    h = tir.Var("h", "int32")
     b_steps = []
     if plan.b_pairs:
         pair = _load(plan.b_fragment(lane, col0 + nj * 16, kk, 2), b_frag, nj * 4, b_op, inst)
-        b_steps.append(_loop(nj, plan.b_pairs, seq(pair)))
+        b_steps.append(_loop(nj, plan.b_pairs, seq([
+            *pair, *_convert(inst, b_frag, 4, nj * 4),
+            _loop(mi, t.mi, _loop(h, 2, mma(mi, nj * 2 + h)))])))
     if t.ni % 2:
         last = t.ni - 1
         b_steps += _load(plan.b_fragment(lane, col0 + last * 8, kk, 1), b_frag, last * 2, b_op, inst)
-    slot = t.slot(mi, ni, 0)
-    mma = seq([
-        _loop(v, 4, tir.BufferStore(d_frag, tir.BufferLoad(acc, [slot + v]), [v])),
-        _extern(inst.function, _address(d_frag, [0]), _address(a_frag, [mi * 4]),
-                _address(b_frag, [ni * 2]), _address(d_frag, [0])),
-        _loop(v, 4, tir.BufferStore(acc, tir.BufferLoad(d_frag, [v]), [slot + v])),
-    ])
+        b_steps += _convert(inst, b_frag, 2, last * 2)
+        b_steps.append(_loop(mi, t.mi, mma(mi, last)))
     k_step = seq([
         _loop(mi, t.mi, seq(a_load)),
         *_convert(inst, a_frag, t.mi * 4),
         *b_steps,
-        *_convert(inst, b_frag, t.ni * 2),
-        _loop(mi, t.mi, _loop(ni, t.ni, mma)),
     ])
 
     def per_thread(thread):

@@ -95,13 +95,11 @@ TL_DEVICE void mma_pack_b8(uint32_t* r, const void* b0, const void* b1, const vo
 
 TL_DEVICE void mma_load_b32(uint32_t* r, const void* p) { r[0] = *static_cast<const uint32_t*>(p); }
 
-// One operand register from two 16-bit values held in registers (an A operand that lives in a
-// fragment): `lo` in the low half. By value, so the fragment's registers never need an address.
-template <typename T>
-TL_DEVICE uint32_t pack_b16x2(T lo, T hi) {
-  static_assert(sizeof(T) == 2, "pack_b16x2 packs 16-bit values");
-  return static_cast<uint32_t>(__builtin_bit_cast(uint16_t, lo)) |
-         (static_cast<uint32_t>(__builtin_bit_cast(uint16_t, hi)) << 16);
+// One operand register from the bits of two 16-bit values held in registers (an A operand that
+// lives in a fragment): `lo` in the low half. By value, so the fragment's registers never need
+// an address.
+TL_DEVICE uint32_t pack_b16x2(uint16_t lo, uint16_t hi) {
+  return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
 }
 
 // ---------------------------------------------------------------- ldmatrix

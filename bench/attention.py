@@ -1,0 +1,176 @@
+"""FlashAttention benchmark: TileLang's own attention programs compiled by our core, beside
+torch's SDPA in one run, reported as ratios. Compile here, run there:
+
+    # here (no GPU needed): compile for sm_90a, export cubins + launch metadata
+    .venv/bin/python bench/attention.py --export build/attention_bench [--arch sm_90a] [--quick]
+
+    # on the GPU machine (torch + cuda-python; TVM not needed)
+    python bench/attention.py --run build/attention_bench
+
+The programs are TileLang's examples, read unchanged from a TileLang checkout (`--tilelang`,
+default: the mirror this workplace keeps) at export time and never stored in this
+repository: `examples/flash_attention/example_mha_fwd_bhsd.py` (its `flashattn` kernel
+factory; the `@autotune`/`@tilelang.jit` decorators are not used, we compile the returned
+`T.prim_func`) and, for decoding, `examples/flash_decoding/example_gqa_decode.py`'s
+no-split kernel.
+
+`--run` loads every export with `tilelang_core.load`, checks each output element against
+SDPA computed in float32 (outputs poisoned with NaN first), then times ours and SDPA (fp16)
+with CUDA events, median of `--rep` runs after warm-up, and prints TFLOP/s and ours/SDPA.
+Exit status: 0 when every kernel matched, 1 otherwise, 2 without a GPU.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+for _path in (REPO, REPO / "backends" / "cuda"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+MIRROR = Path("/work/.mirror/tile-ai+tilelang/repo")
+MANIFEST = "manifest.json"
+SHAPE = dict(batch=8, heads=16, seq=4096, dim=128)
+# (block_M, block_N, num_stages, threads): the example's tuned config and others
+CONFIGS = [(128, 128, 2, 256), (128, 32, 2, 128), (64, 64, 2, 128), (64, 128, 2, 128), (128, 64, 2, 128)]
+# GQA decode: batch, query heads, kv heads, kv length, dim
+DECODE = dict(batch=16, heads=32, groups=8, seqlen_kv=8192, dim=128)
+
+
+# ---------------------------------------------------------------------------- export
+
+
+def _example_source(checkout: Path, rel: str) -> str:
+    if (checkout / rel).is_file():
+        return (checkout / rel).read_text()
+    return subprocess.check_output(["git", "-C", str(checkout), "show", f"HEAD:{rel}"], text=True)
+
+
+def _load_factory(source: str, start: str, end: str, out: Path, name: str, header: str = ""):
+    """The kernel factory `start` of a TileLang example, written to a module under `out`
+    (TVMScript parses source files) with only its imports pointed at our packages."""
+    body = source[source.index(start):source.index(end)]
+    path = out / "_programs" / f"{name}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("import tilelang_core as tilelang\nfrom tilelang_core import language as T\n" + header + "\n\n" + body)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def export(out: Path, arch: str, checkout: Path, quick: bool) -> None:
+    import tilelang_core
+
+    out.mkdir(parents=True, exist_ok=True)
+    mha = _load_factory(_example_source(checkout, "examples/flash_attention/example_mha_fwd_bhsd.py"),
+                        "def flashattn", "def ref_program", out, "example_mha_fwd_bhsd")
+    entries = []
+    configs = CONFIGS[:1] if quick else CONFIGS
+    for causal in (False, True):
+        for bm, bn, stages, threads in configs:
+            name = f"mha_{'causal' if causal else 'full'}_{bm}x{bn}_s{stages}_t{threads}"
+            start = time.perf_counter()
+            func = mha.flashattn(SHAPE["batch"], SHAPE["heads"], SHAPE["seq"], SHAPE["seq"], SHAPE["dim"], causal,
+                                 block_M=bm, block_N=bn, num_stages=stages, threads=threads)
+            kernel = tilelang_core.compile(func, target=f"cuda/{arch}",  # the output passed in: poisoned first
+                                            pass_configs={"tl.enable_fast_math": True})  # as the example
+            kernel.export(out / name)
+            entries.append({"name": name, "kind": "mha", "causal": causal, "config": [bm, bn, stages, threads],
+                            **SHAPE, "shared_memory": kernel.meta.shared_memory})
+            print(f"exported {name} ({kernel.meta.shared_memory // 1024} KB shared) in "
+                  f"{time.perf_counter() - start:.1f} s", flush=True)
+    (out / MANIFEST).write_text(json.dumps({"arch": arch, "kernels": entries}, indent=1))
+
+
+# ---------------------------------------------------------------------------- run
+
+
+def _time(fn, warmup: int, rep: int) -> float:
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(rep):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def run(out: Path, warmup: int, rep: int) -> int:
+    sys.modules["tvm"] = None  # the runtime half must not need the compiler
+    import torch
+    import torch.nn.functional as F
+
+    import tilelang_core
+    from tilelang_core.plugin import get_plugin_manager
+
+    manager = get_plugin_manager()
+    if "cuda" not in manager.registry.kinds:  # a bare machine: the backend from this checkout
+        manager.register_module("cuda", "tilelang_cuda.plugin")
+
+    if not torch.cuda.is_available():
+        print("no CUDA device here")
+        return 2
+    manifest = json.loads((out / MANIFEST).read_text())
+    torch.manual_seed(0)
+    ok = True
+    rows = []
+    for entry in manifest["kernels"]:
+        kernel = tilelang_core.load(out / entry["name"])
+        b, h, s, d = entry["batch"], entry["heads"], entry["seq"], entry["dim"]
+        q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.float16) for _ in range(3))
+        o = torch.full_like(q, float("nan"))
+        kernel(q, k, v, o)
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=entry["causal"])
+        err = (o.float() - ref).abs()
+        good = bool(torch.isfinite(o).all()) and bool((err <= 1e-2 + 1e-2 * ref.abs()).all())
+        ok &= good
+        flops = 4.0 * b * h * s * s * d * (0.5 if entry["causal"] else 1.0)
+        ours = _time(lambda: kernel(q, k, v, o), warmup, rep)
+        sdpa = _time(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=entry["causal"]), warmup, rep)
+        rows.append((entry["name"], flops / ours / 1e9, flops / sdpa / 1e9, sdpa / ours, float(err.max()), good))
+        print(f"{entry['name']:<32} ours {rows[-1][1]:7.1f} TFLOP/s  SDPA {rows[-1][2]:7.1f}  "
+              f"ours/SDPA {rows[-1][3]:.2f}  max err {rows[-1][4]:.2e}  {'ok' if good else 'MISMATCH'}", flush=True)
+    print("\n| kernel | ours TFLOP/s | SDPA TFLOP/s | ours/SDPA | max abs err |")
+    print("|---|---|---|---|---|")
+    for name, ours, sdpa, ratio, err, good in rows:
+        print(f"| {name} | {ours:.1f} | {sdpa:.1f} | **{ratio:.2f}** | {err:.1e}{'' if good else ' MISMATCH'} |")
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    return 0 if ok else 1
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--export", type=Path)
+    parser.add_argument("--run", type=Path)
+    parser.add_argument("--arch", default="sm_90a")
+    parser.add_argument("--tilelang", type=Path, default=MIRROR, help="a TileLang checkout (git dir or work tree)")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--rep", type=int, default=30)
+    args = parser.parse_args(argv)
+    if args.export:
+        export(args.export, args.arch, args.tilelang, args.quick)
+    if args.run:
+        return run(args.run, args.warmup, args.rep)
+    if not (args.export or args.run):
+        parser.error("give --export DIR and/or --run DIR")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
