@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import threading
 import time
 from typing import Any, Callable, Sequence
@@ -93,7 +94,9 @@ def _build(func, target, options: CompileOptions, out_idx: tuple[int, ...]):
         shared_memory=int(source.shared_memory),
         symbols={k: tuple(v) for k, v in symbols.items()},
         out_idx=out_idx,
-        extra={"language": source.language, **{k: v for k, v in source.extra.items() if isinstance(v, (str, int, float, bool))}},
+        extra={"language": source.language, **{k: v for k, v in source.extra.items() if isinstance(v, (str, int, float, bool))},
+               # what layout inference decided, for Kernel.explain() (JSON: it travels with exports)
+               "layout_report": json.dumps(facts.get("layout_report", []))},
     )
     return meta, binary, source.source
 

@@ -56,6 +56,27 @@ class Kernel:
             self._loaded = self.runtime.load(self.binary, self.meta)
         return self._loaded
 
+    def explain(self) -> str:
+        """What layout inference decided for each fragment: its layout, registers per thread,
+        replication, and where it lives (registers, or shared memory and why)."""
+        import json
+
+        entries = json.loads(self.meta.extra.get("layout_report", "[]") or "[]")
+        if not entries:
+            return f"{self.meta.entry}: no fragments in registers on {self.meta.target} (block-serial or none declared)"
+        lines = [f"{self.meta.entry} on {self.meta.target}: {len(entries)} fragment(s)"]
+        for e in entries:
+            shape = "x".join(str(d) for d in e["shape"])
+            if e["placement"] == "registers":
+                rep = f", replicated x{e['replicate']}" if (e.get("replicate") or 1) > 1 else ""
+                lines.append(f"  {e['fragment']} [{shape} {e['dtype']}]: registers, {e['registers_per_thread']} per "
+                             f"thread{rep}; layout {e['layout']} (from {e['origin'] or 'default'})")
+            else:
+                lines.append(f"  {e['fragment']} [{shape} {e['dtype']}]: SHARED MEMORY: {e['reason']}")
+            for note in e.get("notes", []):
+                lines.append(f"      note: {note}")
+        return "\n".join(lines)
+
     def get_kernel_source(self) -> str:
         return self.source or ""
 

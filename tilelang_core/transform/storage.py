@@ -26,10 +26,11 @@ ALIGN = 16
 
 def place_buffers(items, align: int = ALIGN) -> tuple[dict, int]:
     """Offsets for `items` = [(key, bytes, first, last)]: buffers whose [first, last] ranges
-    overlap get disjoint bytes (first fit, largest first); returns ({key: offset}, total)."""
+    overlap get disjoint bytes (first fit, in the given order, so buffers that all overlap pack
+    one after the other); returns ({key: offset}, total)."""
     placed: list[tuple[int, int, int, int]] = []  # offset, end, first, last
     offsets = {}
-    for key, size, first, last in sorted(items, key=lambda it: (-it[1], it[2])):
+    for key, size, first, last in items:
         offset = 0
         for lo, hi, f, l in sorted(placed):
             if f > last or l < first:

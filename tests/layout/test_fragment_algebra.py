@@ -1,0 +1,105 @@
+"""The `Fragment` layout model: bijection checks, replication, projection, composition,
+equality up to renaming."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tilelang_core.layout import Fragment, FragmentError, cyclic_fragment, row_fragment, xor
+
+
+def mma_accumulator(warps_m: int, warps_n: int, m: int, n: int) -> Fragment:
+    """mma.sync's C layout over a warp grid, written here from the PTX ISA for the tests."""
+    warp_m, warp_n = m // warps_m, n // warps_n
+    ni = warp_n // 8
+
+    def element_of(t, s):
+        warp, lane = t // 32, t % 32
+        row0, col0 = (warp % warps_m) * warp_m, (warp // warps_m) * warp_n
+        sub, v = s // 4, s % 4
+        return row0 + (sub // ni) * 16 + lane // 4 + 8 * (v // 2), col0 + (sub % ni) * 8 + 2 * (lane % 4) + v % 2
+
+    return Fragment((m, n), warps_m * warps_n * 32, (warp_m // 16) * ni * 4, element_of, "mma.C")
+
+
+def test_a_bijection_checks_and_answers_both_ways():
+    f = cyclic_fragment((16, 32), 64, vector=4).check()
+    assert f.replicate == 1 and f.slots == 8
+    for t in range(64):
+        for s in range(8):
+            idx = tuple(int(i) for i in f.element_of(t, s))
+            assert f.holders(*idx) == (t,) and f.slot_of(*idx) == s
+    assert f.forward_thread(0, 5) == 1 and f.forward_index(0, 5) == 1  # TileLang's names
+
+
+def test_an_element_held_twice_in_one_thread_is_refused():
+    bad = Fragment((4, 4), 4, 4, lambda t, s: (t, s * 0), "bad")
+    with pytest.raises(FragmentError, match="in two slots"):
+        bad.check()
+
+
+def test_an_element_outside_the_tile_is_refused():
+    with pytest.raises(FragmentError, match="outside shape"):
+        Fragment((4, 4), 4, 4, lambda t, s: (t + 1, s), "off").check()
+
+
+def test_replicas_must_share_a_slot():
+    # threads 0 and 1 both hold all 4 elements, in different slot orders
+    with pytest.raises(FragmentError, match="replicas must share a slot"):
+        Fragment((4,), 2, 4, lambda t, s: ((s + t) % 4,), "rotated").check()
+
+
+def test_projection_of_the_accumulator_is_replicated_over_a_lane_quad():
+    acc = mma_accumulator(8, 1, 128, 128).check()
+    rows = acc.project([0])
+    assert rows.shape == (128,) and rows.slots == 2 and rows.replicate == 4
+    assert rows.holders(0) == (0, 1, 2, 3) and rows.holders(8) == (0, 1, 2, 3) and rows.holders(17) == (36, 37, 38, 39)
+    assert rows.replica_bits() == 0b11  # the quad's lanes differ in the low two bits
+
+
+def test_projection_across_warps_names_the_warp_bit():
+    rows = mma_accumulator(2, 2, 64, 64).check().project([0])
+    assert rows.replicate == 8 and rows.replica_bits() == 0b1000011  # lane bits 0, 1 and warp bit 1
+
+
+def test_column_projection():
+    cols = mma_accumulator(8, 1, 128, 64).check().project([1])
+    assert cols.shape == (64,) and cols.replicate == 256 * cols.slots // 64
+
+
+def test_equality_is_up_to_renaming():
+    a = row_fragment(32, 64, 128, 32)
+    b = Fragment((32, 64), 128, 16, lambda t, s: ((s // 2) * 4 + t // 32, (s % 2) * 32 + t % 32), "same, other name")
+    c = cyclic_fragment((32, 64), 128)
+    assert a == b and hash(a) == hash(b)
+    assert a != c
+
+
+def test_replicate_over_and_repeat():
+    base = cyclic_fragment((8, 8), 16).check()
+    twice = base.replicate_over(2).check()
+    assert twice.threads == 32 and twice.replicate == 2 and twice.holders(0, 0) == (0, 16)
+    tall = base.repeat(2, dim=0, over="threads").check()
+    assert tall.shape == (16, 8) and tall.threads == 32 and tall.holders(8, 0) == (16,)
+    wide = base.repeat(3, dim=1, over="slots").check()
+    assert wide.shape == (8, 24) and wide.slots == base.slots * 3 and wide.holders(0, 8) == (0,)
+
+
+def test_element_of_gives_code_for_a_thread_variable():
+    from tvm import ir, tirx
+
+    t = tirx.Var("t", "int32")
+    f = mma_accumulator(8, 1, 128, 128)
+    row, col = f.element_of(t, 5)
+    assert isinstance(row, ir.Expr) and isinstance(col, ir.Expr)
+    # a derived layout reads its table for constant slots and refuses symbolic ones it cannot express
+    rows = f.project([0])
+    assert isinstance(rows.element_of(t, 1)[0], ir.Expr)
+
+
+def test_xor_works_on_every_kind_of_value():
+    from tvm import ir, tirx
+
+    assert xor(6, 3) == 5
+    assert (xor(np.arange(4), 1) == np.array([1, 0, 3, 2])).all()
+    assert isinstance(xor(tirx.Var("x", "int32"), 1), ir.Expr)

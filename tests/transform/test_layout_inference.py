@@ -1,0 +1,126 @@
+"""Whole-kernel layout inference (`infer_layout`) on real programs, for a SIMT target with
+matrix instructions (cuda/sm_90a) and one without a backend layout (hip shares the core's
+rules): which fragments stay in registers, in which layout, and why one leaves.
+
+These tests fail when a fragment that should stay in registers is placed in shared memory."""
+from __future__ import annotations
+
+import pytest
+
+from tilelang_core import language as T
+from tilelang_core.jit.api import lower
+from tilelang_core.jit.options import CompileOptions
+from tilelang_core.plugin import get_plugin_manager
+from tilelang_core.transform.layout_inference import FRAGMENT_LAYOUTS
+from tilelang_conformance.cases.attention import flashattn
+from tilelang_conformance.cases.norm import layernorm_kernel, softmax_kernel
+
+
+def infer(func, spec="cuda/sm_90a"):
+    facts = {}
+    lowered = lower(func, get_plugin_manager().parse_target(spec), CompileOptions(), facts)
+    decisions = {d.buffer.name: d for d in facts[FRAGMENT_LAYOUTS].decisions()}
+    return lowered, decisions
+
+
+def test_flash_attention_keeps_every_fragment_in_registers():
+    lowered, d = infer(flashattn(1, 2, 256, 64, False, 64, 64, num_stages=2, threads=128))
+    assert all(x.in_registers for x in d.values()), {k: x.reason for k, x in d.items() if not x.in_registers}
+    # matrix-instruction layouts for the gemm operands, projections for the row statistics
+    assert d["acc_s"].layout.name.startswith("mma.sync.C") and d["acc_o"].layout.name.startswith("mma.sync.C")
+    assert d["acc_s_cast"].layout.name.startswith("mma.sync.A")  # the second gemm reads P from registers
+    for name in ("scores_max", "scores_max_prev", "scores_scale", "scores_sum", "logsum"):
+        assert d[name].layout.replicate == 4 and d[name].layout.slots == 2, name
+    text = lowered.script()
+    assert "acc_s_cast_reg" in text and "T.tl.shfl_xor" in text
+
+
+def test_flash_attention_reads_the_row_maximum_from_the_local_replica():
+    lowered, d = infer(flashattn(1, 2, 256, 64, False, 64, 64, num_stages=1, threads=128))
+    text = lowered.script()
+    # acc_s[i, j] - scores_max[i]: the thread's own register slot of the replicated maximum
+    assert "scores_max_reg[0]" in text and "scores_max_reg[1]" in text
+    assert "scores_max =" not in text  # no shared copy
+
+
+@pytest.mark.parametrize("kernel", [softmax_kernel(64, 128, 8, "float32"), layernorm_kernel(64, 128, 8, 1e-5)],
+                         ids=["softmax", "layernorm"])
+def test_row_reductions_stay_in_registers(kernel):
+    lowered, d = infer(kernel)
+    assert all(x.in_registers for x in d.values()), {k: x.reason for k, x in d.items() if not x.in_registers}
+    x = d["x"].layout
+    assert x.replicate == 1 and "rows" in x.name  # rows over a warp's lanes, chosen for the reduction
+    assert "T.tl.shfl_xor" in lowered.script()
+
+
+def test_a_gemm_epilogue_runs_in_the_accumulator_layout():
+    @T.prim_func
+    def gemm_relu(A: T.Tensor((128, 64), "float16"), B: T.Tensor((64, 128), "float16"),
+                  C: T.Tensor((128, 128), "float16"), bias: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            acc = T.alloc_fragment((128, 128), "float32")
+            out = T.alloc_fragment((128, 128), "float16")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.gemm(A_s, B_s, acc, clear_accum=True)
+            for i, j in T.Parallel(128, 128):
+                out[i, j] = T.max(acc[i, j] + bias[j], 0)
+            T.copy(out, C)
+
+    lowered, d = infer(gemm_relu)
+    assert d["acc"].in_registers and d["out"].in_registers
+    assert d["out"].layout == d["acc"].layout  # the epilogue's result adopted the accumulator layout
+    assert "out_reg" in lowered.script()
+
+
+def test_a_layout_conflict_moves_one_fragment_to_shared_memory_and_says_why():
+    @T.prim_func
+    def transpose_read(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            x = T.alloc_fragment((64, 64), "float32")
+            y = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, x)
+            for i, j in T.Parallel(64, 64):
+                y[i, j] = x[j, i]  # another thread holds x[j, i]
+            T.copy(y, B)
+
+    lowered, d = infer(transpose_read)
+    moved = [k for k, x in d.items() if not x.in_registers]
+    assert moved == ["x"]
+    assert "held by other threads" in d["x"].reason and "T.Parallel at line" in d["x"].reason
+
+
+def test_the_layout_report_lists_every_fragment():
+    facts = {}
+    lower(flashattn(1, 2, 256, 64, False, 64, 64), get_plugin_manager().parse_target("cuda/sm_90a"),
+          CompileOptions(), facts)
+    report = {e["fragment"]: e for e in facts["layout_report"]}
+    assert set(report) >= {"acc_s", "acc_o", "acc_s_cast", "scores_max", "logsum"}
+    assert report["acc_o"]["placement"] == "registers" and report["acc_o"]["registers_per_thread"] == 32
+    assert report["scores_max"]["replicate"] == 4
+
+
+def test_kernel_explain_reads_the_report():
+    import tilelang_core
+
+    kernel = tilelang_core.compile(flashattn(1, 2, 256, 64, False, 64, 64), target="cuda/sm_90a", cache=False)
+    text = kernel.explain()
+    assert "acc_s_cast [64x64 float16]: registers, 32 per thread; layout mma.sync.A" in text
+    assert "scores_max [64 float32]: registers, 2 per thread, replicated x4" in text
+    assert "SHARED MEMORY" not in text
+
+
+def test_shared_buffers_with_disjoint_lifetimes_share_bytes():
+    from tilelang_core.transform.storage import place_buffers
+
+    offsets, total = place_buffers([("q", 100, 0, 5), ("k", 64, 1, 5), ("out", 128, 6, 7)])
+    assert offsets == {"q": 0, "k": 112, "out": 0} and total == 176
+    # FlashAttention: the epilogue's O_shared reuses the bytes of the main loop's tiles
+    import tilelang_core
+
+    kernel = tilelang_core.compile(flashattn(1, 2, 256, 64, False, 64, 64, num_stages=2), target="cuda/sm_90a",
+                                   cache=False)
+    q, kv = 64 * 64 * 2, 2 * 64 * 64 * 2
+    assert kernel.meta.shared_memory == q + 2 * kv  # not + 64 * 64 * 2 for O_shared
