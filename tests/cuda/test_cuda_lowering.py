@@ -434,3 +434,34 @@ def test_pipelined_flash_attention_keeps_barriers_in_the_compute():
     ref = np.einsum("bhqk,bkhd->bqhd", p / p.sum(-1, keepdims=True), v.astype(np.float64))
     assert not np.isnan(out).any()
     assert np.abs(out - ref).max() < 1e-2
+
+
+def test_gemm_reads_a_fragment_operand_from_registers():
+    """The "rs" form: P = cast(relu(S * 0.125)) stays in registers in mma.sync's A layout and
+    feeds the second gemm; checked element by element in the emulator."""
+    from tilelang_conformance.cases.layout import rs_gemm_kernel
+
+    lowered = lower(rs_gemm_kernel(64, 64, 64), _target(), CompileOptions())
+    text = lowered.script()
+    assert "tl::pack_b16x2" in text and "P_reg" in text and 'P = T.alloc_buffer' not in text
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-1, 1, (64, 64)).astype(np.float16)
+    b = rng.uniform(-1, 1, (64, 64)).astype(np.float16)
+    c = np.full((64, 64), np.nan, np.float32)
+    run_kernel(lowered, a, b, c)
+    s = np.maximum((a.astype(np.float64) @ b.astype(np.float64)) * 0.125, 0).astype(np.float16).astype(np.float64)
+    np.testing.assert_allclose(c, s @ b.astype(np.float64), rtol=2e-3, atol=2e-3)
+
+
+def test_flash_attention_main_loop_sass_has_no_shared_round_trip_for_p():
+    """Both gemms on HMMA, P never stored to shared memory, no local memory."""
+    from tilelang_conformance.cases.attention import flashattn
+
+    kernel = tilelang_core.compile(flashattn(1, 2, 256, 64, False, 64, 64, num_stages=2), target="cuda/sm_90a",
+                                   cache=False)
+    ops = _sass_ops(kernel)
+    assert ops.get("HMMA", 0) == 2 * 4 * 8  # each gemm: 4 k-steps x 8 n-blocks per warp
+    assert ops.get("LDL", 0) == 0 and ops.get("STL", 0) == 0
+    # the only shared stores are the epilogue's O tile: 64x64 halves over 128 threads = 32 per thread
+    assert ops.get("STS", 0) <= 32, ops
+    assert ops.get("SHFL", 0) > 0
