@@ -38,7 +38,7 @@ MIRROR = Path("/work/.mirror/tile-ai+tilelang/repo")
 MANIFEST = "manifest.json"
 SHAPE = dict(batch=8, heads=16, seq=4096, dim=128)
 # (block_M, block_N, num_stages, threads): the example's tuned config and others
-CONFIGS = [(128, 128, 2, 256), (128, 32, 2, 128), (64, 64, 2, 128)]
+CONFIGS = [(128, 128, 2, 256), (128, 32, 2, 128), (64, 64, 2, 128), (128, 64, 2, 128)]
 # GQA decode: batch, query heads, kv heads, kv length, dim
 DECODE = dict(batch=16, heads=32, groups=8, seqlen_kv=8192, dim=128)
 

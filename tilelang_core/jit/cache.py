@@ -17,20 +17,37 @@ from .. import env
 from ..runtime.base import KernelMeta
 from ..runtime.export import META_FILE, SOURCE_FILE
 
-__all__ = ["KernelCache", "cache_key", "core_fingerprint"]
+__all__ = ["KernelCache", "cache_key", "core_fingerprint", "package_fingerprint", "source_fingerprint"]
 
 
-@functools.lru_cache(maxsize=1)
-def core_fingerprint() -> str:
-    """A digest of the core's own files (path, size, modification time): a changed pass or
-    printer must not hit kernels cached by the old one. Computed once per process."""
-    root = Path(__file__).resolve().parents[1]
+def source_fingerprint(root: Path) -> str:
+    """A digest of the Python and header files under `root` (path, size, modification time)."""
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
         if path.suffix in (".py", ".h") and "__pycache__" not in path.parts:
             stat = path.stat()
             digest.update(f"{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
     return digest.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=None)
+def core_fingerprint() -> str:
+    """A digest of the core's own files: a changed pass or printer must not hit kernels cached
+    by the old one. Computed once per process."""
+    return source_fingerprint(Path(__file__).resolve().parents[1])
+
+
+@functools.lru_cache(maxsize=None)
+def package_fingerprint(module_name: str) -> str:
+    """A digest of the files of the package that holds module `module_name` (a backend's
+    plugin module): a changed lowering in a backend must not hit kernels its old one built."""
+    import importlib
+
+    module = importlib.import_module(module_name)
+    path = Path(getattr(module, "__file__", "") or "").resolve()
+    if not path.name:
+        return "unknown"
+    return source_fingerprint(path.parent)
 
 
 def cache_key(*parts: str) -> str:

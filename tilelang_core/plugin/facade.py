@@ -47,7 +47,14 @@ class TargetHooks:
         return result
 
     def cache_key(self, options: Any) -> list[str]:
-        return [str(r) for r in self._call("tilelang_cache_key", options=options) if r]
+        """The owning backend's `tilelang_cache_key` parts, and a digest of its package's
+        files (a backend cannot forget that its own lowering code shapes the kernel)."""
+        from ..jit.cache import package_fingerprint
+
+        owner = self._manager.registry.owners.get(self.target.kind)
+        name = getattr(owner, "__name__", None)
+        parts = [f"backend:{package_fingerprint(name)}"] if isinstance(name, str) else []
+        return parts + [str(r) for r in self._call("tilelang_cache_key", options=options) if r]
 
     def conformance_expectations(self) -> dict[str, str]:
         merged: dict[str, str] = {}

@@ -214,10 +214,43 @@ def _restage(stmt: tir.Stmt, staged: dict[int, object], stage) -> tir.Stmt:
     return tvm_ffi.structural_map(stmt, ((_ir.TensorLoad, on_load), (_ir.Call, on_call)))
 
 
-def _pipeline(split: _Loop, swizzles: dict, ana) -> tuple[tir.Stmt, dict[int, object]]:
+def _single_assignments(func: tir.PrimFunc) -> dict[int, object]:
+    """Scalars (1-element local buffers) stored exactly once, with a value that reads no
+    buffer: `loop_range = T.ceildiv(seq_kv, block_N)` in a kernel. Their value is known
+    wherever they are read after the store; the analyzer may use it to prove masks away."""
+    stores: dict[int, list] = {}
+
+    def visit(node):
+        if isinstance(node, tir.BufferStore) and node.buffer.scope() in ("local", "local.var") \
+                and [int(d) if isinstance(d, tir.IntImm) else -1 for d in node.buffer.shape] == [1]:
+            stores.setdefault(_key(node.buffer), []).append(node.value)
+
+    walk(func.body, visit, (tir.BufferStore,))
+    known = {}
+    for key, values in stores.items():
+        loads = []
+        if len(values) == 1:
+            walk(values[0], loads.append, (_ir.TensorLoad,))
+            if not loads:
+                known[key] = values[0]
+    return known
+
+
+def _pipeline(split: _Loop, swizzles: dict, ana, known: dict | None = None) -> tuple[tir.Stmt, dict[int, object]]:
     from tvm import ir
 
     loop, stages = split.loop, split.stages
+    known = known or {}
+
+    def for_proofs(expr):
+        """`expr` with known scalars replaced by their values (for the analyzer only)."""
+        def on_load(ld):
+            return known.get(_key(ld.source), ld)
+
+        import tvm_ffi
+
+        return tvm_ffi.structural_map(expr, ((_ir.TensorLoad, on_load),))
+
     staged = {}
     for _, plan in split.producers:
         buf = plan.dst.buffer
@@ -226,7 +259,7 @@ def _pipeline(split: _Loop, swizzles: dict, ana) -> tuple[tir.Stmt, dict[int, ob
         if _key(buf) in swizzles:
             swizzles[_key(staged[_key(buf)])] = swizzles[_key(buf)]
     var, lo, n = loop.loop_var, loop.min, loop.extent
-    ana.bind(var, ir.Range.from_min_extent(lo, n))
+    ana.bind(var, ir.Range.from_min_extent(for_proofs(lo), for_proofs(n)))
 
     def issue(it, stage) -> tir.Stmt:
         """The producers of iteration `it` (counted from 0) into `stage`."""
@@ -242,9 +275,9 @@ def _pipeline(split: _Loop, swizzles: dict, ana) -> tuple[tir.Stmt, dict[int, ob
         return seq(nests)
 
     def guarded(cond, it, stage) -> tir.Stmt:
-        with ana.constraint_scope(cond):
+        with ana.constraint_scope(for_proofs(cond)):
             stmt = issue(it, stage)
-        return stmt if ana.can_prove(cond) else tir.IfThenElse(cond, stmt, None)
+        return stmt if ana.can_prove(for_proofs(cond)) else tir.IfThenElse(cond, stmt, None)
 
     prologue = []
     for s in range(stages - 1):
@@ -276,6 +309,7 @@ def pipeline_async_copies(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     scopes: dict[int, str] = {}
     walk(func.body, lambda a: scopes.__setitem__(_key(a.buffer), str(a.buffer.ty.storage_scope)), (tir.AllocBuffer,))
     outside = _references(func.body)
+    known = _single_assignments(func)
     replaced: dict[int, object] = {}
     found = ctx.facts.setdefault("pipelines", [])
 
@@ -291,7 +325,7 @@ def pipeline_async_copies(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         if any(outside.get(_key(p.dst.buffer)) != inside.get(_key(p.dst.buffer)) for _, p in split.producers):
             return loop  # a staged tile is used outside the loop
         try:
-            stmt, staged = _pipeline(split, swizzles, launch_analyzer(func, ctx.facts.get(BLOCK_RANGES)))
+            stmt, staged = _pipeline(split, swizzles, launch_analyzer(func, ctx.facts.get(BLOCK_RANGES)), known)
         except _NotPipelined:
             return loop
         replaced.update(staged)
