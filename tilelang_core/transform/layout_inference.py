@@ -209,15 +209,26 @@ def _defining_access(nest: Nest, layouts: FragmentLayouts) -> Access | None:
 
 def nest_layout(nest: Nest, layouts: FragmentLayouts, threads: int | None = None) -> Fragment | None:
     """The layout a nest runs in: that of a register fragment it indexes by its loop
-    variables (a written one first); else, given `threads`, the cyclic distribution over them
-    when the nest touches a register fragment and its extents are constant; else None."""
+    variables (a written one first); else, given `threads` and a register fragment in the
+    nest, the layout of a fragment in shared memory it indexes so (when every register access
+    is local in it) or the cyclic distribution over the threads; else None."""
     acc = _defining_access(nest, layouts)
     if acc is not None:
         return layouts.get(acc.buffer)
     if threads is None or None in nest.extents:
         return None
-    if not any(layouts.in_registers(a.buffer) for a in nest.accesses):
+    registers = [a for a in nest.accesses if layouts.in_registers(a.buffer)]
+    if not registers:
         return None
+    # a fragment that left registers still has its layout: running the nest in it keeps the
+    # register fragments it reads local when they were derived from it (a row statistic)
+    for want_write in (True, False):
+        for a in nest.accesses:
+            layout = layouts.get(a.buffer)
+            if a.write == want_write and layout is not None and _full_rank(a, nest) and all(
+                    access_slots(layout, nest.loop_vars, r.indices, layouts.get(r.buffer)) is not None
+                    for r in registers):
+                return layout
     return cyclic_fragment(nest.extents, threads)
 
 
