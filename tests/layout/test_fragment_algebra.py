@@ -103,3 +103,25 @@ def test_xor_works_on_every_kind_of_value():
     assert xor(6, 3) == 5
     assert (xor(np.arange(4), 1) == np.array([1, 0, 3, 2])).all()
     assert isinstance(xor(tirx.Var("x", "int32"), 1), ir.Expr)
+
+
+def test_a_layout_draws_as_svg_and_png(tmp_path):
+    import zlib
+
+    acc = mma_accumulator(2, 1, 32, 16)
+    svg = acc.draw(tmp_path / "acc.svg").read_text()
+    assert svg.startswith("<svg") and svg.count("<rect") == 32 * 16
+    assert "<title>[0,0] threads 0 slot 0</title>" in svg and "<title>[16,0] threads 32 slot 0</title>" in svg
+    png = acc.draw(tmp_path / "acc.png", cell=4).read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert (width, height) == (16 * 4, 32 * 4)
+    idat = png.index(b"IDAT")
+    size = int.from_bytes(png[idat - 4:idat], "big")
+    raw = zlib.decompress(png[idat + 4:idat + 4 + size])
+    assert len(raw) == height * (1 + width * 3)
+    # a replicated layout lists every holder
+    rows = acc.project([0])
+    assert "threads 0,1,2,3 slot 0" in rows.draw(tmp_path / "rows.svg").read_text()
+    with pytest.raises(ValueError, match="svg or .png"):
+        acc.draw(tmp_path / "acc.pdf")

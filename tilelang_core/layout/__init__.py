@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .fragment import Fragment, FragmentError, cyclic_fragment, row_fragment, xor
 from .placement import FragmentDecision, FragmentLayouts
+from .plot import plot_layout
 
 __all__ = ["Fragment", "FragmentError", "FragmentDecision", "FragmentLayouts", "cyclic_fragment",
-           "row_fragment", "xor"]
+           "plot_layout", "row_fragment", "xor"]

@@ -277,6 +277,12 @@ class Fragment:
 
     # -- presentation ---------------------------------------------------------------------
 
+    def draw(self, path, cell: int = 32):
+        """A picture of this layout (".svg" or ".png"; see `tilelang_core.layout.plot`)."""
+        from .plot import plot_layout
+
+        return plot_layout(self, path, cell)
+
     def describe(self) -> str:
         rep = f", replicated x{self.replicate}" if self.replicate > 1 else ""
         return f"{self.name}: {self.slots} registers per thread over {self.threads} threads{rep}"
