@@ -124,3 +124,71 @@ def test_shared_buffers_with_disjoint_lifetimes_share_bytes():
                                    cache=False)
     q, kv = 64 * 64 * 2, 2 * 64 * 64 * 2
     assert kernel.meta.shared_memory == q + 2 * kv  # not + 64 * 64 * 2 for O_shared
+
+
+def _blocked_fragment(m, n, threads):
+    per = m * n // threads
+    return T.Fragment((m, n), forward_thread_fn=lambda i, j: (i * n + j) // per,
+                      forward_index_fn=lambda i, j: (i * n + j) % per)
+
+
+def test_a_user_fragment_annotation_is_kept_and_inverted_for_code():
+    @T.prim_func
+    def scale(A: T.Tensor((16, 32), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            x = T.alloc_fragment((16, 32), "float32")
+            T.annotate_layout({x: _blocked_fragment(16, 32, 64)})
+            T.copy(A, x)
+            for i, j in T.Parallel(16, 32):
+                x[i, j] = x[i, j] * 2.0
+            T.copy(x, A)
+
+    lowered, d = infer(scale)
+    assert d["x"].in_registers and d["x"].origin.startswith("T.annotate_layout at line")
+    assert d["x"].layout.slots == 8 and d["x"].layout.holders(1, 0) == (4,)
+    assert "x_reg[r] = x_reg[r] * T.float32(2.0)" in lowered.script()
+    assert "tx * 8 + r" in lowered.script()  # element (tx * 8 + r) in row-major order, from the inverse map
+
+
+def test_a_pinned_layout_that_a_matrix_instruction_cannot_use_is_an_error_naming_both_lines():
+    from tilelang_core.transform.errors import TileLangCompileError
+
+    @T.prim_func
+    def pinned(A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((64, 32), "float16")
+            B_s = T.alloc_shared((32, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.annotate_layout({acc: _blocked_fragment(64, 64, 128)})
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.gemm(A_s, B_s, acc, clear_accum=True)
+            T.copy(acc, C)
+
+    with pytest.raises(TileLangCompileError) as err:
+        infer(pinned)
+    text = str(err.value)
+    assert "fragment acc is pinned" in text and "T.annotate_layout at line" in text and "T.gemm at line" in text
+    assert "mma.sync.C" in text
+
+
+def test_a_fragment_annotation_changes_nothing_on_a_block_serial_target():
+    import numpy as np
+
+    import tilelang_core
+
+    @T.prim_func
+    def double(A: T.Tensor((16, 32), "float32"), B: T.Tensor((16, 32), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            x = T.alloc_fragment((16, 32), "float32")
+            T.annotate_layout({x: _blocked_fragment(16, 32, 64)})
+            T.copy(A, x)
+            for i, j in T.Parallel(16, 32):
+                x[i, j] = x[i, j] * 2.0
+            T.copy(x, B)
+
+    kernel = tilelang_core.compile(double, target="cpu")
+    a = np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32)
+    b = np.full_like(a, np.nan)
+    kernel(a, b)
+    np.testing.assert_array_equal(b, a * 2)

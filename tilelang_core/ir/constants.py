@@ -15,6 +15,7 @@ __all__ = [
     "ANN_PIPELINE_STAGE",
     "ANN_PIPELINE_SYNC",
     "ATTR_LAYOUT",
+    "ATTR_FRAGMENT_REPLICATE",
     "ATTR_SYNC_PLACED",
     "ATTR_SYNC_RESUME",
     "ATTR_THREAD_EXTENT",
@@ -45,6 +46,9 @@ ACCESS_READ_WRITE = 3
 # AttrStmt keys.
 ATTR_THREAD_EXTENT = "thread_extent"  # T.Kernel: one launch_thread per block/thread dim
 ATTR_LAYOUT = "tl.layout"  # T.annotate_layout: node = IndexMap | "swizzled", value = buffer
+# a T.Fragment in T.annotate_layout: a tl.layout attr whose IndexMap takes (*index, rep) to
+# (thread, slot), inside this attr: node = IntImm(replicate), value = buffer
+ATTR_FRAGMENT_REPLICATE = "tl.fragment_replicate"
 LAYOUT_SWIZZLED = "swizzled"  # the node of a tl.layout attr made by T.make_swizzled_layout
 # Around lowered code that places its own barriers (e.g. a software pipeline over
 # asynchronous copies): the core's barrier insertion adds none inside it.

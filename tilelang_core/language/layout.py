@@ -9,15 +9,16 @@ import inspect
 from typing import Any, Callable, Mapping, Sequence
 
 from tvm import ir
+from tvm import tirx
 from tvm.tirx import IndexMap, is_buffer_var
 from tvm.tirx.script.builder import ir as _builder
 from tvm.tirx.script.builder import utils as _builder_utils
 
-from tilelang_core.ir.constants import ATTR_LAYOUT, LAYOUT_SWIZZLED
+from tilelang_core.ir.constants import ATTR_FRAGMENT_REPLICATE, ATTR_LAYOUT, LAYOUT_SWIZZLED
 
 from .tensor import normalize_shape
 
-__all__ = ["Layout", "SwizzledLayout", "annotate_layout", "make_swizzled_layout"]
+__all__ = ["Layout", "Fragment", "SwizzledLayout", "annotate_layout", "make_swizzled_layout"]
 
 
 class Layout:
@@ -34,6 +35,41 @@ class Layout:
             )
         # int64 index vars: TVMScript reads printed index maps back with int64 vars
         self.index_map = IndexMap.from_func(forward_fn, index_dtype="int64")
+
+    def attr_node(self) -> Any:
+        return self.index_map
+
+
+class Fragment:
+    """`T.Fragment(shape, forward_thread_fn=, replicate=1, forward_index_fn=)`: TileLang's
+    register layout of a fragment, given forward: element `idx` (and replica `rep` when
+    `replicate > 1`) is held by thread `forward_thread_fn(*idx[, rep])` in register slot
+    `forward_index_fn(*idx)` (default: the row-major position of `idx` among the thread's
+    elements is not guessed: give it). `forward_fn(*idx[, rep]) -> (thread, slot)` gives both
+    at once. Use it in `T.annotate_layout({frag: T.Fragment(...)})`; layout inference then
+    keeps the fragment in exactly this layout, and a matrix instruction that needs another
+    one is an error naming both."""
+
+    def __init__(self, shape: Any, forward_thread_fn: Callable[..., Any] | None = None, replicate: int = 1,
+                 forward_index_fn: Callable[..., Any] | None = None,
+                 forward_fn: Callable[..., Any] | None = None) -> None:
+        self.shape = normalize_shape(shape)
+        self.replicate = int(replicate)
+        ndim = len(self.shape)
+        if forward_fn is None and (forward_thread_fn is None or forward_index_fn is None):
+            raise ValueError("T.Fragment: give forward_fn, or both forward_thread_fn and forward_index_fn")
+        if self.replicate < 1:
+            raise ValueError(f"T.Fragment: replicate must be at least 1, got {replicate}")
+
+        def both(*args):
+            idx, rep = args[:ndim], args[ndim]
+            if forward_fn is not None:
+                out = forward_fn(*idx, rep) if self.replicate > 1 else forward_fn(*idx)
+                return list(out)
+            thread = forward_thread_fn(*idx, rep) if self.replicate > 1 else forward_thread_fn(*idx)
+            return [thread, forward_index_fn(*idx)]
+
+        self.index_map = IndexMap.from_func(both, ndim=ndim + 1, index_dtype="int32")
 
     def attr_node(self) -> Any:
         return self.index_map
@@ -77,14 +113,16 @@ def annotate_layout(layout_map: Mapping[Any, Any]) -> Any:
             raise TypeError(
                 f"T.annotate_layout: keys must be buffers, got {type(buffer).__name__} {buffer}"
             )
-        if not isinstance(layout, (Layout, SwizzledLayout)):
+        if not isinstance(layout, (Layout, SwizzledLayout, Fragment)):
             raise TypeError(
-                f"T.annotate_layout: the layout of {buffer.name} must come from T.Layout or "
+                f"T.annotate_layout: the layout of {buffer.name} must come from T.Layout, T.Fragment or "
                 f"T.make_swizzled_layout, got {type(layout).__name__}"
             )
-        if isinstance(layout, Layout):
+        if isinstance(layout, (Layout, Fragment)):
             _check_layout_shape(buffer, layout)
         frames.append(_builder.attr(layout.attr_node(), ATTR_LAYOUT, buffer))
+        if isinstance(layout, Fragment):
+            frames.append(_builder.attr(tirx.IntImm("int32", layout.replicate), ATTR_FRAGMENT_REPLICATE, buffer))
     if not frames:
         return None
     if len(frames) == 1:

@@ -26,6 +26,7 @@ class FragmentDecision:
     in_registers: bool = True
     reason: str = ""
     pinned: bool = False  # a strict constraint (a matrix instruction, the user's annotation)
+    by_user: bool = False  # the user's T.annotate_layout with a T.Fragment
     notes: list = field(default_factory=list)
 
     def entry(self) -> dict:

@@ -285,6 +285,92 @@ def fragment_layout_fits(buffer, layout, threads: int) -> bool:
             and layout.threads == threads)
 
 
+# --------------------------------------------------------------------------------- the user's
+
+
+def fragment_from_index_map(shape, index_map, replicate: int, threads: int, name: str) -> Fragment:
+    """The `Fragment` a `T.Fragment` annotation describes: `index_map` takes (*idx, rep) to
+    (thread, slot). Tables come from evaluating it on every element; code addresses it through
+    its inverse (TVM's `IndexMap.inverse`, which needs a bijective affine map)."""
+    shape = [int(d) for d in shape]
+    grids = np.meshgrid(*[np.arange(d) for d in shape], np.arange(replicate), indexing="ij")
+    env = {v.__chandle__(): g for v, g in zip(index_map.initial_indices, grids)}
+    thread, slot = (_eval_index(e, env) for e in index_map.final_indices)
+    if thread is None or slot is None:
+        raise FragmentError(f"{name}: its forward functions use operations other than + - * // %")
+    thread = np.broadcast_to(np.asarray(thread), grids[0].shape)
+    slot = np.broadcast_to(np.asarray(slot), grids[0].shape)
+    if thread.min() < 0 or thread.max() >= threads:
+        raise FragmentError(f"{name}: its threads run {int(thread.min())}..{int(thread.max())}, the block has {threads}")
+    slots = int(slot.max()) + 1
+    table = np.full((threads, slots, len(shape)), -1, np.int64)
+    for d, g in enumerate(grids[:-1]):
+        table[thread, slot, d] = g
+    if (table < 0).any():
+        t, sl = map(int, np.argwhere((table < 0).any(-1))[0])
+        raise FragmentError(f"{name}: slot {sl} of thread {t} holds no element (threads x slots must cover the "
+                            f"tile exactly, {replicate} time(s))")
+    try:
+        inverse = index_map.inverse([*shape, replicate])
+    except Exception as err:  # noqa: BLE001 - TVM says why in its own words
+        raise FragmentError(f"{name}: its forward map cannot be inverted ({err}); write it with + - * // %") from None
+
+    def element_of(t, sl):
+        if not _is_symbolic_value(t) and not _is_symbolic_value(sl):
+            return tuple(table[t, sl, d] for d in range(len(shape)))
+        tt = tir.const(int(t), "int32") if isinstance(t, (int, np.integer)) else t
+        ss = tir.const(int(sl), "int32") if isinstance(sl, (int, np.integer)) else sl
+        return tuple(inverse.map_indices([tt, ss])[: len(shape)])
+
+    return Fragment(shape, threads, slots, element_of, name).check()
+
+
+def _is_symbolic_value(x) -> bool:
+    return not isinstance(x, (int, np.integer, np.ndarray))
+
+
+def _user_layouts(func, threads: int) -> dict[int, tuple]:
+    """buffer handle -> (buffer, Fragment, origin) of every `T.annotate_layout` with a
+    `T.Fragment`."""
+    from ..ir.constants import ATTR_FRAGMENT_REPLICATE, ATTR_LAYOUT
+    from .errors import TileLangCompileError
+
+    replicate: dict[int, int] = {}
+    maps: dict[int, tuple] = {}
+
+    def visit(node):
+        if not isinstance(node, tir.AttrStmt):
+            return
+        if node.attr_key == ATTR_FRAGMENT_REPLICATE:
+            replicate[node.value.__chandle__()] = int(node.node)
+        elif node.attr_key == ATTR_LAYOUT and isinstance(node.node, tir.IndexMap):
+            maps[node.value.__chandle__()] = (node.node, node)
+
+    from .irutil import walk
+
+    walk(func.body, visit, (tir.AttrStmt,))
+    found = {}
+
+    def buffers(node):
+        if isinstance(node, tir.AllocBuffer) and node.buffer.scope() == FRAGMENT:
+            key = node.buffer.data.__chandle__() if hasattr(node.buffer, "data") else node.buffer.__chandle__()
+            for handle in {key, node.buffer.__chandle__()}:
+                if handle in maps:
+                    index_map, attr = maps[handle]
+                    if len(index_map.initial_indices) != len(node.buffer.shape) + 1:
+                        continue
+                    origin = _line(attr, "T.annotate_layout")
+                    try:
+                        frag = fragment_from_index_map(node.buffer.shape, index_map, replicate.get(handle, 1), threads,
+                                                       f"T.Fragment of {node.buffer.name}")
+                    except FragmentError as err:
+                        raise TileLangCompileError(str(err), source_of(attr)) from None
+                    found[node.buffer.__chandle__()] = (node.buffer, frag, origin)
+
+    walk(func.body, buffers, (tir.AllocBuffer,))
+    return found
+
+
 # --------------------------------------------------------------------------------- the pass
 
 
@@ -365,8 +451,17 @@ class _Inference:
         handled = set()
         for buffer, layout in (imposed or {}).items():
             if _key(buffer) in self.fragments and fragment_layout_fits(buffer, layout, self.threads):
-                self.layouts.impose(buffer, layout, _line(op.stmt, f"T.{op.name}"), pinned=True)
-                handled.add(_key(buffer))
+                here = _line(op.stmt, f"T.{op.name}")
+                held = self.layouts.decision(buffer)
+                if getattr(held, "by_user", False) and held.layout != layout:
+                    from .errors import TileLangCompileError
+
+                    raise TileLangCompileError(
+                        f"fragment {buffer.name} is pinned to the layout {held.layout.name} by {held.origin}, but "
+                        f"{here} on {self.ctx.target} needs {layout.name} for it; drop the annotation, or "
+                        f"annotate the layout the instruction needs", op.source)
+                if self.layouts.impose(buffer, layout, here, pinned=True):
+                    handled.add(_key(buffer))
         if not frag_regions:
             return
         if op.name == "gemm" and handled:
@@ -555,6 +650,9 @@ def infer_layout(func, ctx):
     for buf in inference.order:
         if not all(isinstance(d, tir.IntImm) for d in buf.shape):
             layouts.move_to_shared(buf, "its shape is symbolic")
+    for buf, frag, origin in _user_layouts(func, threads).values():
+        layouts.impose(buf, frag, origin, pinned=True)
+        layouts.decision(buf).by_user = True
     inference.collect_uses(func.body)
     inference.solve()
     ctx.facts["layout_report"] = layouts.report()
