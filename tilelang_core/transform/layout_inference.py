@@ -24,28 +24,27 @@ How (the order of TileLang's inference):
    a non-local access leaves registers for shared memory, with the reason recorded; that can
    change other nests' layouts, so this repeats until nothing moves.
 
-`nest_layout` and `access_slots` are the rules the SIMT placement (`simt.py`) applies again
-when it partitions the lowered loops, so both passes make the same decision.
+`nest_layout` and `access_slots` (in `layout_rules.py`) are the rules the SIMT placement
+(`simt.py`) applies again when it partitions the lowered loops, so both passes decide alike.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tvm import ir as _ir
 from tvm import tirx as tir
 
 from ..ir import TileOp, is_tile_op
 from ..ir.source import source_of
 from ..layout import Fragment, FragmentError, FragmentLayouts, cyclic_fragment, row_fragment
 from .kernel_info import launch_info
+from .layout_rules import (FRAGMENT, Access, Nest, access_slots, buffer_key, defining_access, evaluate_index,
+                           fragment_accesses, fragment_layout_fits, nest_layout, op_line, projection_dims, scan_nests)
 
-__all__ = ["infer_layout", "LayoutContext", "FRAGMENT_LAYOUTS", "Access", "Nest", "make_nest", "scan_nests",
-           "nest_layout", "access_slots", "fragment_layout_fits"]
+__all__ = ["infer_layout", "LayoutContext", "FRAGMENT_LAYOUTS", "fragment_from_index_map"]
 
 FRAGMENT_LAYOUTS = "fragment_layouts"
-FRAGMENT = "local.fragment"
 
 
 @dataclass
@@ -62,229 +61,6 @@ class LayoutContext:
         return self.target.capabilities
 
 
-# --------------------------------------------------------------------------------- model
-
-
-@dataclass
-class Access:
-    buffer: Any
-    indices: list
-    write: bool
-
-
-@dataclass
-class Nest:
-    """A maximal nest of PARALLEL loops: its variables and extents (None: symbolic), the
-    fragment accesses in its body, and whether the body writes memory other threads see."""
-
-    loop_vars: list
-    extents: list
-    accesses: list[Access] = field(default_factory=list)
-    effects: bool = False
-    origin: str = ""
-
-
-def _key(buf) -> int:
-    return buf.__chandle__()
-
-
-def _line(node, what: str) -> str:
-    src = source_of(node)
-    return f"{what} at line {src[1]}" if src else what
-
-
-def _parallel_nest(loop: tir.For):
-    loops = [loop]
-    body = loop.body
-    while isinstance(body, tir.For) and body.kind == tir.ForKind.PARALLEL:
-        loops.append(body)
-        body = body.body
-    return loops, body
-
-
-def _accesses(stmt, fragments: dict) -> tuple[list[Access], bool]:
-    """Fragment accesses under `stmt` and whether it writes non-register memory."""
-    found: list[Access] = []
-    effects = False
-
-    def visit(node):
-        nonlocal effects
-        if isinstance(node, tir.BufferStore):
-            if _key(node.buffer) in fragments:
-                found.append(Access(node.buffer, list(node.indices), True))
-            elif node.buffer.scope() not in ("local", "local.var"):
-                effects = True
-        elif isinstance(node, _ir.TensorLoad):
-            if _key(node.source) in fragments:
-                found.append(Access(node.source, list(node.indices), False))
-        elif isinstance(node, _ir.Call) and isinstance(node.op, _ir.Op):
-            name = node.op.name
-            if name.startswith("tl.atomic") or name == "tl.printf":
-                effects = True
-
-    from .irutil import walk
-
-    walk(stmt, visit, (tir.BufferStore, _ir.TensorLoad, _ir.Call))
-    return found, effects
-
-
-def make_nest(loop: tir.For, fragments: dict, origin: str = "") -> tuple[Nest, tir.Stmt]:
-    """The `Nest` model of the maximal parallel nest that starts at `loop`, and its body."""
-    loops, body = _parallel_nest(loop)
-    extents = [int(lp.extent) if isinstance(lp.extent, tir.IntImm) and isinstance(lp.min, tir.IntImm)
-               and int(lp.min) == 0 else None for lp in loops]
-    acc, effects = _accesses(body, fragments)
-    return Nest([lp.loop_var for lp in loops], extents, acc, effects, origin or _line(loop, "T.Parallel")), body
-
-
-def scan_nests(stmt, fragments: dict, origin: str = "") -> tuple[list[Nest], list[Access]]:
-    """The parallel nests under `stmt` (in program order) and the fragment accesses outside
-    any nest. `fragments` maps buffer handles to fragment buffers."""
-    nests: list[Nest] = []
-    outside: list[Access] = []
-
-    def visit(s):
-        if isinstance(s, tir.For) and s.kind == tir.ForKind.PARALLEL:
-            nests.append(make_nest(s, fragments, origin)[0])
-            return
-        if isinstance(s, tir.SeqStmt):
-            for x in s.seq:
-                visit(x)
-        elif isinstance(s, (tir.For, tir.While)):
-            outside.extend(_accesses(s.extent if isinstance(s, tir.For) else s.condition, fragments)[0])
-            visit(s.body)
-        elif isinstance(s, tir.AttrStmt):
-            outside.extend(_accesses(s.value, fragments)[0])
-            visit(s.body)
-        elif isinstance(s, tir.IfThenElse):
-            outside.extend(_accesses(s.condition, fragments)[0])
-            visit(s.then_case)
-            if s.else_case is not None:
-                visit(s.else_case)
-        else:
-            outside.extend(_accesses(s, fragments)[0])
-
-    visit(stmt)
-    return nests, outside
-
-
-# --------------------------------------------------------------------------------- rules
-
-
-def _full_rank(access: Access, nest: Nest) -> bool:
-    """`access` indexes its buffer by exactly the nest's variables, in order, over its shape."""
-    if len(access.indices) != len(nest.loop_vars) or None in nest.extents:
-        return False
-    shape = [int(d) if isinstance(d, tir.IntImm) else None for d in access.buffer.shape]
-    return shape == nest.extents and all(
-        isinstance(i, tir.Var) and i.same_as(v) for i, v in zip(access.indices, nest.loop_vars))
-
-
-def _projection_dims(access: Access, nest: Nest) -> list[int] | None:
-    """The nest dims that index `access`'s buffer when it is indexed by an increasing subset
-    of the nest's variables over its whole shape (`m[i]` in an `i, j` nest: [0])."""
-    if None in nest.extents or not access.indices:
-        return None
-    dims = []
-    for i in access.indices:
-        if not isinstance(i, tir.Var):
-            return None
-        pos = next((d for d, v in enumerate(nest.loop_vars) if v.same_as(i)), None)
-        if pos is None or (dims and pos <= dims[-1]):
-            return None
-        dims.append(pos)
-    shape = [int(d) if isinstance(d, tir.IntImm) else None for d in access.buffer.shape]
-    if shape != [nest.extents[d] for d in dims]:
-        return None
-    return dims
-
-
-def _defining_access(nest: Nest, layouts: FragmentLayouts) -> Access | None:
-    for want_write in (True, False):
-        for acc in nest.accesses:
-            if acc.write == want_write and _full_rank(acc, nest) and layouts.in_registers(acc.buffer):
-                return acc
-    return None
-
-
-def nest_layout(nest: Nest, layouts: FragmentLayouts, threads: int | None = None) -> Fragment | None:
-    """The layout a nest runs in: that of a register fragment it indexes by its loop
-    variables (a written one first); else, given `threads` and a register fragment in the
-    nest, the layout of a fragment in shared memory it indexes so (when every register access
-    is local in it) or the cyclic distribution over the threads; else None."""
-    acc = _defining_access(nest, layouts)
-    if acc is not None:
-        return layouts.get(acc.buffer)
-    if threads is None or None in nest.extents:
-        return None
-    registers = [a for a in nest.accesses if layouts.in_registers(a.buffer)]
-    if not registers:
-        return None
-    # a fragment that left registers still has its layout: running the nest in it keeps the
-    # register fragments it reads local when they were derived from it (a row statistic)
-    for want_write in (True, False):
-        for a in nest.accesses:
-            layout = layouts.get(a.buffer)
-            if a.write == want_write and layout is not None and _full_rank(a, nest) and all(
-                    access_slots(layout, nest.loop_vars, r.indices, layouts.get(r.buffer)) is not None
-                    for r in registers):
-                return layout
-    return cyclic_fragment(nest.extents, threads)
-
-
-def _eval_index(expr, env: dict):
-    """An index expression over NumPy arrays of the nest variables, or None."""
-    if isinstance(expr, tir.IntImm):
-        return int(expr.value)
-    if isinstance(expr, tir.Var):
-        return env.get(expr.__chandle__())
-    binary = {tir.Add: np.add, tir.Sub: np.subtract, tir.Mul: np.multiply,
-              tir.FloorDiv: np.floor_divide, tir.FloorMod: np.mod}
-    for cls, fn in binary.items():
-        if isinstance(expr, cls):
-            a, b = _eval_index(expr.a, env), _eval_index(expr.b, env)
-            return None if a is None or b is None else fn(a, b)
-    if isinstance(expr, tir.Cast) and "int" in str(expr.dtype):
-        return _eval_index(expr.value, env)
-    return None
-
-
-def access_slots(loop: Fragment, loop_vars, indices, frag: Fragment) -> list[int] | None:
-    """For a nest run in layout `loop`: the slot of `frag` that iteration slot `r` reads or
-    writes, for every r, when the access is local (the running thread holds the element, in
-    a slot that does not depend on the thread); None when it is not."""
-    if loop.threads != frag.threads:
-        return None
-    table = loop.table()
-    env = {v.__chandle__(): table[:, :, k] for k, v in enumerate(loop_vars)}
-    idx = []
-    for e in indices:
-        value = _eval_index(e, env)
-        if value is None:
-            return None
-        idx.append(np.broadcast_to(np.asarray(value, np.int64), table.shape[:2]))
-    if len(idx) != len(frag.shape):
-        return None
-    for i, d in zip(idx, frag.shape):
-        if (i < 0).any() or (i >= d).any():
-            return None
-    flat = np.ravel_multi_index(tuple(idx), frag.shape) if frag.shape else np.zeros(table.shape[:2], np.int64)
-    slots = frag.slot_table()[flat]
-    if not (slots == slots[:1]).all():
-        return None
-    holders = frag.holder_table()[flat]
-    threads = np.arange(loop.threads)[:, None, None]
-    if not (holders == threads).any(axis=-1).all():
-        return None
-    return [int(s) for s in slots[0]]
-
-
-def fragment_layout_fits(buffer, layout, threads: int) -> bool:
-    shape = [int(d) if isinstance(d, tir.IntImm) else None for d in buffer.shape]
-    return (buffer.scope() == FRAGMENT and isinstance(layout, Fragment) and list(layout.shape) == shape
-            and layout.threads == threads)
-
-
 # --------------------------------------------------------------------------------- the user's
 
 
@@ -295,7 +71,7 @@ def fragment_from_index_map(shape, index_map, replicate: int, threads: int, name
     shape = [int(d) for d in shape]
     grids = np.meshgrid(*[np.arange(d) for d in shape], np.arange(replicate), indexing="ij")
     env = {v.__chandle__(): g for v, g in zip(index_map.initial_indices, grids)}
-    thread, slot = (_eval_index(e, env) for e in index_map.final_indices)
+    thread, slot = (evaluate_index(e, env) for e in index_map.final_indices)
     if thread is None or slot is None:
         raise FragmentError(f"{name}: its forward functions use operations other than + - * // %")
     thread = np.broadcast_to(np.asarray(thread), grids[0].shape)
@@ -359,7 +135,7 @@ def _user_layouts(func, threads: int) -> dict[int, tuple]:
                     index_map, attr = maps[handle]
                     if len(index_map.initial_indices) != len(node.buffer.shape) + 1:
                         continue
-                    origin = _line(attr, "T.annotate_layout")
+                    origin = op_line(attr, "T.annotate_layout")
                     try:
                         frag = fragment_from_index_map(node.buffer.shape, index_map, replicate.get(handle, 1), threads,
                                                        f"T.Fragment of {node.buffer.name}")
@@ -395,7 +171,7 @@ class _Inference:
 
         def collect(node):
             if isinstance(node, tir.AllocBuffer) and node.buffer.scope() == FRAGMENT:
-                self.fragments[_key(node.buffer)] = node.buffer
+                self.fragments[buffer_key(node.buffer)] = node.buffer
                 self.order.append(node.buffer)
                 self.layouts.decision(node.buffer)
 
@@ -428,7 +204,7 @@ class _Inference:
             if isinstance(s, (tir.For, tir.While, tir.AttrStmt, tir.IfThenElse)):
                 head = {tir.For: lambda x: x.extent, tir.While: lambda x: x.condition,
                         tir.AttrStmt: lambda x: x.value, tir.IfThenElse: lambda x: x.condition}[type(s)](s)
-                self.outside(_accesses(head, self.fragments)[0], s)
+                self.outside(fragment_accesses(head, self.fragments)[0], s)
                 if isinstance(s, tir.IfThenElse):
                     visit(s.then_case)
                     if s.else_case is not None:
@@ -436,22 +212,22 @@ class _Inference:
                 else:
                     visit(s.body)
                 return
-            self.outside(_accesses(s, self.fragments)[0], s)
+            self.outside(fragment_accesses(s, self.fragments)[0], s)
 
         visit(body)
 
     def outside(self, accesses: list[Access], node) -> None:
         for acc in accesses:
-            self.layouts.move_to_shared(acc.buffer, f"{_line(node, 'a statement')} reads or writes it "
+            self.layouts.move_to_shared(acc.buffer, f"{op_line(node, 'a statement')} reads or writes it "
                                                     f"outside T.Parallel (every thread would need every element)")
 
     def tile_op(self, op: TileOp, portable, scratch) -> None:
-        frag_regions = [r for r in op.regions if r.scope == FRAGMENT and _key(r.buffer) in self.fragments]
+        frag_regions = [r for r in op.regions if r.scope == FRAGMENT and buffer_key(r.buffer) in self.fragments]
         imposed = self.ctx.hooks.infer_layout(op, self.lctx) if self.ctx.hooks is not None else None
         handled = set()
         for buffer, layout in (imposed or {}).items():
-            if _key(buffer) in self.fragments and fragment_layout_fits(buffer, layout, self.threads):
-                here = _line(op.stmt, f"T.{op.name}")
+            if buffer_key(buffer) in self.fragments and fragment_layout_fits(buffer, layout, self.threads):
+                here = op_line(op.stmt, f"T.{op.name}")
                 held = self.layouts.decision(buffer)
                 if getattr(held, "by_user", False) and held.layout != layout:
                     from .errors import TileLangCompileError
@@ -461,13 +237,13 @@ class _Inference:
                         f"{here} on {self.ctx.target} needs {layout.name} for it; drop the annotation, or "
                         f"annotate the layout the instruction needs", op.source)
                 if self.layouts.impose(buffer, layout, here, pinned=True):
-                    handled.add(_key(buffer))
+                    handled.add(buffer_key(buffer))
         if not frag_regions:
             return
         if op.name == "gemm" and handled:
             for r in frag_regions:
-                if _key(r.buffer) not in handled:
-                    self.layouts.move_to_shared(r.buffer, f"{_line(op.stmt, 'T.gemm')} reads it as an operand the "
+                if buffer_key(r.buffer) not in handled:
+                    self.layouts.move_to_shared(r.buffer, f"{op_line(op.stmt, 'T.gemm')} reads it as an operand the "
                                                           f"target takes from shared memory only")
             return
         if op.name == "reduce":
@@ -477,13 +253,13 @@ class _Inference:
                 return
         if op.name == "cumsum":
             for r in frag_regions:
-                self.layouts.move_to_shared(r.buffer, f"{_line(op.stmt, 'T.cumsum')}: scans run in shared memory")
+                self.layouts.move_to_shared(r.buffer, f"{op_line(op.stmt, 'T.cumsum')}: scans run in shared memory")
             return
         try:
             lowered = portable.lower_portable(op, scratch)
         except Exception:  # the lowering pass reports the op's own error later
             return
-        nests, outside = scan_nests(lowered, self.fragments, _line(op.stmt, f"T.{op.name}"))
+        nests, outside = scan_nests(lowered, self.fragments, op_line(op.stmt, f"T.{op.name}"))
         self.uses.extend(nests)
         self.outside(outside, op.stmt)
 
@@ -499,8 +275,8 @@ class _Inference:
         if [s_shape[d] for d in kept] != d_shape and not (not kept and d_shape == [1]):
             return None
         lowered = portable.lower_portable(op, scratch)
-        model, _ = scan_nests(lowered, self.fragments, _line(op.stmt, f"T.reduce_{op.str_arg(2)}"))
-        return _Reduce(src.buffer, dst.buffer, kept, model, _line(op.stmt, f"T.reduce_{op.str_arg(2)}"))
+        model, _ = scan_nests(lowered, self.fragments, op_line(op.stmt, f"T.reduce_{op.str_arg(2)}"))
+        return _Reduce(src.buffer, dst.buffer, kept, model, op_line(op.stmt, f"T.reduce_{op.str_arg(2)}"))
 
     # -- solving ---------------------------------------------------------------------------
 
@@ -526,7 +302,7 @@ class _Inference:
                 for acc in use.accesses:
                     if not self.undecided(acc.buffer):
                         continue
-                    dims = _projection_dims(acc, use)
+                    dims = projection_dims(acc, use)
                     if dims is None:
                         continue
                     derived = layout if dims == list(range(len(use.loop_vars))) else _project(layout, dims, acc.buffer)
@@ -590,7 +366,7 @@ class _Inference:
                                                         f"(its layout: {frag.name})")
                 moved = True
         if layout is not None and layout.replicate > 1 and nest.effects and layout.replica_bits() is None:
-            acc = _defining_access(nest, self.layouts)
+            acc = defining_access(nest, self.layouts)
             if acc is not None:
                 self.layouts.move_to_shared(acc.buffer, f"{nest.origin} writes memory from a replicated layout "
                                                         f"whose replicas cannot be told apart")

@@ -38,7 +38,8 @@ from .irutil import const, map_stmts, seq, substitute, walk
 from .kernel_info import launch_info
 from ..layout import FragmentLayouts
 from .errors import TileLangCompileError
-from .layout_inference import FRAGMENT_LAYOUTS, access_slots, make_nest, nest_layout
+from .layout_inference import FRAGMENT_LAYOUTS
+from .layout_rules import access_slots, make_nest, nest_layout, parallel_nest
 
 __all__ = ["partition_over_threads", "insert_block_barriers", "sync_threads", "PARTITIONED"]
 
@@ -60,15 +61,6 @@ def _flat_thread(info) -> tuple[tir.Expr, int]:
         expr = term if expr is None else expr + term
         stride *= int(info.extents[tag])
     return (expr if expr is not None else const(0)), stride
-
-
-def _parallel_nest(loop: tir.For) -> tuple[list[tir.For], tir.Stmt]:
-    loops = [loop]
-    body = loop.body
-    while isinstance(body, tir.For) and body.kind == tir.ForKind.PARALLEL:
-        loops.append(body)
-        body = body.body
-    return loops, body
 
 
 def _buffer_key(buf) -> int:
@@ -217,7 +209,7 @@ class _Partitioner:
 
     def partition(self, loop: tir.For) -> tir.Stmt:
         nest, body = make_nest(loop, self.fragments)
-        loops = _parallel_nest(loop)[0]
+        loops = parallel_nest(loop)[0]
         layout = nest_layout(nest, self.layouts, self.threads)
         if layout is not None:
             return self.partition_by_layout(loop, nest, body, layout)
