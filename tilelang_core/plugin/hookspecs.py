@@ -106,14 +106,19 @@ def tilelang_infer_layout(target, op, ctx):
 
     :param target: the `Target`.
     :param op: the tile op whose operands need layouts.
-    :param ctx: the `LayoutContext`: layouts fixed so far, thread count.
-    :returns: a mapping from fragment buffer to `tilelang_core.layout.FragmentLayout`, or None
-        to keep the portable layouts. The op's lowering then writes the fragment through
+    :param ctx: the `LayoutContext`: layouts decided so far (`ctx.layouts.get(buffer)`), the
+        block's thread count.
+    :returns: a mapping from fragment buffer to `tilelang_core.layout.Fragment` (e.g. a matrix
+        instruction's accumulator layout, or its A-operand layout when A is a fragment), or
+        None. The op's lowering then reads and writes the fragment through
         `LowerContext.register_buffer` inside `LowerContext.per_thread`.
 
-    Called by the core's layout inference on SIMT targets, once per tile op in program order;
-    a layout that does not cover the fragment over the block's threads, or that contradicts one
-    imposed earlier, is ignored.
+    Called by the core's layout inference on SIMT targets, once per tile op in program order,
+    before propagation. A layout that does not cover the fragment over the block's threads is
+    ignored; one that contradicts a layout given earlier is noted in the kernel's layout report
+    (the op's lowering sees `LowerContext.layout_of` and takes a path that needs none); one
+    that contradicts the user's `T.Fragment` annotation is a compile error naming both lines.
+    Everything else (elementwise loops, reductions, copies) follows from the core's inference.
     """
 
 
