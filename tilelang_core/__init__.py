@@ -20,7 +20,6 @@ _LAZY = {
     "MatrixInstruction": "tilelang_core.plugin.capabilities:MatrixInstruction",
     "Detection": "tilelang_core.plugin.manager:Detection",
     "get_plugin_manager": "tilelang_core.plugin.manager:get_plugin_manager",
-    "autotune": "tilelang_core.jit.autotune:autotune",
     "load": "tilelang_core.runtime.export:load",
     "language": "tilelang_core.language",
     "PassConfigKey": "tilelang_core.jit.options:PassConfigKey",
