@@ -19,3 +19,11 @@ def test_language_import_registers_ops_and_namespace():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "tl.copy True"
+
+
+def test_every_exported_name_resolves():
+    """No name in `tilelang_core.__all__` points at a module or attribute that does not exist."""
+    import tilelang_core
+
+    for name in tilelang_core.__all__:
+        assert getattr(tilelang_core, name) is not None, name
