@@ -132,18 +132,19 @@ def _blocked_fragment(m, n, threads):
                       forward_index_fn=lambda i, j: (i * n + j) % per)
 
 
-def test_a_user_fragment_annotation_is_kept_and_inverted_for_code():
-    @T.prim_func
-    def scale(A: T.Tensor((16, 32), "float32")):
-        with T.Kernel(1, threads=64) as bx:
-            x = T.alloc_fragment((16, 32), "float32")
-            T.annotate_layout({x: _blocked_fragment(16, 32, 64)})
-            T.copy(A, x)
-            for i, j in T.Parallel(16, 32):
-                x[i, j] = x[i, j] * 2.0
-            T.copy(x, A)
+@T.prim_func
+def annotated_double(A: T.Tensor((16, 32), "float32"), B: T.Tensor((16, 32), "float32")):
+    with T.Kernel(1, threads=64) as bx:
+        x = T.alloc_fragment((16, 32), "float32")
+        T.annotate_layout({x: _blocked_fragment(16, 32, 64)})
+        T.copy(A, x)
+        for i, j in T.Parallel(16, 32):
+            x[i, j] = x[i, j] * 2.0
+        T.copy(x, B)
 
-    lowered, d = infer(scale)
+
+def test_a_user_fragment_annotation_is_kept_and_inverted_for_code():
+    lowered, d = infer(annotated_double)
     assert d["x"].in_registers and d["x"].origin.startswith("T.annotate_layout at line")
     assert d["x"].layout.slots == 8 and d["x"].layout.holders(1, 0) == (4,)
     assert "x_reg[r] = x_reg[r] * T.float32(2.0)" in lowered.script()
@@ -177,17 +178,7 @@ def test_a_fragment_annotation_changes_nothing_on_a_block_serial_target():
 
     import tilelang_core
 
-    @T.prim_func
-    def double(A: T.Tensor((16, 32), "float32"), B: T.Tensor((16, 32), "float32")):
-        with T.Kernel(1, threads=64) as bx:
-            x = T.alloc_fragment((16, 32), "float32")
-            T.annotate_layout({x: _blocked_fragment(16, 32, 64)})
-            T.copy(A, x)
-            for i, j in T.Parallel(16, 32):
-                x[i, j] = x[i, j] * 2.0
-            T.copy(x, B)
-
-    kernel = tilelang_core.compile(double, target="cpu")
+    kernel = tilelang_core.compile(annotated_double, target="cpu")
     a = np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32)
     b = np.full_like(a, np.nan)
     kernel(a, b)

@@ -92,6 +92,12 @@ class Region:
     def is_write(self) -> bool:
         return bool(self.access & ACCESS_WRITE)
 
+    def covers_constant_buffer(self) -> bool:
+        """Whether the region is its whole buffer and that buffer has a constant shape."""
+        shape = [_as_int(d) for d in self.buffer.ty.shape]
+        return None not in shape and all(_as_int(lo) == 0 for lo in self.mins) and \
+            list(self.static_extents()) == shape
+
     def static_extents(self) -> tuple[int | None, ...]:
         """Each extent as an int, or None where it is symbolic."""
         return tuple(_as_int(e) for e in self.extents)

@@ -39,7 +39,7 @@ def xor(a, b):
     return tirx.bitwise_xor(a, b)
 
 
-def _is_symbolic(x) -> bool:
+def is_symbolic(x) -> bool:
     return not isinstance(x, (int, np.integer, np.ndarray))
 
 
@@ -78,7 +78,7 @@ class Fragment:
 
     def element_of(self, thread, slot) -> tuple:
         """The element held in `slot` of `thread` (ints, NumPy arrays or TIR expressions)."""
-        if _is_symbolic(slot) and not self.symbolic_slots:
+        if is_symbolic(slot) and not self.symbolic_slots:
             raise FragmentError(f"{self.name}: this derived layout takes constant slots only")
         idx = self._element_of(thread, slot)
         if not isinstance(idx, (tuple, list)):

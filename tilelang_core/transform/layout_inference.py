@@ -38,6 +38,7 @@ from tvm import tirx as tir
 from ..ir import TileOp, is_tile_op
 from ..ir.source import source_of
 from ..layout import Fragment, FragmentError, FragmentLayouts, cyclic_fragment, row_fragment
+from ..layout.fragment import is_symbolic  # ints and arrays are evaluated, TIR is code
 from .kernel_info import launch_info
 from .layout_rules import (FRAGMENT, Access, Nest, access_slots, buffer_key, defining_access, evaluate_index,
                            fragment_accesses, fragment_layout_fits, nest_layout, op_line, projection_dims, scan_nests)
@@ -92,17 +93,13 @@ def fragment_from_index_map(shape, index_map, replicate: int, threads: int, name
         raise FragmentError(f"{name}: its forward map cannot be inverted ({err}); write it with + - * // %") from None
 
     def element_of(t, sl):
-        if not _is_symbolic_value(t) and not _is_symbolic_value(sl):
+        if not is_symbolic(t) and not is_symbolic(sl):
             return tuple(table[t, sl, d] for d in range(len(shape)))
         tt = tir.const(int(t), "int32") if isinstance(t, (int, np.integer)) else t
         ss = tir.const(int(sl), "int32") if isinstance(sl, (int, np.integer)) else sl
         return tuple(inverse.map_indices([tt, ss])[: len(shape)])
 
     return Fragment(shape, threads, slots, element_of, name).check()
-
-
-def _is_symbolic_value(x) -> bool:
-    return not isinstance(x, (int, np.integer, np.ndarray))
 
 
 def _user_layouts(func, threads: int) -> dict[int, tuple]:
@@ -265,7 +262,7 @@ class _Inference:
 
     def reduce_use(self, op: TileOp, portable, scratch) -> _Reduce | None:
         src, dst = op.regions[:2]
-        if src.scope != FRAGMENT or dst.scope != FRAGMENT or not _whole(src) or not _whole(dst):
+        if not all(r.scope == FRAGMENT and r.covers_constant_buffer() for r in (src, dst)):
             return None
         dim = op.int_arg(3)
         ndim = len(src.buffer.shape)
@@ -381,14 +378,6 @@ class _Inference:
             self.propagate()
             while self.choose_free():
                 self.propagate()
-
-
-def _whole(region) -> bool:
-    shape = region.buffer.shape
-    if not all(isinstance(d, tir.IntImm) for d in shape):
-        return False
-    return all(isinstance(lo, tir.IntImm) and int(lo) == 0 for lo in region.mins) and \
-        [int(e) if isinstance(e, tir.IntImm) else -1 for e in region.extents] == [int(d) for d in shape]
 
 
 def _project(layout: Fragment, dims: list[int], buffer) -> Fragment | None:

@@ -29,13 +29,6 @@ __all__ = ["lower_register_reduce", "ACROSS"]
 ACROSS = {"max": "max", "min": "min", "sum": "sum", "abssum": "sum", "absmax": "max"}
 
 
-def _whole(region) -> bool:
-    shape = region.buffer.shape
-    return all(isinstance(d, tir.IntImm) for d in shape) and \
-        all(isinstance(lo, tir.IntImm) and int(lo) == 0 for lo in region.mins) and \
-        [int(e) if isinstance(e, tir.IntImm) else -1 for e in region.extents] == [int(d) for d in shape]
-
-
 def _feeds(src, dst, kept: list[int]) -> list[list[int]] | None:
     """`feeds[d]`: the source slots a thread folds into result slot d (the same in every
     thread), or None."""
@@ -60,7 +53,7 @@ def lower_register_reduce(op: TileOp, ctx) -> tir.Stmt | None:
         return None
     src, dst = op.regions[:2]
     layouts = ctx.layouts
-    if not (_whole(src) and _whole(dst) and layouts.in_registers(src.buffer) and layouts.in_registers(dst.buffer)):
+    if not all(r.covers_constant_buffer() and layouts.in_registers(r.buffer) for r in (src, dst)):
         return None
     dim = op.int_arg(3)
     kept = [d for d in range(len(src.buffer.shape)) if d != dim]
