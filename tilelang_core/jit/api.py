@@ -1,7 +1,7 @@
 """`tilelang_core.compile` and `@tilelang_core.jit`: tile IR in, a callable kernel out."""
 from __future__ import annotations
 
-import functools
+import dataclasses
 import json
 import threading
 import time
@@ -23,6 +23,10 @@ class JITKernel(Kernel):
     target: Any
     cache_hit: bool = False
     compile_seconds: float = 0.0
+    # set by the autotuner on the kernel it returns (TileLang's names)
+    config: dict[str, Any] | None = None
+    latency: float | None = None
+    ref_latency: float | None = None
 
 
 _MEMO: dict[tuple, JITKernel] = {}
@@ -103,11 +107,19 @@ def _build(func, target, options: CompileOptions, out_idx: tuple[int, ...]):
 
 def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None,
             pass_configs: dict[str, Any] | None = None, execution_backend: str | None = None,
-            verbose: bool = False, cache: bool = True) -> JITKernel:
+            verbose: bool = False, cache: bool = True, *, target_host: Any = None,
+            compile_flags: str | Sequence[str] | None = None, debug_root_path: str | None = None) -> JITKernel:
     """Compile a `T.prim_func` for a target (default: `TILELANG_TARGET`, else `auto`).
 
     `out_idx` names the parameters that are outputs: they are allocated on each call, in the
     same array library and device as the inputs, and returned.
+
+    TileLang's other keywords: `execution_backend` (TileLang's choice of host wrapper:
+    "auto", "tvm_ffi", "cython", "nvrtc", "ctypes", "torch"...) is accepted and has no effect,
+    since each backend has one launcher, its runtime; `target_host` likewise (the host side is
+    the runtime's Python); `compile_flags` are extra flags for the device compiler (as the
+    `extra_flags` pass config); `debug_root_path` is a directory the generated source is
+    written to, as `<entry>.<source language>`; `verbose` prints the outcome.
     """
     import tvm_ffi
 
@@ -118,6 +130,9 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
     start = time.perf_counter()
     tgt = get_plugin_manager().parse_target(target)
     options = CompileOptions.from_pass_configs(pass_configs)
+    if compile_flags:
+        flags = (compile_flags,) if isinstance(compile_flags, str) else tuple(compile_flags)
+        options = dataclasses.replace(options, extra_flags=options.extra_flags + flags)
     n_params = len(func.params)
     outs = _normalize_out_idx(out_idx, n_params)
     memo_key = (tvm_ffi.structural_hash(func), str(tgt), options, outs)
@@ -138,47 +153,33 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
     kernel.compile_seconds = time.perf_counter() - start
     if verbose:
         print(f"tilelang: {meta.entry} for {tgt}: {'cache hit' if was_hit else 'compiled'} in {kernel.compile_seconds * 1e3:.1f} ms")
+    if debug_root_path:
+        _write_debug_source(kernel, debug_root_path)
     with _MEMO_LOCK:
         _MEMO[memo_key] = kernel
     return kernel
 
 
+def _write_debug_source(kernel: JITKernel, root: str) -> None:
+    import os
+
+    os.makedirs(root, exist_ok=True)
+    ext = str(kernel.meta.extra.get("language") or "txt")
+    with open(os.path.join(root, f"{kernel.meta.entry}.{ext}"), "w") as out:
+        out.write(kernel.source or "")
+
+
 def jit(func: Callable | None = None, *, out_idx: int | Sequence[int] | None = None,
         target: Any = None, pass_configs: dict[str, Any] | None = None,
-        execution_backend: str | None = None, verbose: bool = False):
-    """Decorate a function that returns a `T.prim_func` (shape/dtype parameters as Python
-    arguments): calling it compiles one kernel per distinct set of arguments. Decorating a
-    `T.prim_func` directly compiles it on first call and runs it with the given tensors."""
+        execution_backend: str | None = None, verbose: bool = False, **compile_kwargs: Any):
+    """`@jit` / `@jit(out_idx=..., target=..., pass_configs=...)`: returns a `JITFunction`.
 
-    def wrap(fn):
-        from tvm import tirx as tir
+    On a lazy-style factory (returns a `T.prim_func`) a call returns the kernel for those
+    arguments; on an eager-style function (declares its tensors in its body) a call with
+    tensors compiles for their shapes and runs, `.compile(**values)` returns the kernel; on a
+    `T.prim_func` a call compiles once and runs. Other keywords go to `compile` (see there).
+    """
+    from .function import make_jit
 
-        if isinstance(fn, tir.PrimFunc):
-            kernel_box: list[JITKernel] = []
-
-            @functools.wraps(fn)
-            def run(*tensors):
-                if not kernel_box:
-                    kernel_box.append(compile(fn, out_idx, target, pass_configs, execution_backend, verbose))
-                return kernel_box[0](*tensors)
-
-            return run
-
-        specializations: dict[tuple, JITKernel] = {}
-
-        @functools.wraps(fn)
-        def specialize(*args, **kwargs):
-            key = (args, tuple(sorted(kwargs.items())))
-            kernel = specializations.get(key)
-            if kernel is None:
-                prim = fn(*args, **kwargs)
-                if not isinstance(prim, tir.PrimFunc):
-                    raise TypeError(f"@jit function {fn.__name__} must return a T.prim_func, got {type(prim).__name__}")
-                kernel = compile(prim, out_idx, target, pass_configs, execution_backend, verbose)
-                specializations[key] = kernel
-            return kernel
-
-        specialize.specializations = specializations
-        return specialize
-
-    return wrap(func) if func is not None else wrap
+    return make_jit(func, out_idx=out_idx, target=target, pass_configs=pass_configs,
+                    execution_backend=execution_backend, verbose=verbose, **compile_kwargs)

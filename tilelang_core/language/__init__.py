@@ -21,8 +21,9 @@ import tvm.tirx.script.parser as _tirx
 
 import tilelang_core.ir.ops  # noqa: F401 - registers the tl.* ops and the T.tl namespace
 
-from . import allocate, dtypes, kernel, layout, loops, misc, parser, tensor, tileops
+from . import allocate, dtypes, eager, kernel, layout, loops, misc, parser, tensor, tileops
 from .allocate import *  # noqa: F401,F403
+from .eager import *  # noqa: F401,F403
 from .kernel import *  # noqa: F401,F403
 from .layout import *  # noqa: F401,F403
 from .loops import *  # noqa: F401,F403
@@ -39,6 +40,7 @@ _NOT_FROM_TIRX = {"jit", "Optional", "constexpr", "Ptr", "register_script_namesp
 
 _OWN_NAMES = [
     *allocate.__all__,
+    *eager.__all__,
     *kernel.__all__,
     *layout.__all__,
     *loops.__all__,

@@ -1,0 +1,140 @@
+"""The JIT object and the eager style (`T.const`, annotations in the body, `T.empty`), on the CPU."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilelang_core as tilelang
+import tilelang_core.language as T
+from tilelang_core.jit.eager import EagerStyleError
+from tilelang_core.language.eager import EagerDeclarationError
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@tilelang.jit(target="cpu")
+def matmul_relu(A, B, block_M: int, block_N: int, block_K: int, dtype=T.float32):
+    M, N, K = T.const("M, N, K")
+    A: T.Tensor((M, K), dtype)
+    B: T.Tensor((K, N), dtype)
+    C = T.empty((M, N), dtype)
+    with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=64) as (bx, by):
+        A_shared = T.alloc_shared((block_M, block_K), dtype)
+        B_shared = T.alloc_shared((block_K, block_N), dtype)
+        C_local = T.alloc_fragment((block_M, block_N), T.float32)
+        T.clear(C_local)
+        for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+            T.copy(A[by * block_M, ko * block_K], A_shared)
+            T.copy(B[ko * block_K, bx * block_N], B_shared)
+            T.gemm(A_shared, B_shared, C_local)
+        for i, j in T.Parallel(block_M, block_N):
+            C_local[i, j] = T.max(C_local[i, j], 0)
+        T.copy(C_local, C[by * block_M, bx * block_N])
+    return C
+
+
+def _inputs(m, k, n, rng):
+    return rng.uniform(-1, 1, (m, k)).astype(np.float32), rng.uniform(-1, 1, (k, n)).astype(np.float32)
+
+
+def test_eager_function_compiles_per_shape_and_runs():
+    rng = np.random.default_rng()
+    assert matmul_relu.is_eager and matmul_relu.__name__ == "matmul_relu"
+    a, b = _inputs(64, 32, 48, rng)
+    c = matmul_relu(a, b, 32, 16, 16)
+    np.testing.assert_allclose(c, np.maximum(a.astype(np.float64) @ b, 0), rtol=1e-5, atol=1e-5)
+    kernel = matmul_relu.compile(M=64, N=48, K=32, block_M=32, block_N=16, block_K=16)
+    assert [p.shape for p in kernel.meta.params] == [(64, 32), (32, 48), (64, 48)]
+    assert kernel.meta.out_idx == (2,)
+    a2, b2 = _inputs(96, 32, 48, rng)  # another M: another kernel, M a constant in each
+    np.testing.assert_allclose(matmul_relu(a2, b2, 32, 16, 16), np.maximum(a2.astype(np.float64) @ b2, 0), rtol=1e-5, atol=1e-5)
+    assert matmul_relu.compile(M=96, N=48, K=32, block_M=32, block_N=16, block_K=16) is not kernel
+
+
+def test_compile_names_a_missing_const_and_an_unknown_keyword():
+    with pytest.raises(EagerStyleError, match=r"no value for T.const 'M': pass M=<int> or a tensor for 'A' \(its dim 0\)"):
+        matmul_relu.compile(N=48, K=32, block_M=32, block_N=16, block_K=16)
+    with pytest.raises(EagerStyleError, match=r"unexpected keyword\(s\) Q"):
+        matmul_relu.compile(M=64, N=48, K=32, Q=1, block_M=32, block_N=16, block_K=16)
+    with pytest.raises(EagerStyleError, match=r"missing compile-time argument\(s\) block_K"):
+        matmul_relu.compile(M=64, N=48, K=32, block_M=32, block_N=16)
+
+
+@tilelang.jit(target="cpu")
+def scale_rows(X, s, n_scale: int):
+    N = T.dynamic("n")
+    X: T.Tensor((N, 8), T.float32)
+    s: T.float32
+    Y = T.empty((N, 8), T.float32)
+    Z = T.empty((N, 8), T.float32)
+    with T.Kernel(T.ceildiv(N, 4), threads=32) as bx:
+        for i, j in T.Parallel(4, 8):
+            if bx * 4 + i < N:
+                Y[bx * 4 + i, j] = X[bx * 4 + i, j] * s * n_scale
+                Z[bx * 4 + i, j] = X[bx * 4 + i, j] + s
+    return Y, Z
+
+
+def test_dynamic_dims_scalar_parameters_and_two_outputs():
+    rng = np.random.default_rng()
+    kernel = scale_rows.compile(n_scale=3)
+    assert [p.kind for p in kernel.meta.params[:4]] == ["tensor", "scalar", "tensor", "tensor"]
+    for rows in (5, 13):  # one kernel: N stays symbolic
+        x = rng.uniform(-1, 1, (rows, 8)).astype(np.float32)
+        y, z = kernel(x, 0.5)
+        np.testing.assert_allclose(y, x * 1.5, rtol=1e-6)
+        np.testing.assert_allclose(z, x + 0.5, rtol=1e-6)
+    y, z = scale_rows(x, 2.0, 3)
+    np.testing.assert_allclose(y, x * 6.0, rtol=1e-6)
+    assert len(scale_rows._kernels) == 1
+
+
+def test_lazy_factories_still_return_kernels():
+    @tilelang.jit(out_idx=[-1], target="cpu")
+    def add(n: int):
+        @T.prim_func
+        def main(A: T.Tensor((n,), T.float32), B: T.Tensor((n,), T.float32)):
+            with T.Kernel(1, threads=32):
+                for i in T.Parallel(n):
+                    B[i] = A[i] + 1.0
+        return main
+
+    assert not add.is_eager
+    kernel = add(10)
+    assert add(10) is kernel and add.compile(10) is kernel and add.compile(n=10) is not None
+    x = np.arange(10, dtype=np.float32)
+    np.testing.assert_array_equal(kernel(x), x + 1)
+    assert "main" in str(add.get_tir(10).script())
+
+
+def test_declarations_outside_an_eager_function_are_errors():
+    with pytest.raises(EagerDeclarationError, match="only valid at the top of"):
+        T.const("M")
+    with pytest.raises(EagerDeclarationError, match="return C"):
+        T.empty((4,), T.float32)
+
+
+def test_a_kernel_error_points_at_the_users_line():
+    @tilelang.jit(target="cpu")
+    def broken(A):
+        A: T.Tensor((16,), T.float32)
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(16):
+                A[i] = undefined_name + 1.0  # noqa: F821
+    import inspect
+
+    line = inspect.getsourcelines(broken.orig_func)[1] + 5
+    with pytest.raises(Exception, match=rf"eager kernel .*broken\)?:{line}"):
+        broken.compile()
+
+
+def test_out_idx_on_an_eager_function_is_refused():
+    with pytest.raises(TypeError, match="drop out_idx"):
+        @tilelang.jit(out_idx=[1])
+        def f(A):
+            A: T.Tensor((4,), T.float32)
+            with T.Kernel(1):
+                pass
