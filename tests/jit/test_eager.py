@@ -138,3 +138,21 @@ def test_out_idx_on_an_eager_function_is_refused():
             A: T.Tensor((4,), T.float32)
             with T.Kernel(1):
                 pass
+
+
+def test_tilelang_pass_config_keys_are_accepted_and_unknown_ones_listed(capsys):
+    from tilelang_core.jit.options import CompileOptions, OptionsError
+
+    opts = CompileOptions.from_pass_configs({tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True,
+                                             tilelang.PassConfigKey.TL_DISABLE_SHUFFLE_ELECT: True,
+                                             tilelang.PassConfigKey.TL_DEVICE_COMPILE_FLAGS: ["-O3"]})
+    assert opts.fast_math and opts.extra_flags == ("-O3",) and opts.ignored == ("tl.disable_shuffle_elect",)
+    assert opts == CompileOptions(fast_math=True, extra_flags=("-O3",))  # ignored keys do not split the cache
+    with pytest.raises(OptionsError, match="unknown pass config 'tl.nonsense'; valid keys: .*tl.disable_tma_lower"):
+        CompileOptions.from_pass_configs({"tl.nonsense": 1})
+    matmul_relu.pass_configs, matmul_relu.verbose = {"tl.disable_shuffle_elect": True}, True
+    try:
+        matmul_relu.compile(M=32, N=16, K=16, block_M=32, block_N=16, block_K=16)
+    finally:
+        matmul_relu.pass_configs, matmul_relu.verbose = None, False
+    assert "pass configs with no effect on cpu" in capsys.readouterr().out

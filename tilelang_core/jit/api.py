@@ -153,6 +153,8 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
     kernel.compile_seconds = time.perf_counter() - start
     if verbose:
         print(f"tilelang: {meta.entry} for {tgt}: {'cache hit' if was_hit else 'compiled'} in {kernel.compile_seconds * 1e3:.1f} ms")
+        if options.ignored:
+            print(f"tilelang: pass configs with no effect on {tgt}: {', '.join(options.ignored)}")
     if debug_root_path:
         _write_debug_source(kernel, debug_root_path)
     with _MEMO_LOCK:
