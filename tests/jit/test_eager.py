@@ -156,3 +156,25 @@ def test_tilelang_pass_config_keys_are_accepted_and_unknown_ones_listed(capsys):
     finally:
         matmul_relu.pass_configs, matmul_relu.verbose = None, False
     assert "pass configs with no effect on cpu" in capsys.readouterr().out
+
+
+@tilelang.jit(target="cpu")
+def clamp_then_bump(X, dtype: T.dtype = T.float):
+    N = T.const("N")
+    X: T.Tensor((N,), dtype)
+    Y = T.empty((N,), dtype)
+    with T.Kernel(1, threads=32):
+        for i in T.Serial(N):
+            Y[i] = T.clamp(X[i], -0.5, 0.5)
+        T.atomic_add(Y[0], 1.0, memory_order="relaxed")
+    return Y
+
+
+def test_tilelang_spellings_float_dtype_serial_clamp_and_atomic_memory_order():
+    assert T.float == T.float32 and T.half == T.float16 and isinstance(T.float16, T.dtype)
+    x = np.random.default_rng().uniform(-1, 1, 10).astype(np.float32)
+    ref = np.clip(x, -0.5, 0.5)
+    ref[0] += 1
+    np.testing.assert_allclose(clamp_then_bump(x), ref, rtol=1e-6)
+    with pytest.raises(ValueError, match="only 'relaxed' is supported"):
+        T.atomic_add(None, 1.0, memory_order="release")

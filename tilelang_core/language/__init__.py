@@ -50,6 +50,7 @@ _OWN_NAMES = [
     *tileops.__all__,
     *dtypes.DTYPES,
     "DType",
+    "dtype",
     "to_dtype",
 ]
 _OWN = set(_OWN_NAMES)
@@ -59,6 +60,7 @@ for _name in _tirx.__all__:
         globals()[_name] = getattr(_tirx, _name)
 globals().update(dtypes.DTYPES)
 DType = dtypes.DType
+dtype = dtypes.DType  # TileLang's name, for annotations (`x: T.dtype = T.float16`)
 to_dtype = dtypes.to_dtype
 
 _FROM_TIRX = {n for n in _tirx.__all__ if n not in _NOT_FROM_TIRX and n in globals()}

@@ -103,6 +103,9 @@ def _collect_dtypes() -> dict[str, DType]:
         if _is_dtype_constructor(value):
             names[name] = DType(value._dtype_str)  # pylint: disable=protected-access
     names["bool"] = DType("bool")
+    # TileLang's C-style spellings: T.float is T.float32, T.half is T.float16, ...
+    for alias, canonical in DTYPE_ALIASES.items():
+        names.setdefault(alias, DType(canonical))
     return names
 
 

@@ -26,6 +26,7 @@ from tilelang_core.ir.constants import (
 __all__ = [
     "Parallel",
     "Pipelined",
+    "Serial",
     "grid",
     "serial",
     "unroll",
@@ -42,6 +43,9 @@ def serial(
 ) -> Any:
     """A serial loop over [start, stop) (or [0, start)) with an optional step."""
     return _builder.serial(*_bounds(start, stop), step=step, annotations=annotations)
+
+
+Serial = serial  # TileLang's capitalised spelling
 
 
 def unroll(

@@ -14,7 +14,7 @@ from tilelang_core.ir.ops import make_call
 
 from .regions import as_region
 
-__all__ = ["ceildiv", "device_assert", "print", "use_swizzle"]
+__all__ = ["ceildiv", "clamp", "device_assert", "print", "use_swizzle"]
 
 _SWIZZLE_ORDERS = ("row", "col")
 
@@ -58,3 +58,8 @@ def ceildiv(a: Any, b: Any) -> Any:
     if isinstance(a, int) and isinstance(b, int):
         return -(-a // b)
     return _builder.ceildiv(a, b)
+
+
+def clamp(value: Any, low: Any, high: Any) -> Any:
+    """`value` limited to [low, high]: `T.max(T.min(value, high), low)`."""
+    return _builder.max(_builder.min(value, high), low)

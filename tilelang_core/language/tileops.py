@@ -236,16 +236,34 @@ def _atomic(kind: str, dst: Any, value: Any) -> ir.Call:
     return make_call("atomic", kind, dst_region.to_call(), src_region.to_call())
 
 
-def atomic_add(dst: Any, value: Any) -> ir.Call:
-    """`dst += value` atomically: a point with a scalar, or a block with a block."""
+# TileLang's `memory_order` names; our atomics are relaxed read-modify-writes.
+_SUPPORTED_MEMORY_ORDERS = (None, "relaxed")
+
+
+def _check_atomic_keywords(op: str, memory_order: Any, return_prev: bool) -> None:
+    if memory_order not in _SUPPORTED_MEMORY_ORDERS:
+        raise ValueError(f"T.{op}(memory_order={memory_order!r}): only 'relaxed' is supported (the atomics are "
+                         "relaxed); order the surrounding accesses with T.sync_threads() or a fence instead")
+    if return_prev:
+        raise ValueError(f"T.{op}(return_prev=True) is not supported yet: the previous value is not returned")
+
+
+def atomic_add(dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False, use_tma: bool = False) -> ir.Call:
+    """`dst += value` atomically: a point with a scalar, or a block with a block.
+
+    TileLang's keywords: `memory_order` ("relaxed" only), `return_prev` (not yet: an error),
+    `use_tma` (a hint; the backend picks how a block add is done)."""
+    _check_atomic_keywords("atomic_add", memory_order, return_prev)
     return _atomic("add", dst, value)
 
 
-def atomic_max(dst: Any, value: Any) -> ir.Call:
-    """`dst = max(dst, value)` atomically."""
+def atomic_max(dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False) -> ir.Call:
+    """`dst = max(dst, value)` atomically (keywords as `atomic_add`)."""
+    _check_atomic_keywords("atomic_max", memory_order, return_prev)
     return _atomic("max", dst, value)
 
 
-def atomic_min(dst: Any, value: Any) -> ir.Call:
-    """`dst = min(dst, value)` atomically."""
+def atomic_min(dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False) -> ir.Call:
+    """`dst = min(dst, value)` atomically (keywords as `atomic_add`)."""
+    _check_atomic_keywords("atomic_min", memory_order, return_prev)
     return _atomic("min", dst, value)
