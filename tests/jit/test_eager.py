@@ -178,3 +178,35 @@ def test_tilelang_spellings_float_dtype_serial_clamp_and_atomic_memory_order():
     np.testing.assert_allclose(clamp_then_bump(x), ref, rtol=1e-6)
     with pytest.raises(ValueError, match="only 'relaxed' is supported"):
         T.atomic_add(None, 1.0, memory_order="release")
+
+
+@tilelang.jit(target="cpu")
+def persistent_owner(X, sm_num: int, bm: int, bn: int, group: int):
+    M, N = T.const("M, N")
+    X: T.Tensor((M, N), T.int32)
+    Y = T.empty((M, N), T.int32)
+    with T.Kernel(sm_num, threads=32) as block_id:
+        for bx, by in T.Persistent([T.ceildiv(M, bm), T.ceildiv(N, bn)], sm_num, block_id, group):
+            for i, j in T.Parallel(bm, bn):
+                Y[bx * bm + i, by * bn + j] = X[bx * bm + i, by * bn + j] + block_id * 1000
+    return Y
+
+
+@pytest.mark.parametrize("sm_num, group", [(5, 3), (4, 8), (7, 1)])
+def test_persistent_loop_visits_every_tile_once_in_grouped_order(sm_num, group):
+    m_tiles, n_tiles, bm, bn = 3, 5, 2, 8
+    x = np.arange(m_tiles * bm * n_tiles * bn, dtype=np.int32).reshape(m_tiles * bm, n_tiles * bn)
+    owner = (persistent_owner(x, sm_num, bm, bn, group) - x) // 1000
+    # the order TileLang documents: tiles in groups of `g` columns, rows fastest within a group
+    g = max(1, min(group, n_tiles))
+    expected = np.full((m_tiles, n_tiles), -1)
+    t = 0
+    for col_group in range(-(-n_tiles // g)):
+        for row in range(m_tiles):
+            for off in range(g):
+                col = col_group * g + off
+                if col < n_tiles:
+                    expected[row, col] = t % sm_num
+                t += 1
+    np.testing.assert_array_equal(owner[::bm, ::bn], expected)
+    np.testing.assert_array_equal(owner, np.repeat(np.repeat(expected, bm, 0), bn, 1))

@@ -25,6 +25,7 @@ from tilelang_core.ir.constants import (
 
 __all__ = [
     "Parallel",
+    "Persistent",
     "Pipelined",
     "Serial",
     "grid",
@@ -133,8 +134,45 @@ def Parallel(*extents: Any, coalesced_width: int | None = None) -> Any:  # noqa:
     return nest.frames()[0] if len(extents) == 1 else nest
 
 
+class Persistent:  # noqa: N801 - TileLang's name
+    """`for bx, by in T.Persistent([m_tiles, n_tiles], wave_size, index, group_size=8)`: the tiles
+    of a domain handed out in waves to `wave_size` persistent blocks, this one being `index`.
+
+    Wave `w` gives this block tile `t = w * wave_size + index`. Tiles are numbered in groups
+    of `group_size` along the last dim (the first dims varying fastest within a group, for L2
+    reuse): `t` decomposes over `[ceil(last / g), dims[:-1]..., g]`, the last coordinate is
+    `group * g + offset`. The body runs for tiles inside the domain only.
+    """
+
+    def __init__(self, domain: Sequence[Any], wave_size: Any, index: Any, group_size: Any = 8) -> None:
+        if not domain:
+            raise ValueError("T.Persistent needs a non-empty domain, e.g. [T.ceildiv(M, bm), T.ceildiv(N, bn)]")
+        self.domain, self.wave_size, self.index, self.group_size = list(domain), wave_size, index, group_size
+
+    def emit(self, parser: Any, node: doc.For) -> None:
+        last = self.domain[-1]
+        group = _builder.max(1, _builder.min(self.group_size, last)) if self.group_size is not None else 1
+        radix = [_builder.ceildiv(last, group), *self.domain[:-1], group]
+        padded = radix[0]
+        for r in radix[1:]:
+            padded = padded * r
+        with parser.var_table.with_frame(), _builder.serial(0, _builder.ceildiv(padded, self.wave_size)) as wave:
+            tile = wave * self.wave_size + self.index
+            digits, rest = [None] * len(radix), tile
+            for i in range(len(radix) - 1, 0, -1):
+                digits[i], rest = _builder.truncmod(rest, radix[i]), _builder.truncdiv(rest, radix[i])
+            digits[0] = rest
+            coords = [*digits[1:-1], digits[0] * group + digits[-1]]
+            with _builder.If(_builder.And(tile < padded, coords[-1] < last)):
+                with _builder.Then():
+                    parser.eval_assign(target=node.target, source=coords if len(coords) > 1 else coords[0],
+                                       bind_value=_tirx_parser.bind_assign_value)
+                    parser.visit_body(node.body)
+
+
 def _parallel_call(parser: Any, node: doc.For) -> Any:
-    """The loops of a `for ... in T.Parallel(...)` loop, else None (TVM's handler runs)."""
+    """The loops of a `for ... in T.Parallel(...)` loop, else None (TVM's handler runs).
+    A `T.Persistent(...)` loop comes back as its `Persistent` object."""
     call = node.iter
     if not isinstance(call, doc.Call):
         return None
@@ -144,6 +182,8 @@ def _parallel_call(parser: Any, node: doc.For) -> Any:
         func = parser.eval_expr(call.func)
     except Exception:  # pylint: disable=broad-except
         return None  # let TVM's handler evaluate it and report the error
+    if func is Persistent:
+        return parser.eval_expr(call)
     if func is not Parallel:
         return None
     value = parser.eval_expr(call)
@@ -173,6 +213,8 @@ def install_for_handler() -> None:
         frames = _parallel_call(parser, node)
         if frames is None:
             return tvm_visit_for(parser, node)
+        if isinstance(frames, Persistent):
+            return frames.emit(parser, node)
         return _visit_parallel(parser, node, frames)
 
     dispatch.register(token="tirx", type_name="For")(visit_for)
