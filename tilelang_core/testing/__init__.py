@@ -212,7 +212,8 @@ def requires_compute_version(kind: str, major_version: int, minor_version: int =
     wanted = f"requires {kind} compute version {mode} {want[0]}.{want[1]}"
     if have is None:
         return Requirement(False, f"{wanted}, but {best.kind}/{best.arch} states none")
-    return Requirement(_MODES[mode](have, want), f"{wanted}, but have {have[0]}.{have[1]} ({best.kind}/{best.arch})")
+    met = _MODES[mode](have, want)
+    return Requirement(met, f"{wanted}; {'' if met else 'but '}have {have[0]}.{have[1]} ({best.kind}/{best.arch})")
 
 
 _COMPUTE_NAME = re.compile(r"requires_(\w+?)_compute_version(?:_(ge|gt|le|lt|eq))?")
