@@ -23,6 +23,11 @@ _LAZY = {
     "load": "tilelang_core.runtime.export:load",
     "language": "tilelang_core.language",
     "PassConfigKey": "tilelang_core.jit.options:PassConfigKey",
+    "JITKernel": "tilelang_core.jit.api:JITKernel",
+    "TensorSupplyType": "tilelang_core.utils.tensor:TensorSupplyType",
+    "profiler": "tilelang_core.runtime.profiler",
+    "testing": "tilelang_core.testing",
+    "utils": "tilelang_core.utils",
 }
 
 # `jit` is both a subpackage and the decorator (as in TileLang): bind the function after the

@@ -70,7 +70,6 @@ _TILELANG_KEYS = {
     "TIR_MERGE_STATIC_SMEM": "tirx.merge_static_smem",
     "TIR_ADD_LOWER_PASS": "tirx.add_lower_pass",
     "TIR_NOALIAS": "tirx.noalias",
-    "CUDA_KERNELS_OUTPUT_DIR": "cuda.kernels_output_dir",
     "TL_DISABLE_OUT_OF_BOUND_WARNING": "tl.disable_out_of_bound_warning",
     "TL_ENABLE_DUMP_IR": "tl.enable_dump_ir",
     "TL_DUMP_IR_DIR": "tl.dump_ir_path",

@@ -86,9 +86,11 @@ class Kernel:
         export_kernel(self, path)
 
     def get_profiler(self, tensor_supply_type: Any = None):
+        """A `Profiler` for this kernel; its inputs come from `tensor_supply_type`
+        (a `TensorSupplyType`, default Auto)."""
         from .profiler import Profiler
 
-        return Profiler(self)
+        return Profiler(self, tensor_supply_type)
 
     def __call__(self, *args: Any, stream: Any = None) -> Any:
         guard = self._guard
