@@ -25,6 +25,7 @@ class TensorProxy:
 
     Works as an annotation (`A: T.Tensor((M, K), "float16")`), with dtype objects
     (`T.float16`, `torch.float16`) and the old subscript form `T.Tensor[(M, K), "float16"]`.
+    Given `data` (another tensor's `.data`) in a kernel body, it declares a view of that memory.
     """
 
     def __call__(
@@ -38,6 +39,11 @@ class TensorProxy:
         align: int = 0,
         offset_factor: int = 0,
     ) -> tvm.ir.Var:
+        if data is not None:
+            # `flat = T.Tensor((M * N,), dtype, A.data)` in a kernel body: a view of another
+            # tensor's memory, declared where it is assigned (TVMScript enters the frame)
+            return _builder.decl_buffer(normalize_shape(shape), dtype=str(to_dtype(dtype)), data=data, strides=strides,
+                                        elem_offset=elem_offset, scope=scope, align=align, offset_factor=offset_factor)
         return _builder.buffer(
             normalize_shape(shape),
             dtype=str(to_dtype(dtype)),
