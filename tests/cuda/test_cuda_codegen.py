@@ -240,3 +240,27 @@ def test_plugin_imports_without_tvm():
             "assert callable(p.tilelang_codegen)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_let_in_an_unrolled_parallel_body_is_declared_once_per_copy():
+    # TileLang's layernorm: `norm = ...` in a T.Parallel nest that the SIMT placement unrolls
+    # over a thread's slots; each copy must get its own C name (it did not: a redeclaration)
+    import re
+
+    @T.prim_func
+    def main(X: T.Tensor((4, 1024), "float32"), Y: T.Tensor((4, 1024), "float32")):
+        with T.Kernel(4, threads=256) as bx:
+            X_smem = T.alloc_shared((1, 1024), "float32")
+            X_local = T.alloc_fragment((1, 1024), "float32")
+            row = T.alloc_fragment((1,), "float32")
+            T.copy(X[bx, 0], X_smem)
+            T.copy(X_smem, X_local)
+            T.reduce_sum(X_local, row, dim=1)
+            for i, j in T.Parallel(1, 1024):
+                norm = X_local[i, j] - row[i]
+                X_smem[i, j] = norm * 2.0
+            T.copy(X_smem, Y[bx, 0])
+
+    source = render(main, "cuda/sm_90a").source
+    declared = re.findall(r"\bfloat (norm\w*)\s*[;=]", source)
+    assert len(declared) > 1 and len(set(declared)) == len(declared), declared

@@ -495,9 +495,16 @@ class CStyleCodegen(CExprPrinter):
             return f"{inner}*"
         return self.value_type_name(dtype_of(var))
 
+    def bound_name(self, table: dict, obj) -> str:
+        """The C name of a new binding of `obj` (a Var or Buffer), recorded in `table`: its own
+        name the first time, a fresh one when the same IR object is bound again in one kernel
+        (the unrolled copies of a loop body declare the same let or local buffer once each)."""
+        name = table[obj] = self.names.fresh(obj.name) if obj in table else self.names.get(obj)
+        return name
+
     def visit_bind(self, s) -> None:
         value = self.expr(s.value)
-        name = self.var_names[s.var] = self.names.get(s.var)
+        name = self.bound_name(self.var_names, s.var)
         if dtype_of(s.var).startswith(("int", "uint")):
             # the value's bounds carry over to the name: a later floordiv of a provably
             # non-negative binding prints as `/`, not as the floor helper
@@ -510,7 +517,7 @@ class CStyleCodegen(CExprPrinter):
     def declare_buffer(self, info, stmt) -> None:
         """Declare an allocated buffer where its AllocBuffer stands, by storage scope."""
         buf = stmt.buffer
-        name = self.buffer_names[buf] = self.names.get(buf)
+        name = self.bound_name(self.buffer_names, buf)
         ctype = self.type_name(info.dtype)
         if info.scope == "shared.dyn":
             offset = self.dyn_shared_offsets[buf]
@@ -535,7 +542,7 @@ class CStyleCodegen(CExprPrinter):
     def visit_decl(self, s) -> None:
         info = buffer_info(s.buffer)
         data = self.expr(s.data)
-        name = self.buffer_names[s.buffer] = self.names.get(s.buffer)
+        name = self.bound_name(self.buffer_names, s.buffer)
         ctype = self.type_name(info.dtype)
         self.emit(f"{ctype}* {name} = ({ctype}*)({data});")
 
