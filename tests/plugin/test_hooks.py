@@ -199,3 +199,68 @@ def test_register_module_by_import_path(monkeypatch):
     with pytest.raises(RuntimeError, match="failed to register.*No module named"):
         manager.register_module("missing", "no_such_backend_module.plugin")
     assert manager.backends["missing"].broken
+
+
+def _compat_backend(name: str, claims) -> types.ModuleType:
+    """A backend declaring kind `name` whose `tilelang_compat_modules` returns `claims`
+    (or raises it, when it is an exception)."""
+    mod = types.ModuleType(f"fake_compat_{name}")
+
+    @hookimpl
+    def tilelang_register_targets(registry):
+        registry.add_kind(TargetKind(name, {"a1": Capabilities(kind=name, arch="a1")}, "a1"))
+
+    @hookimpl
+    def tilelang_compat_modules():
+        if isinstance(claims, Exception):
+            raise claims
+        return claims
+
+    mod.tilelang_register_targets = tilelang_register_targets
+    mod.tilelang_compat_modules = tilelang_compat_modules
+    return mod
+
+
+def test_hook_tilelang_compat_modules():
+    manager = PluginManager(entry_points=[])
+    backends = {
+        "gpu_a": {"tilelang.vendor_a": None, "tilelang.carver.arch.driver": "json", "tilelang.shared": "os"},
+        "gpu_b": {"tilelang.shared": "sys", "tilelang.bad": 3},
+        "gpu_c": RuntimeError("no driver library"),
+    }
+    for name, claims in backends.items():
+        manager.backends[name] = info = BackendInfo(name, f"tilelang-{name}", "1.0", name)
+        manager.register_plugin(info, _compat_backend(name, claims))
+    claims, problems = manager.compat_modules()
+    assert claims["tilelang.vendor_a"].module is None and claims["tilelang.vendor_a"].backend == "gpu_a"
+    assert claims["tilelang.carver.arch.driver"].module == "json"
+    assert "tilelang.shared" not in claims  # claimed twice: given to neither
+    text = "\n".join(problems)
+    assert "tilelang.shared is claimed by backends 'gpu_a' and 'gpu_b'" in text
+    assert "'gpu_b': tilelang_compat_modules entry 'tilelang.bad': 3 is not a module path" in text
+    assert "'gpu_c': tilelang_compat_modules failed: RuntimeError: no driver library" in text
+
+
+def test_register_targets_spelling_clash_marks_second_broken():
+    manager = PluginManager(entry_points=[])
+
+    def backend(kind, spelling):
+        mod = types.ModuleType(f"fake_spell_{kind}")
+
+        @hookimpl
+        def tilelang_register_targets(registry):
+            registry.add_kind(TargetKind(kind, {"a1": Capabilities(kind=kind, arch="a1")}, "a1"))
+            registry.add_spelling(spelling, kind)
+
+        mod.tilelang_register_targets = tilelang_register_targets
+        return mod
+
+    for kind in ("first", "second"):
+        manager.backends[kind] = info = BackendInfo(kind, f"tilelang-{kind}", "1.0", kind)
+        manager.register_plugin(info, backend(kind, "shared_name"))
+    second = manager.backends["second"]
+    assert second.broken and "spelling 'shared_name' is declared twice" in second.error
+    # the broken backend's kind and spelling are gone; the first one's stay
+    assert "second" not in manager.registry.kinds
+    assert manager.registry.spellings["shared_name"].owner == "first"
+    assert str(manager.parse_target("shared_name")) == "first/a1"

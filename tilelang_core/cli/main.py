@@ -1,4 +1,4 @@
-"""`tilelang backends`, `tilelang info TARGET`, `tilelang conformance ...`."""
+"""`tilelang backends`, `tilelang info TARGET`, `tilelang run PROGRAM`, `tilelang conformance ...`."""
 from __future__ import annotations
 
 import argparse
@@ -88,6 +88,12 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..compat.run import run_program
+
+    return run_program(list(args.program))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tilelang", description="tilelang-core command line")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -98,6 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_info)
+    p = sub.add_parser(
+        "run", help="run a TileLang program unchanged, `import tilelang` resolved to tilelang-core",
+        description="Run PROGRAM.py (or -m MODULE) as __main__ with `import tilelang[.x]` resolved to "
+                    "tilelang-core for this process only; the exit status is the program's.",
+        usage="tilelang run PROGRAM.py [ARGS...] | tilelang run -m MODULE [ARGS...]")
+    p.add_argument("program", nargs=argparse.REMAINDER, help="PROGRAM.py [ARGS...] or -m MODULE [ARGS...]")
+    p.set_defaults(func=cmd_run)
     try:
         from tilelang_conformance.cli import add_subcommand  # optional distribution
     except ImportError:
@@ -108,6 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"] and argv[1:2] not in (["-h"], ["--help"]):
+        # the program's own options (and `-m`) are not ours to parse
+        from ..compat.run import run_program
+
+        return run_program(argv[1:])
     args = build_parser().parse_args(argv)
     return int(args.func(args) or 0)
 

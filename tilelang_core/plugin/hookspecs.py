@@ -42,7 +42,9 @@ def tilelang_register_targets(registry):
     All implementations are called; results are ignored.
 
     :param registry: the `TargetRegistry`; call `registry.add_kind(TargetKind(...))` once per
-        kind this backend owns.
+        kind this backend owns, then `registry.add_spelling(name, meaning)` once per name other
+        tools give these targets (TileLang's and TVM's: `"c"`, `"rocm"`, `"nvidia"`), so that
+        `target="..."` written for TileLang resolves through this backend and no other.
     :returns: None.
 
     Called once, when the plugin manager loads the backends.
@@ -203,4 +205,28 @@ def tilelang_conformance_expectations(target):
     :returns: a mapping from conformance case name to the reason it is expected to fail.
 
     Called by the conformance runner before it runs the cases for `target`.
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Source compatibility with TileLang
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def tilelang_compat_modules():
+    """TileLang module paths this backend stands in for, when a TileLang program runs through
+    `tilelang run` (the import aliasing of `tilelang_core.compat`).
+
+    All implementations are called; their mappings are merged. A path claimed by two backends
+    is given to neither, and the import error says so.
+
+    :returns: a mapping from a TileLang module path (`"tilelang.carver.arch.driver"`) to the
+        import path of this backend's module that provides the same names with the same
+        meanings, or to None for a TileLang path that belongs to this backend's hardware but
+        is not provided yet (importing it then fails naming this backend). A path covers its
+        submodules: `X.sub` resolves to `MODULE.sub` (or, for None, fails the same way).
+
+    Called the first time a program run through the aliasing imports a TileLang module that
+    the core does not provide; must not import a driver or probe a device.
     """

@@ -21,6 +21,7 @@ from .target import Target, TargetError, TargetRegistry
 __all__ = [
     "ENTRY_POINT_GROUP",
     "BackendInfo",
+    "CompatModule",
     "Detection",
     "PluginManager",
     "get_plugin_manager",
@@ -51,6 +52,16 @@ class Detection:
         return "neither"
 
 
+@dataclass(frozen=True)
+class CompatModule:
+    """A TileLang module path a backend claims: the module standing for it (None: owned by that
+    backend, not provided yet)."""
+
+    path: str
+    module: str | None
+    backend: str
+
+
 @dataclass
 class BackendInfo:
     """One entry point of group `tilelang.backends`, loaded or broken."""
@@ -75,6 +86,7 @@ class PluginManager:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         self.registry = TargetRegistry()
+        self.registry.manager = self
         self.backends: dict[str, BackendInfo] = {}
         self._detections: list[Detection] | None = None
         self._load(entry_points)
@@ -141,10 +153,7 @@ class PluginManager:
                 impl(self.registry)
         except BaseException as exc:  # noqa: BLE001
             info.error = _describe(exc)
-            for kind in set(self.registry.kinds) - before:
-                del self.registry.kinds[kind]
-                del self.registry.owners[kind]
-                del self.registry.owner_names[kind]
+            self.registry.remove_backend(info.name)
             self.pm.unregister(plugin)
             info.plugin = None
             return
@@ -208,8 +217,39 @@ class PluginManager:
         caps = best.capabilities or self.registry.kinds[best.kind].archs[best.arch]
         return Target(best.kind, best.arch, caps)
 
-    def parse_target(self, spec: str | Target | None = None, options=None) -> Target:
-        """Parse a target string; None means `TILELANG_TARGET` (default `auto`)."""
+    def compat_modules(self) -> tuple[dict[str, CompatModule], list[str]]:
+        """What `tilelang_compat_modules` of every loaded backend declares: TileLang module path
+        -> `CompatModule`, and one line per backend whose hook raised or whose claim collides
+        with another backend's (the colliding path is dropped: neither backend gets it)."""
+        found: dict[str, CompatModule] = {}
+        problems: list[str] = []
+        clashes: set[str] = set()
+        for info in self.backends.values():
+            impl = getattr(info.plugin, "tilelang_compat_modules", None)
+            if info.broken or impl is None:
+                continue
+            try:
+                declared = dict(impl() or {})
+            except Exception as exc:  # noqa: BLE001 - reported, never breaks an import of ours
+                problems.append(f"backend {info.name!r}: tilelang_compat_modules failed: {_describe(exc)}")
+                continue
+            for path, module in declared.items():
+                if not isinstance(path, str) or not (module is None or isinstance(module, str)):
+                    problems.append(f"backend {info.name!r}: tilelang_compat_modules entry {path!r}: "
+                                    f"{module!r} is not a module path or None")
+                    continue
+                if path in found or path in clashes:
+                    other = found.pop(path, None)
+                    clashes.add(path)
+                    if other is not None:
+                        problems.append(f"{path} is claimed by backends {other.backend!r} and {info.name!r}; "
+                                        f"uninstall one of the two")
+                    continue
+                found[path] = CompatModule(path, module, info.name)
+        return found, problems
+
+    def parse_target(self, spec: Any = None, options=None) -> Target:
+        """Parse a target (see `TargetRegistry.parse`); None means `TILELANG_TARGET` (default `auto`)."""
         if isinstance(spec, Target):
             return spec
         spec = env.default_target() if spec is None else spec

@@ -9,6 +9,15 @@ from . import target as _target
 @hookimpl
 def tilelang_register_targets(registry):
     registry.add_kind(_target.cpu_kind())
+    # TileLang's and TVM's host targets: C source and LLVM both mean the host CPU here
+    registry.add_spelling("c", "cpu")
+    registry.add_spelling("llvm", "cpu")
+
+
+@hookimpl
+def tilelang_compat_modules():
+    # TileLang's CPU namespace (its C backend's ops and passes): this backend's, not provided yet
+    return {"tilelang.cpu": None}
 
 
 @hookimpl

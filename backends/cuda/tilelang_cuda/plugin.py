@@ -9,7 +9,24 @@ from . import target as _target
 
 @hookimpl
 def tilelang_register_targets(registry):
+    from . import spellings
+
     registry.add_kind(_target.cuda_kind())
+    for name in spellings.SPELLINGS:
+        registry.add_spelling(name, spellings.resolve)
+
+
+@hookimpl
+def tilelang_compat_modules():
+    return {
+        # the device facts TileLang's examples read (driver.get_num_sms() for persistent grids)
+        "tilelang.carver.arch.driver": "tilelang_cuda.carver_driver",
+        # TileLang's CUDA namespace (intrinsics, MMA macro generators) and its nvcc/NVRTC
+        # wrappers: this backend's to provide, not provided yet
+        "tilelang.cuda": None,
+        "tilelang.contrib.nvcc": None,
+        "tilelang.contrib.nvrtc": None,
+    }
 
 
 @hookimpl

@@ -9,7 +9,19 @@ from . import target as _target
 
 @hookimpl
 def tilelang_register_targets(registry):
+    from . import spellings
+
     registry.add_kind(_target.hip_kind())
+    for name in spellings.SPELLINGS:
+        registry.add_spelling(name, spellings.resolve)
+
+
+@hookimpl
+def tilelang_compat_modules():
+    # TileLang's ROCm namespace (MFMA intrinsics) and its hipcc/ROCm helpers: this backend's to
+    # provide, not provided yet
+    return {name: None for name in ("tilelang.rocm", "tilelang.contrib.hipcc", "tilelang.contrib.rocm",
+                                    "tilelang.contrib.hip_resource_info")}
 
 
 @hookimpl
