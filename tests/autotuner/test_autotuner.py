@@ -41,6 +41,7 @@ def terminal(monkeypatch):
     return out
 
 
+@pytest.mark.slow  # ~15 s: nine GEMMs compiled, then a fresh interpreter importing TVM
 def test_tunes_a_gemm_then_a_fresh_process_reads_the_best_config_from_disk(cache_dir, terminal):
     kernel = programs.tuned_gemm(64, 64, 64)
     result = programs.tuned_gemm.tune(64, 64, 64)
@@ -83,7 +84,7 @@ def test_tunes_a_gemm_then_a_fresh_process_reads_the_best_config_from_disk(cache
                           timeout=300)
     assert done.returncode == 0, done.stderr
     fresh = json.loads(done.stdout.strip().splitlines()[-1])
-    from tilelang_core.jit.cache import core_fingerprint, source_fingerprint
+    from tilelang_core.jit.cache import core_fingerprint
 
     # (the key holds a digest of the core's files: one edited meanwhile reads as a miss)
     assert fresh["core"] == core_fingerprint(), "the core's files changed between the two processes"
@@ -91,6 +92,7 @@ def test_tunes_a_gemm_then_a_fresh_process_reads_the_best_config_from_disk(cache
     assert fresh["ms"] < 50, f"the cached tuning call took {fresh['ms']:.1f} ms"
 
 
+@pytest.mark.slow  # ~6 s: the worker imports TVM before its first job
 def test_a_compile_worker_fills_the_kernel_cache_this_process_then_hits(cache_dir):
     jit_fn = tilelang.jit(programs.scale, out_idx=[1], target="cpu")
     prim = jit_fn.get_tir(300, 5.0)
@@ -107,6 +109,27 @@ def test_a_compile_worker_fills_the_kernel_cache_this_process_then_hits(cache_di
     assert kernel.cache_hit  # the worker built it
     x = np.arange(300, dtype=np.float32)
     np.testing.assert_allclose(kernel(x), x * 5.0)
+
+
+def test_a_worker_stuck_past_the_timeout_is_killed_and_replaced(monkeypatch):
+    from tilelang_core.autotuner import worker
+
+    stuck = "import sys, time; print('{\"ready\": true}', flush=True); sys.stdin.readline(); time.sleep(60)"
+    monkeypatch.setattr(worker._Worker, "command", [sys.executable, "-c", stuck])
+    monkeypatch.setattr(worker, "_KILL_GRACE_S", 0.2)
+    pool = CompilePool(1)
+    start = time.perf_counter()
+    try:
+        pool.submit({"id": 0, "timeout": 0.3})
+        pool.submit({"id": 1, "timeout": 0.3})
+        replies = [pool.results.get(timeout=30), pool.results.get(timeout=30)]
+    finally:
+        pool.close()
+    assert [r["id"] for r in replies] == [0, 1]  # the second job went to a fresh worker
+    for reply in replies:
+        assert not reply["ok"] and reply["stage"] == "compile"
+        assert reply["error"] == "CandidateTimeout: compiling took longer than the timeout (0.3 s); the worker was stopped"
+    assert time.perf_counter() - start < 20
 
 
 def test_every_config_failing_raises_with_each_reason(cache_dir, terminal):
@@ -148,9 +171,12 @@ def test_an_eager_function_tunes_from_its_tensors_and_runs_the_best_kernel(cache
                       ref_prog=lambda x: x * 3.0)(programs.eager_scale)
     x = np.linspace(0, 1, 200, dtype=np.float32)
     np.testing.assert_allclose(scaled(x), x * 3.0)
-    kernel = scaled.compile(N=200)  # T.const by name: the same specialization, tuned once
-    assert kernel.config in (dict(block=32), dict(block=128)) and kernel.latency > 0
-    assert scaled.tune(x).kernel is kernel
+    tuned = scaled.tune(x)  # the result of the call above: tuned once per set of arguments
+    assert tuned.config in (dict(block=32), dict(block=128)) and tuned.kernel.latency == tuned.latency > 0
+    assert [p.shape for p in tuned.kernel.meta.params] == [(200,), (200,)]
+    kernel = scaled.compile(N=300)  # T.const by name, no tensors: tuned for N=300
+    assert kernel.config in (dict(block=32), dict(block=128)) and kernel.meta.params[0].shape == (300,)
+    assert repr(scaled) == "<AutotunedFunction eager_scale, 2 tuned>"
 
 
 def test_a_config_past_the_timeout_is_skipped(cache_dir, terminal):
@@ -158,8 +184,8 @@ def test_a_config_past_the_timeout_is_skipped(cache_dir, terminal):
         time.sleep(delay)
         return programs.scale(n)
 
-    tuner = AutoTuner(slow_scale, [dict(delay=5.0), dict(delay=0.0)], max_workers=1)
-    result = tuner.set_compile_args(out_idx=[1], target="cpu").set_call_args(64).run(warmup=1, rep=1, timeout=0.5)
+    tuner = AutoTuner(slow_scale, [dict(delay=60.0), dict(delay=0.0)], max_workers=1)
+    result = tuner.set_compile_args(out_idx=[1], target="cpu").set_call_args(64).run(warmup=1, rep=1, timeout=3)
     assert result.config == dict(delay=0.0)
     assert result.outcomes[0].reason.startswith("build: CandidateTimeout: building the kernel IR took longer")
 

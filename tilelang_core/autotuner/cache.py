@@ -13,7 +13,9 @@ name, source and closure values), the arguments that are not tuned, the configs,
 target, the compile arguments and the profile arguments (reference and supply programs by
 their source). A value with no stable identity (an object whose repr shows its address, a
 function whose source cannot be read) makes the run uncacheable: it is tuned every time,
-rather than risk handing back another program's result.
+rather than risk handing back another program's result. Module-level globals the function
+reads are not part of the key (nor are they in TileLang's): after changing one, remove the
+`autotuner` directory of the cache (or point `TILELANG_CACHE_DIR` elsewhere).
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from .param import CandidateOutcome
 from .progress import TuningProgress
 from .worker import CompilePool
 
-__all__ = ["CandidateCompiler", "available_cores", "config_pass_configs", "config_values"]
+__all__ = ["RESERVED_CONFIG_KEYS", "CandidateCompiler", "available_cores", "config_pass_configs", "config_values"]
 
 RESERVED_CONFIG_KEYS = ("pass_configs",)  # a config may carry its own pass configs (TileLang)
 
@@ -80,21 +80,20 @@ class CandidateCompiler:
     def compile(self, outcomes: list[CandidateOutcome], bar: TuningProgress, max_workers: int | None) -> None:
         """Compile every built candidate (see the module doc); fills `self.kernels`."""
         by_index = {o.index: o for o in outcomes}
-        jobs, local = [], []
-        for index, prim in self.prims.items():
-            job = self.job_for(index, prim, by_index[index].config)
-            (jobs if job is not None else local).append(job if job is not None else index)
+        local = list(self.prims)
         workers = min(max_workers or available_cores(), len(self.prims))
-        pool = CompilePool(workers - 1) if self.share_through_disk and workers > 1 and len(jobs) > 1 else None
-        if pool is None:
-            local += [job["id"] for job in jobs]
-        else:
+        pool = None
+        if self.share_through_disk and workers > 1:
+            jobs = [self.job_for(index, prim, by_index[index].config) for index, prim in self.prims.items()]
+            local = [index for index, job in zip(self.prims, jobs) if job is None]
+            pool = CompilePool(workers - 1)
             for job in jobs:
-                pool.submit(job)
+                if job is not None:
+                    pool.submit(job)
         pending = set(self.prims)
         try:
             while pending:
-                index = local.pop() if local else self._take(pool)
+                index = local.pop(0) if local else self._take(pool)
                 if index is not None:
                     self._compile_here(by_index[index], bar, from_worker=False)
                     pending.discard(index)

@@ -6,11 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from ..runtime.profiler import _BACKENDS as BENCH_BACKENDS  # do_bench's timing backends
 from ..utils.tensor import TensorSupplyType
 
 __all__ = ["AutotuneError", "AutotuneResult", "CandidateOutcome", "CompileArgs", "ProfileArgs"]
-
-BENCH_BACKENDS = ("event", "cupti", "cudagraph")
 
 
 class AutotuneError(RuntimeError):

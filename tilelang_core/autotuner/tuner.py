@@ -141,6 +141,9 @@ class AutoTuner:
             for index in sorted(compiler.kernels):
                 _measure(bench, compiler.kernels[index], outcomes[index], profile.timeout)
                 bar.benched(bench.best_latency)
+        if compiler.startup_errors:
+            console.print(f"autotune {name}: compile workers did not start, so this process compiled the candidates: "
+                          f"{compiler.startup_errors[0]}", highlight=False, soft_wrap=True)
         finished = [o for o in outcomes if o.status == "ok"]
         best = min(finished, key=lambda o: o.latency) if finished else None
         print_summary(console, name, outcomes, best, bench.ref_latency)

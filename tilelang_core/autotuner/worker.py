@@ -78,12 +78,14 @@ def main() -> None:
 class _Worker:
     """One worker process, owned by one thread of a `CompilePool`."""
 
+    command = [sys.executable, "-m", "tilelang_core.autotuner.worker"]
+
     def __init__(self) -> None:
         self.log = tempfile.TemporaryFile()
         path = os.pathsep.join(p for p in sys.path if p)
         env = dict(os.environ, PYTHONPATH=path)
-        self.proc = subprocess.Popen([sys.executable, "-m", "tilelang_core.autotuner.worker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, text=True, env=env)
+        self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                     text=True, env=env)
 
     def wait_ready(self) -> None:
         """Block until the worker has imported the compiler; RuntimeError if it could not."""
@@ -225,7 +227,7 @@ class CompilePool:
                     return
                 try:
                     reply = worker.run(job)
-                except (OSError, ValueError) as err:  # a broken pipe, a garbled reply
+                except Exception as err:  # a broken pipe, a garbled reply: the job must still be answered
                     reply = {"id": job["id"], "ok": False, "stage": "read", "error": describe_error(err),
                              "exact": False, "seconds": None}
                 self.results.put(reply)
