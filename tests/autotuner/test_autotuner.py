@@ -156,6 +156,19 @@ def test_a_wrong_result_is_skipped_and_the_plain_factory_tunes_through_autotuner
     assert "check: AssertionError" in terminal.getvalue()
 
 
+def test_with_the_cache_disabled_nothing_is_stored_or_read(cache_dir, terminal):
+    from tilelang_core.compat import disable_cache, enable_cache
+
+    jit_fn = tilelang.jit(programs.scale, out_idx=[1], target="cpu")
+    disable_cache()
+    try:
+        result = AutoTuner(jit_fn, [dict(block=32), dict(block=64)], max_workers=2).set_call_args(96).run(warmup=1, rep=1)
+    finally:
+        enable_cache()
+    assert not result.from_cache and not (cache_dir / "autotuner").exists()
+    assert {o.compiled_by for o in result.outcomes} == {"tuner"}  # no workers: they share kernels through the cache
+
+
 def test_giving_a_tuned_parameter_compiles_that_kernel_without_tuning(cache_dir, terminal):
     scaled = autotune(configs=[dict(block=32), dict(block=64)], max_workers=1)(
         tilelang.jit(programs.scale, out_idx=[1], target="cpu"))
@@ -185,7 +198,7 @@ def test_a_config_past_the_timeout_is_skipped(cache_dir, terminal):
         return programs.scale(n)
 
     tuner = AutoTuner(slow_scale, [dict(delay=60.0), dict(delay=0.0)], max_workers=1)
-    result = tuner.set_compile_args(out_idx=[1], target="cpu").set_call_args(64).run(warmup=1, rep=1, timeout=3)
+    result = tuner.set_compile_args(out_idx=[1], target="cpu").set_call_args(64).run(warmup=1, rep=1, timeout=2)
     assert result.config == dict(delay=0.0)
     assert result.outcomes[0].reason.startswith("build: CandidateTimeout: building the kernel IR took longer")
 

@@ -47,12 +47,11 @@ from .progress import TuningProgress, make_console, print_summary
 __all__ = ["AutoTuner"]
 
 def disk_cache_enabled() -> bool:
-    """Whether tuning results may be read from and written to disk (`env.cache_enabled()`,
-    which `tilelang.disable_cache()` turns off, when the installed core has it)."""
-    from .. import env
+    """Whether tuning results may be read from and written to disk, and compile workers
+    share kernels through it: off after `tilelang.disable_cache()`."""
+    from ..compat.cache_switch import is_cache_enabled
 
-    enabled = getattr(env, "cache_enabled", None)
-    return bool(enabled()) if callable(enabled) else True
+    return is_cache_enabled()
 
 
 class AutoTuner:
