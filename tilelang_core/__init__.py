@@ -28,6 +28,8 @@ _LAZY = {
     "profiler": "tilelang_core.runtime.profiler",
     "testing": "tilelang_core.testing",
     "utils": "tilelang_core.utils",
+    "autotune": "tilelang_core.autotuner:autotune",
+    "autotuner": "tilelang_core.autotuner",
 }
 
 # `jit` is both a subpackage and the decorator (as in TileLang): bind the function after the
