@@ -159,6 +159,7 @@ class PluginManager:
             return
         finally:
             self.registry._current_plugin = None
+            self.registry._current_name = ""
         info.kinds = sorted(set(self.registry.kinds) - before)
 
     # -- dispatch --------------------------------------------------------------------------
