@@ -22,6 +22,7 @@ from tilelang_core.codegen import CodegenError
 from tilelang_core.jit.api import lower
 from tilelang_core.jit.options import CompileOptions
 from tilelang_core.plugin import get_plugin_manager
+from tilelang_hip import layout as mfma_layout
 from tilelang_hip import lower as mfma
 from tilelang_hip.codegen import HIPCodegen
 
@@ -172,14 +173,36 @@ def test_lane_layouts_match_the_documented_registers(elems):
     np.testing.assert_allclose(d, a @ b + c, rtol=1e-12)
 
 
+@pytest.mark.parametrize("elems", [4, 8])
+def test_swapped_operands_return_c_in_the_accumulator_layout(elems):
+    """The lowering passes B's fragment as the instruction's A and A's as its B: the
+    instruction computes C^T, so lane l, element i holds C[l % 16][4 * (l // 16) + i]."""
+    rng = np.random.default_rng(10)
+    k = 4 * elems
+    a, b, c = rng.normal(size=(16, k)), rng.normal(size=(k, 16)), rng.normal(size=(16, 16))
+    a_regs = np.array([[a[mfma.a_element(l, i, elems)] for i in range(elems)] for l in range(64)])
+    b_regs = np.array([[b[mfma.b_element(l, i, elems)] for i in range(elems)] for l in range(64)])
+    c_regs = np.array([[c[mfma_layout.accumulator_element(l, i)] for i in range(4)] for l in range(64)])
+    d_regs = emulate_mfma(b_regs, a_regs, c_regs, elems)
+    d = np.full((16, 16), np.nan)
+    for lane, i in itertools.product(range(64), range(4)):
+        d[mfma_layout.accumulator_element(lane, i)] = d_regs[lane, i]
+    np.testing.assert_allclose(d, a @ b + c, rtol=1e-12)
+
+
 def test_lane_layouts_are_bijections():
     for elems in (4, 8):
         assert sorted(mfma.a_element(l, i, elems) for l in range(64) for i in range(elems)) == \
             sorted(itertools.product(range(16), range(4 * elems)))
         assert sorted(mfma.b_element(l, i, elems) for l in range(64) for i in range(elems)) == \
             sorted(itertools.product(range(4 * elems), range(16)))
-    assert sorted(mfma.c_element(l, i) for l in range(64) for i in range(4)) == \
-        sorted(itertools.product(range(16), range(16)))
+        # the register operand's k order is a permutation of each lane group's k
+        assert sorted(mfma_layout.register_k(l, i, elems) for l in range(64) for i in range(elems)) == \
+            sorted(list(range(4 * elems)) * 16)
+    assert [mfma_layout.register_k(l, i, 4) for l in range(64) for i in range(4)] == \
+        [4 * (l // 16) + i for l in range(64) for i in range(4)]
+    for fn in (mfma.c_element, mfma_layout.accumulator_element):
+        assert sorted(fn(l, i) for l in range(64) for i in range(4)) == sorted(itertools.product(range(16), range(16)))
 
 
 PLANS = [  # (arch, in, acc, m, n, k, threads, policy)
@@ -191,45 +214,85 @@ PLANS = [  # (arch, in, acc, m, n, k, threads, policy)
 ]
 
 
-def make_plan(arch, in_dtype, acc, m, n, k, threads, policy):
+def make_plan(arch, in_dtype, acc, m, n, k, threads, policy, a_registers=False):
     instr = mfma.mfma_instruction(arch, in_dtype, acc)
-    grid = mfma._wave_grid(m // 16, n // 16, threads // 64, policy)
-    return mfma.GemmPlan(instr, m, n, k, grid[0], grid[1], 64)
+    grid = mfma.wave_grid(m // 16, n // 16, threads // 64, policy)
+    return mfma.GemmPlan(instr, m, n, k, grid[0], grid[1], 64, a_registers)
 
 
 @pytest.mark.parametrize("plan_args", PLANS, ids=lambda p: "-".join(map(str, p)))
 def test_accumulator_layout_is_a_bijection(plan_args):
-    layout = mfma.accumulator_layout(make_plan(*plan_args))
-    layout.check()  # inverse covers the tile once, forward inverts it
+    layout_ = mfma.accumulator_layout(make_plan(*plan_args))
+    layout_.check()  # inverse covers the tile once, forward inverts it
+    assert layout_.replicate == 1
 
 
-@pytest.mark.parametrize("plan_args", PLANS, ids=lambda p: "-".join(map(str, p)))
-def test_block_gemm_emulation(plan_args):
+def emulate_block_gemm(plan, a, b):
     """A whole block's T.gemm as the lowering schedules it: each wave loads its lanes'
-    fragments with the lowering's index functions, the emulator runs each MFMA, and the
-    accumulator registers read back through the layout the rest of the kernel uses."""
-    plan = make_plan(*plan_args)
+    fragments with the lowering's index functions (or, in the rs form, takes A's from the
+    register slots `a_operand_layout` gives them), the emulator runs each MFMA with the
+    operands swapped, and the accumulator registers read back through C's layout."""
     e, ws = plan.instr.elems, plan.wave_size
-    rng = np.random.default_rng(1)
-    a = rng.integers(-4, 4, (plan.m, plan.k)).astype(np.float64)
-    b = rng.integers(-4, 4, (plan.k, plan.n)).astype(np.float64)
-    layout = mfma.accumulator_layout(plan)
-    acc = np.zeros((plan.threads, layout.slots))
+    acc_layout = mfma.accumulator_layout(plan)
+    acc = np.zeros((plan.threads, acc_layout.slots))
+    if plan.a_registers:
+        a_layout = mfma.a_operand_layout(plan)
+        a_held = np.array([[a[tuple(a_layout.element_of(t, s))] for s in range(a_layout.slots)]
+                           for t in range(plan.threads)])
     for wave in range(plan.threads // ws):
         lanes = range(ws)
-        for k0 in range(0, plan.k, plan.instr.k):
-            a_regs = [np.array([[a[mfma.a_fragment_element(plan, wave, l, t, i, k0)] for i in range(e)] for l in lanes])
-                      for t in range(plan.tiles_m)]
+        rows = slice(wave * ws, (wave + 1) * ws)
+        for kk in range(plan.k_steps):
+            k0 = kk * plan.instr.k
+            if plan.a_registers:
+                a_regs = [a_held[rows, [mfma_layout.a_register_slot(plan, t, kk, i) for i in range(e)]]
+                          for t in range(plan.tiles_m)]
+            else:
+                a_regs = [np.array([[a[mfma.a_fragment_element(plan, wave, l, t, i, k0)] for i in range(e)]
+                                    for l in lanes]) for t in range(plan.tiles_m)]
             b_regs = [np.array([[b[mfma.b_fragment_element(plan, wave, l, t, i, k0)] for i in range(e)] for l in lanes])
                       for t in range(plan.tiles_n)]
             for tm, tn in itertools.product(range(plan.tiles_m), range(plan.tiles_n)):
                 slot = mfma.accumulator_slot(plan, tm, tn, 0)
-                rows = slice(wave * ws, (wave + 1) * ws)
-                acc[rows, slot:slot + 4] = emulate_mfma(a_regs[tm], b_regs[tn], acc[rows, slot:slot + 4], e)
+                acc[rows, slot:slot + 4] = emulate_mfma(b_regs[tn], a_regs[tm], acc[rows, slot:slot + 4], e)
     c = np.full((plan.m, plan.n), np.nan)
-    for thread, slot in itertools.product(range(plan.threads), range(layout.slots)):
-        c[tuple(layout.element_of(thread, slot))] = acc[thread, slot]
-    np.testing.assert_array_equal(c, a @ b)
+    for thread, slot in itertools.product(range(plan.threads), range(acc_layout.slots)):
+        c[tuple(acc_layout.element_of(thread, slot))] = acc[thread, slot]
+    return c
+
+
+@pytest.mark.parametrize("a_registers", [False, True], ids=["ss", "rs"])
+@pytest.mark.parametrize("plan_args", PLANS, ids=lambda p: "-".join(map(str, p)))
+def test_block_gemm_emulation(plan_args, a_registers):
+    plan = make_plan(*plan_args, a_registers=a_registers)
+    rng = np.random.default_rng(1)
+    a = rng.integers(-4, 4, (plan.m, plan.k)).astype(np.float64)
+    b = rng.integers(-4, 4, (plan.k, plan.n)).astype(np.float64)
+    np.testing.assert_array_equal(emulate_block_gemm(plan, a, b), a @ b)
+
+
+@pytest.mark.parametrize("arch,in_dtype,acc", [("gfx942", "float16", "float32"), ("gfx90a", "bfloat16", "float32"),
+                                               ("gfx942", "int8", "int32"), ("gfx942", "float8_e4m3fnuz", "float32")])
+@pytest.mark.parametrize("waves,policy", [(2, 1), (4, 1), (1, 0)])
+def test_accumulator_is_the_next_gemms_register_operand(arch, in_dtype, acc, waves, policy):
+    """FlashAttention's chain: the (M, N) accumulator of one gemm, cast, is the (M, K = N)
+    register A operand of the next when both stack their waves along M: same threads, same
+    slots, so the cast is register to register."""
+    m, n = 64, 64
+    first = make_plan(arch, in_dtype, acc, m, n, 32, waves * 64, policy)
+    second = make_plan(arch, in_dtype, acc, m, 32, n, waves * 64, policy, a_registers=True)
+    assert first.waves_n == second.waves_n == 1
+    operand = mfma.a_operand_layout(second)
+    operand.check()
+    assert operand == mfma.accumulator_layout(first)
+
+
+def test_register_operand_is_replicated_over_the_waves_along_n():
+    plan = make_plan("gfx942", "float16", "float32", 32, 64, 32, 256, 0, a_registers=True)
+    assert (plan.waves_m, plan.waves_n) == (1, 4)
+    operand = mfma.a_operand_layout(plan).check()
+    assert operand.replicate == 4 and operand.holders(5, 7) == (5 + 64 * 0 + 16, 5 + 64 + 16, 5 + 128 + 16,
+                                                                 5 + 192 + 16)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -282,10 +345,10 @@ def test_int8_on_gfx942_needs_k_of_32():
 
 
 def test_wave_grid_follows_the_policy():
-    assert mfma._wave_grid(8, 8, 4, 0) == (2, 2)  # Square
-    assert mfma._wave_grid(8, 8, 4, 1) == (4, 1)  # FullRow: waves stacked along M
-    assert mfma._wave_grid(8, 8, 4, 2) == (1, 4)  # FullCol
-    assert mfma._wave_grid(1, 1, 2, 0) is None  # one tile cannot feed two waves
+    assert mfma.wave_grid(8, 8, 4, 0) == (2, 2)  # Square
+    assert mfma.wave_grid(8, 8, 4, 1) == (4, 1)  # FullRow: waves stacked along M
+    assert mfma.wave_grid(8, 8, 4, 2) == (1, 4)  # FullCol
+    assert mfma.wave_grid(1, 1, 2, 0) is None  # one tile cannot feed two waves
 
 
 def test_epilogue_fragment_adopts_the_accumulator_layout():
@@ -326,11 +389,13 @@ def test_accumulator_reduces_in_registers():
             T.copy(m, R)
 
     text = render(row_max).source
-    # C stays in the MFMA accumulator registers; a row's 16 lanes combine by shuffles and the
-    # two waves that share the row through one exchange in LDS
+    # C stays in the MFMA accumulator registers: a lane holds 4 columns of each of its rows per
+    # tile, the 4 lanes 16 apart that share a row combine by shuffles, and the two waves that
+    # share the row (1 x 2 waves) through one exchange in LDS
     assert "float* C = (float*)(tl_dyn_smem" not in text
     assert re.search(r"tl_mfma_16x16x16_f16\(&C_reg\[", text)
-    assert text.count("tl_shfl_xor(") == 16 * 4  # 4 butterfly steps for each of m's 16 slots
+    assert text.count("tl_shfl_xor(") == 4 * 2  # 2 butterfly steps (16, 32) for each of m's 4 slots
+    assert "tl_shfl_xor(max_acc[0], 16, 64)" in text and "tl_shfl_xor(max_acc[0], 32, 64)" in text
     assert "max_partials" in text
 
 

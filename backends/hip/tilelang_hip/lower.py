@@ -1,27 +1,12 @@
 """Tile-op lowerings of the HIP backend (`tilelang_lower_tile_op`; None -> portable).
 
-`T.gemm` on MFMA (matrix fused multiply-add). `T.gemm(A_shared, B_shared, C_local)` with
-float16/bfloat16/float8 operands and a float32 accumulator, or int8 operands and an int32
-accumulator, runs on the 16x16 MFMA instructions of CDNA2/CDNA3 (`tl_hip_mfma.h`): 16x16x16
-f16/bf16 on gfx90a and gfx942, 16x16x16 i8 on gfx90a, 16x16x32 i8 and fnuz float8 (e4m3, e5m2)
-on gfx942. The block's wavefronts (64 lanes each) split C's 16x16 tiles in a
-`waves_m x waves_n` grid; each wave keeps its tiles' accumulators in registers for the whole
-kernel: the accumulator layout is imposed on C through `tilelang_infer_layout`, so `T.clear`,
-`T.Parallel` epilogues and the final `T.copy` of C run in the same layout. Anything else
-(fragment or global operands, float32 or mixed dtypes, tiles that are not whole 16x16xK
-instruction tiles, a thread count that is not a whole number of waves) is portable.
+| tile op | HIP lowering | module |
+|---|---|---|
+| `T.gemm(A_shared or A_fragment, B_shared, C_fragment)` | 16x16xK MFMA; C in the accumulator layout, a fragment A in the A-operand layout (read from registers) | `lower_gemm.py` (layouts: `layout.py`) |
+| `T.copy` global <-> LDS | 16-byte vectors when rows are whole vectors | here (`lower_copy`) |
+| `T.reduce_*` outside registers | groups of lanes folding with `__shfl_xor` butterflies | here (`lower_reduce`) |
 
-Lane layouts of one 16x16xK instruction, E = K / 4 elements per lane (AMD Matrix Instruction
-Calculator, `--register-layout` for v_mfma_f32_16x16x16f16 / v_mfma_i32_16x16x32i8; the same
-functions as TileLang's `tilelang/intrinsics/mfma_layout.py`):
-
-    A (16 x K):  lane l, element i holds A[l % 16][E * (l // 16) + i]
-    B (K x 16):  lane l, element i holds B[E * (l // 16) + i][l % 16]
-    C (16 x 16): lane l, element i holds C[4 * (l // 16) + i][l % 16]
-
-`T.copy` between a global tensor and LDS moves 16-byte vectors when rows are whole vectors
-(`lower_copy`); `T.reduce_*` folds each output element with a group of lanes and
-`__shfl_xor` butterflies within the wavefront (`lower_reduce`).
+The gemm names are re-exported here for the callers that knew them in this module.
 """
 from __future__ import annotations
 
@@ -30,8 +15,12 @@ from dataclasses import dataclass
 
 from tvm import tirx as tir
 
-from tilelang_core.layout import Fragment
 from tilelang_core.transform.portable import reduce_init
+
+from .layout import (GemmPlan, MFMAInstruction, a_element, a_fragment_element, a_operand_layout, accumulator_layout,
+                     accumulator_slot, b_element, b_fragment_element, c_element, mfma_instruction, wave_grid,
+                     wave_origin)
+from .lower_gemm import infer_gemm_layout, lower_gemm, plan_gemm
 
 __all__ = [
     "MFMAInstruction",
@@ -41,11 +30,13 @@ __all__ = [
     "b_element",
     "c_element",
     "plan_gemm",
+    "wave_grid",
     "wave_origin",
     "a_fragment_element",
     "b_fragment_element",
     "accumulator_slot",
     "accumulator_layout",
+    "a_operand_layout",
     "infer_gemm_layout",
     "lower_gemm",
     "plan_copy",
@@ -54,257 +45,6 @@ __all__ = [
     "lower_reduce",
     "LOWERINGS",
 ]
-
-TILE = 16  # M and N of every instruction used here
-SHARED = ("shared", "shared.dyn")
-
-
-@dataclass(frozen=True)
-class MFMAInstruction:
-    """One 16x16xK MFMA: its wrapper in `tl_hip_mfma.h`, operand and accumulator dtypes."""
-
-    wrapper: str
-    in_dtype: str
-    acc_dtype: str
-    k: int
-
-    @property
-    def elems(self) -> int:
-        """A and B elements per lane."""
-        return self.k // 4
-
-
-# arch -> (in dtype, accumulator dtype) -> instruction. gfx94x replaced the 16x16x16 i8 form
-# with 16x16x32 (8 bytes per lane) and added the fnuz float8 forms (fp8 = e4m3, bf8 = e5m2);
-# f16/bf16 are the same on both.
-_COMMON = {
-    ("float16", "float32"): MFMAInstruction("tl_mfma_16x16x16_f16", "float16", "float32", 16),
-    ("bfloat16", "float32"): MFMAInstruction("tl_mfma_16x16x16_bf16", "bfloat16", "float32", 16),
-}
-_INSTRUCTIONS = {
-    "gfx90a": {**_COMMON, ("int8", "int32"): MFMAInstruction("tl_mfma_16x16x16_i8", "int8", "int32", 16)},
-    "gfx942": {
-        **_COMMON,
-        ("int8", "int32"): MFMAInstruction("tl_mfma_16x16x32_i8", "int8", "int32", 32),
-        ("float8_e4m3fnuz", "float32"): MFMAInstruction("tl_mfma_16x16x32_fp8", "float8_e4m3fnuz", "float32", 32),
-        ("float8_e5m2fnuz", "float32"): MFMAInstruction("tl_mfma_16x16x32_bf8", "float8_e5m2fnuz", "float32", 32),
-    },
-}
-
-
-def mfma_instruction(arch: str, in_dtype: str, acc_dtype: str) -> MFMAInstruction | None:
-    return _INSTRUCTIONS.get(arch, {}).get((in_dtype, acc_dtype))
-
-
-# -- lane layouts (ints or TIR expressions) ---------------------------------------------------
-
-
-def a_element(lane, i, elems: int):
-    """(m, k) of element `i` of lane `lane`'s A fragment."""
-    return lane % TILE, elems * (lane // TILE) + i
-
-
-def b_element(lane, i, elems: int):
-    """(k, n) of element `i` of lane `lane`'s B fragment."""
-    return elems * (lane // TILE) + i, lane % TILE
-
-
-def c_element(lane, i):
-    """(m, n) of accumulator element `i` (0..3) of lane `lane`."""
-    return 4 * (lane // TILE) + i, lane % TILE
-
-
-# -- planning ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GemmPlan:
-    """How one T.gemm runs on MFMA: C (m x n) in 16x16 tiles, waves in a waves_m x waves_n
-    grid, each wave owning tiles_m x tiles_n neighbouring tiles; K in steps of `instr.k`."""
-
-    instr: MFMAInstruction
-    m: int
-    n: int
-    k: int
-    waves_m: int
-    waves_n: int
-    wave_size: int
-
-    @property
-    def tiles_m(self) -> int:
-        return self.m // TILE // self.waves_m
-
-    @property
-    def tiles_n(self) -> int:
-        return self.n // TILE // self.waves_n
-
-    @property
-    def threads(self) -> int:
-        return self.waves_m * self.waves_n * self.wave_size
-
-
-def _wave_grid(tiles_m: int, tiles_n: int, waves: int, policy: int) -> tuple[int, int] | None:
-    """(waves_m, waves_n) that split tiles_m x tiles_n evenly; the policy (0 Square, 1 FullRow:
-    waves stacked along M, 2 FullCol: along N) orders the candidates."""
-    grids = [(wm, waves // wm) for wm in range(1, waves + 1)
-             if waves % wm == 0 and tiles_m % wm == 0 and tiles_n % (waves // wm) == 0]
-    if not grids:
-        return None
-    if policy == 1:
-        return max(grids)
-    if policy == 2:
-        return min(grids)
-    # Square: per-wave blocks as square as possible, then fewer waves along M
-    return min(grids, key=lambda g: (abs(tiles_m // g[0] - tiles_n // g[1]), g[0]))
-
-
-def _const(expr) -> int | None:
-    return int(expr.value) if isinstance(expr, tir.IntImm) else None
-
-
-def plan_gemm(op, target, threads: int) -> GemmPlan | None:
-    """The MFMA plan of a `T.gemm` tile op on `target`, or None when it needs the portable
-    lowering (see the module docstring)."""
-    caps = target.capabilities
-    if op.name != "gemm" or caps.execution_model != "simt" or not caps.has_matrix("mfma"):
-        return None
-    a, b, c = op.regions[:3]
-    if a.buffer.scope() not in SHARED or b.buffer.scope() not in SHARED or c.buffer.scope() != "local.fragment":
-        return None
-    if str(a.buffer.dtype) != str(b.buffer.dtype):
-        return None
-    instr = mfma_instruction(target.arch, str(a.buffer.dtype), str(c.buffer.dtype))
-    m, n, k = (_const(x) for x in op.args[7:10])
-    wave = caps.warp_size
-    if instr is None or None in (m, n, k) or threads % wave:
-        return None
-    if m % TILE or n % TILE or k % instr.k:
-        return None
-    c_shape = [_const(d) for d in c.buffer.shape]
-    if c_shape != [m, n] or any(_const(x) != 0 for x in c.mins):
-        return None  # C must be the whole fragment: its layout covers the fragment
-    grid = _wave_grid(m // TILE, n // TILE, threads // wave, int(op.args[5]))
-    if grid is None:
-        return None
-    return GemmPlan(instr, m, n, k, grid[0], grid[1], wave)
-
-
-# -- what each lane loads and accumulates (ints or TIR expressions) ---------------------------
-
-
-def wave_origin(plan: GemmPlan, wave):
-    """(row, col) of the first element of C that wave `wave` computes."""
-    return ((wave % plan.waves_m) * (plan.tiles_m * TILE), (wave // plan.waves_m) * (plan.tiles_n * TILE))
-
-
-def a_fragment_element(plan: GemmPlan, wave, lane, tile, i, k0):
-    """(m, k) in the gemm's A (M x K) of element `i` of lane `lane`'s fragment for the wave's
-    `tile`-th row of tiles, at K offset `k0`."""
-    m, k = a_element(lane, i, plan.instr.elems)
-    return wave_origin(plan, wave)[0] + tile * TILE + m, k0 + k
-
-
-def b_fragment_element(plan: GemmPlan, wave, lane, tile, i, k0):
-    """(k, n) in the gemm's B (K x N), as `a_fragment_element` for the wave's columns."""
-    k, n = b_element(lane, i, plan.instr.elems)
-    return k0 + k, wave_origin(plan, wave)[1] + tile * TILE + n
-
-
-def accumulator_slot(plan: GemmPlan, tile_m, tile_n, i):
-    """The register slot of accumulator element `i` of the wave's tile (tile_m, tile_n)."""
-    return (tile_m * plan.tiles_n + tile_n) * 4 + i
-
-
-# -- the accumulator layout -------------------------------------------------------------------
-
-
-def accumulator_layout(plan: GemmPlan) -> Fragment:
-    """C's register layout: thread `w * 64 + l` (wave w, lane l) holds, for each of its wave's
-    tiles (a, b) and i in 0..3, element `c_element(l, i)` of that tile in slot
-    `(a * tiles_n + b) * 4 + i`. Waves take tile blocks column-major: w = wave_m + waves_m * wave_n."""
-    tm, tn, wm, ws = plan.tiles_m, plan.tiles_n, plan.waves_m, plan.wave_size
-
-    def element_of(thread, slot):
-        wave, lane = thread // ws, thread % ws
-        tile_m = (wave % wm) * tm + slot // (4 * tn)
-        tile_n = (wave // wm) * tn + (slot // 4) % tn
-        row, col = c_element(lane, slot % 4)
-        return [tile_m * TILE + row, tile_n * TILE + col]
-
-    name = f"hip.mfma16x16.waves{plan.waves_m}x{plan.waves_n}.lanes{ws}"
-    return Fragment((plan.m, plan.n), plan.threads, tm * tn * 4, element_of, name)
-
-
-def infer_gemm_layout(op, ctx) -> dict | None:
-    """`tilelang_infer_layout` for T.gemm: C's accumulator layout when the gemm runs on MFMA."""
-    plan = plan_gemm(op, ctx.target, ctx.threads)
-    if plan is None:
-        return None
-    return {op.regions[2].buffer: accumulator_layout(plan)}
-
-
-# -- lowering ---------------------------------------------------------------------------------
-
-
-def _operand(region, trans: bool, row, col):
-    """Indices into `region` of logical element (row, col) of the (possibly transposed) operand."""
-    r, c = (col, row) if trans else (row, col)
-    mins = list(region.mins)
-    return mins[:-2] + [mins[-2] + r, mins[-1] + c]
-
-
-def lower_gemm(op, ctx) -> tir.Stmt | None:
-    """The MFMA lowering of a `T.gemm` tile op, or None for the portable one."""
-    plan = plan_gemm(op, ctx.target, ctx.threads)
-    if plan is None:
-        return None
-    a, b, c = op.regions[:3]
-    if ctx.layout_of(c.buffer) != accumulator_layout(plan):
-        return None  # C's registers hold another layout: the portable lowering follows it
-    trans_a, trans_b, clear = bool(int(op.args[3])), bool(int(op.args[4])), bool(int(op.args[6]))
-    acc = ctx.register_buffer(c.buffer)
-    instr, tm, tn, e = plan.instr, plan.tiles_m, plan.tiles_n, plan.instr.elems
-    a_frag = tir.decl_buffer((tm * e,), instr.in_dtype, name="A_frag", scope="local")
-    b_frag = tir.decl_buffer((tn * e,), instr.in_dtype, name="B_frag", scope="local")
-    unrolled, serial = tir.ForKind.UNROLLED, tir.ForKind.SERIAL
-    zero = tir.const(0, "int32")
-
-    def loop(var_name, extent, body_fn, kind=unrolled):
-        var = tir.Var(var_name, "int32")
-        return tir.For(var, zero, tir.const(extent, "int32"), kind, body_fn(var))
-
-    def body(thread):
-        wave, lane = thread // plan.wave_size, thread % plan.wave_size
-        stmts = [tir.AllocBuffer(a_frag), tir.AllocBuffer(b_frag)]
-        if clear:
-            stmts.append(loop("s", tm * tn * 4, lambda s: tir.BufferStore(acc, tir.const(0, instr.acc_dtype), [s])))
-
-        def load(frag, region, trans, element, tiles, k0):
-            def one(tile, i):
-                row, col = element(plan, wave, lane, tile, i, k0)
-                return tir.BufferStore(frag, tir.BufferLoad(region.buffer, _operand(region, trans, row, col)),
-                                       [tile * e + i])
-            return loop("t", tiles, lambda tile: loop("e", e, lambda i: one(tile, i)))
-
-        def mfma(i, j):
-            dst = tir.address_of(tir.BufferLoad(acc, [accumulator_slot(plan, i, j, 0)]))
-            return tir.Evaluate(tir.call_extern(
-                "void", instr.wrapper, dst, tir.address_of(tir.BufferLoad(a_frag, [i * e])),
-                tir.address_of(tir.BufferLoad(b_frag, [j * e])), dst))
-
-        def k_step(kk):
-            k0 = kk * instr.k
-            return tir.SeqStmt([
-                load(a_frag, a, trans_a, a_fragment_element, tm, k0),
-                load(b_frag, b, trans_b, b_fragment_element, tn, k0),
-                loop("mi", tm, lambda i: loop("nj", tn, lambda j: mfma(i, j))),
-            ])
-
-        k_steps = plan.k // instr.k
-        stmts.append(loop("kk", k_steps, k_step, unrolled if k_steps <= 8 else serial))
-        return tir.SeqStmt(stmts)
-
-    return ctx.per_thread(body, span=op.stmt.span)
 
 
 # -- T.copy between global memory and LDS in 16-byte vectors ----------------------------------
