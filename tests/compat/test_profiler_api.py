@@ -75,10 +75,14 @@ def kernels(tmp_path_factory):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_supply_type_makes_the_declared_shape_and_dtype(supply_type, dtype, kernels):
     param = ParamSpec("A", "tensor", dtype, (3, 5))
-    for runtime in (None, kernels["add"].runtime):  # the CPU runtime makes NumPy arrays
-        array = get_tensor_supply(supply_type)(param, runtime)
-        assert isinstance(array, np.ndarray)
-        assert array.shape == (3, 5) and array.dtype == numpy_dtype(dtype)
+    array = get_tensor_supply(supply_type)(param)  # no runtime: NumPy
+    assert isinstance(array, np.ndarray)
+    assert array.shape == (3, 5) and array.dtype == numpy_dtype(dtype)
+    # the CPU runtime makes torch CPU tensors, as TileLang's reference programs expect
+    torch = pytest.importorskip("torch")
+    tensor = get_tensor_supply(supply_type)(param, kernels["add"].runtime)
+    assert isinstance(tensor, torch.Tensor) and tensor.device.type == "cpu"
+    assert tuple(tensor.shape) == (3, 5) and tensor.dtype == map_torch_type(dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -174,7 +178,7 @@ def test_assert_allclose_checks_every_element_against_the_ratio(kernels):
 def test_assert_allclose_names_a_dtype_or_count_mismatch(kernels):
     profiler = Profiler(kernels["add"])
     with pytest.raises(AssertionError, match="dtypes differ: float32 != float64"):
-        profiler.assert_allclose(lambda a, b: (a + b).astype(np.float64))
+        profiler.assert_allclose(lambda a, b: (a + b).double())  # inputs are torch CPU tensors
     with pytest.raises(AssertionError, match="returned 1 output.*reference 2"):
         profiler.assert_allclose(lambda a, b: (a + b, a))
 
@@ -189,14 +193,14 @@ def test_gemm_against_numpy(kernels):
 
 
 def test_bfloat16_inputs_and_a_torch_reference(kernels):
+    torch = pytest.importorskip("torch")
     profiler = Profiler(kernels["gemm_bf16"], TensorSupplyType.Auto)
     a, b = profiler.get_input_tensors()
-    assert a.dtype == numpy_dtype("bfloat16") and b.dtype == numpy_dtype("bfloat16")
-    f32 = lambda x: x.astype(np.float32)  # noqa: E731
+    assert a.dtype == torch.bfloat16 and b.dtype == torch.bfloat16
+    profiler.assert_allclose(lambda x, y: x.float() @ y.float(), atol=1e-3, rtol=1e-3)
+    # a NumPy reference on the torch inputs: the outputs are compared across the libraries
+    f32 = lambda x: x.float().numpy()  # noqa: E731
     profiler.assert_allclose(lambda x, y: f32(x) @ f32(y), atol=1e-3, rtol=1e-3)
-    torch = pytest.importorskip("torch")
-    # a torch reference on the NumPy inputs: the outputs are compared across the libraries
-    profiler.assert_allclose(lambda x, y: torch.from_numpy(f32(x)) @ torch.from_numpy(f32(y)), atol=1e-3, rtol=1e-3)
     ta, tb = torch.randn(32, 32).bfloat16(), torch.randn(32, 16).bfloat16()
     profiler.assert_allclose(lambda x, y: x.float() @ y.float(), input_tensors=[ta, tb], atol=1e-3, rtol=1e-3)
 

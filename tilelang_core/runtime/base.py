@@ -200,8 +200,15 @@ class Runtime(abc.ABC):
         raise NotImplementedError
 
     def from_numpy(self, array: Any) -> Any:
-        """A tensor on this runtime's device holding `array` (inputs for `do_bench`)."""
-        return array
+        """A tensor on this runtime's device holding `array` (inputs for `do_bench` and the
+        profiler). On the host: a torch CPU tensor sharing `array`'s memory when torch is
+        installed (TileLang's profiler hands torch tensors to reference programs, which call
+        torch methods on them), else `array` itself."""
+        try:
+            import torch
+        except ImportError:
+            return array
+        return torch.from_numpy(array)
 
     def make_timer(self) -> Any:
         """An object with start(), stop() and elapsed_ms() for `do_bench`."""

@@ -2,8 +2,8 @@
 
 - `TensorSupplyType` and `get_tensor_supply`: make an input tensor for a kernel parameter,
   filled the way the supply type says, in the array library and on the device the kernel's
-  runtime accepts (the runtime's `from_numpy` decides: NumPy arrays on the host runtime,
-  torch tensors on a GPU's).
+  runtime accepts (the runtime's `from_numpy` decides: torch tensors, on the host too when
+  torch is installed, as TileLang's reference programs expect; NumPy arrays without torch).
 - `map_torch_type` / `numpy_dtype`: our dtype names (and TileLang's spellings) to torch and
   NumPy dtypes; bfloat16, float8 and float4 live in `ml_dtypes` on the NumPy side.
 - `torch_assert_close`: closeness with a tolerated share of mismatches, for NumPy arrays and
@@ -195,7 +195,7 @@ def get_tensor_supply(supply_type: TensorSupplyType = TensorSupplyType.Integer) 
     `param` is a `ParamSpec` (or anything with `shape` and `dtype`; `kind` "scalar" is
     refused: scalars are the caller's to choose). `values` maps symbolic dimension names to
     sizes. With a `runtime` the array is made by its `from_numpy` (a torch tensor on its
-    device for GPU runtimes, a NumPy array on the host runtime) and then cast to the dtype
+    device when torch is installed, else a NumPy array on the host) and then cast to the dtype
     in that library; without one it is a NumPy array (ml_dtypes for bfloat16 and float8).
     """
     if not isinstance(supply_type, TensorSupplyType):
