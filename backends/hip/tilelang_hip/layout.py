@@ -34,6 +34,7 @@ from tilelang_core.layout import Fragment
 
 __all__ = [
     "TILE",
+    "ACCUMULATOR_NAME",
     "MFMAInstruction",
     "mfma_instruction",
     "a_element",
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 TILE = 16  # M and N of every instruction used here
+ACCUMULATOR_NAME = "hip.mfma16x16.C"  # the name of every `accumulator_layout`, before its wave grid
 
 
 @dataclass(frozen=True)
@@ -223,7 +225,7 @@ def accumulator_layout(plan: GemmPlan) -> Fragment:
         row, col = accumulator_element(lane, slot % 4)
         return [row0 + (slot // (4 * tn)) * TILE + row, col0 + ((slot // 4) % tn) * TILE + col]
 
-    name = f"hip.mfma16x16.C[{plan.waves_m}x{plan.waves_n} waves]"
+    name = f"{ACCUMULATOR_NAME}[{plan.waves_m}x{plan.waves_n} waves]"
     return Fragment((plan.m, plan.n), plan.threads, tm * tn * 4, element_of, name)
 
 
@@ -231,9 +233,9 @@ def a_operand_layout(plan: GemmPlan) -> Fragment:
     """A (M x K) held in registers as the MFMA's A fragments (the "rs" form): the waves of a
     row block hold its rows (replicated over the waves along N); slot
     `a_register_slot(plan, tile, kk, i)` of lane l holds row `tile * 16 + l % 16` of the wave's
-    rows and column `kk * K_instr + register_k(l, i)`. For 16-bit operands this is exactly
-    `accumulator_layout` of a gemm with the same waves_m, one wave along N and N = K: the
-    cast of one gemm's accumulator feeds the next gemm in place."""
+    rows and column `kk * K_instr + register_k(l, i)`. With one wave along N this is exactly the
+    `accumulator_layout` of a gemm with the same waves_m and N = K (for K_instr = 16 and 32):
+    the cast of one gemm's accumulator feeds the next gemm in place."""
     e, steps, ws = plan.instr.elems, plan.k_steps, plan.wave_size
 
     def element_of(thread, slot):

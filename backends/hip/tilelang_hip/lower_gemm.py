@@ -4,27 +4,33 @@
 operands and an int32 accumulator, runs on the 16x16 MFMA instructions of CDNA2/CDNA3
 (`tl_hip_mfma.h`, `layout.py`) when
 - B is in LDS (shared memory), either orientation;
-- A is in LDS, either orientation, or A is a whole (M, K) fragment, not transposed, of the
-  operand dtype: the "rs" form, A read from registers (FlashAttention's P @ V);
+- A is in LDS, either orientation, or a fragment: read from registers when it is a whole
+  (M, K) fragment, not transposed (the "rs" form, FlashAttention's P @ V), else from the LDS
+  copy layout inference gives it;
 - C is a whole (M, N) fragment, and M, N, K are whole 16x16xK instruction tiles over a whole
   number of wavefronts.
 The block's wavefronts (64 lanes each) split C's 16x16 tiles in a `waves_m x waves_n` grid
 (`layout.wave_grid`, by the gemm's policy); each wave keeps its tiles' accumulators in
 registers for the whole kernel. The accumulator layout is imposed on C, and the A-operand
 layout on a fragment A, through `tilelang_infer_layout` (`infer_gemm_layout`), so `T.clear`,
-`T.Parallel` epilogues, casts and the final `T.copy` run in the same layouts. The core's
-inference makes a fragment that is the cast of another gemm's accumulator agree with it: the
-MFMA's swapped operands give both the same lane ownership (`layout.py`).
+`T.Parallel` epilogues, casts and the final `T.copy` run in the same layouts.
 
-Anything else (global operands, float32 or mixed dtypes, a transposed fragment A, tiles that
-are not whole instruction tiles, layouts inference could not give) is portable.
+The MFMAs run with swapped operands, so that a gemm's accumulator has the ownership of the
+next gemm's register A operand (`layout.py`): when both gemms stack their waves the same way
+along M (FlashAttention's `FullRow`), the cast between them is register to register. When they
+do not (the first gemm splits N over waves), a register A operand cannot be had without moving
+data between lanes; the A layout is then not imposed (`_feeds_from_another_layout`), A goes
+through LDS and both gemms still run on MFMA.
+
+Anything else (global operands, float32 or mixed dtypes, tiles that are not whole instruction
+tiles, layouts inference could not give) is portable.
 """
 from __future__ import annotations
 
 from tvm import tirx as tir
 
-from .layout import (TILE, GemmPlan, a_fragment_element, a_operand_layout, a_register_slot, accumulator_layout,
-                     accumulator_slot, b_fragment_element, mfma_instruction, wave_grid)
+from .layout import (ACCUMULATOR_NAME, TILE, GemmPlan, a_fragment_element, a_operand_layout, a_register_slot,
+                     accumulator_layout, accumulator_slot, b_fragment_element, mfma_instruction, wave_grid)
 
 __all__ = ["SHARED", "plan_gemm", "infer_gemm_layout", "lower_gemm"]
 
@@ -43,9 +49,13 @@ def _whole_fragment(region, shape: list[int]) -> bool:
         [_const(d) for d in region.buffer.shape] == shape
 
 
-def plan_gemm(op, target, threads: int) -> GemmPlan | None:
+def plan_gemm(op, target, threads: int, a_registers: bool | None = None) -> GemmPlan | None:
     """The MFMA plan of a `T.gemm` tile op on `target` with `threads` threads per block, or
-    None when it needs the portable lowering (see the module docstring)."""
+    None when it needs the portable lowering (see the module docstring).
+
+    A fragment A is read from registers (`a_registers`) or from its shared-memory copy (when
+    layout inference moved it there); None: from registers when the rs form allows it (a whole
+    (M, K) fragment, not transposed)."""
     caps = target.capabilities
     if op.name != "gemm" or caps.execution_model != "simt" or not caps.has_matrix("mfma"):
         return None
@@ -53,7 +63,7 @@ def plan_gemm(op, target, threads: int) -> GemmPlan | None:
     trans_a = bool(int(op.args[3]))
     if b.scope not in SHARED or c.scope != FRAGMENT or a.dtype != b.dtype:
         return None
-    if a.scope not in SHARED and (a.scope != FRAGMENT or trans_a):
+    if a.scope not in SHARED and a.scope != FRAGMENT:
         return None
     instr = mfma_instruction(target.arch, a.dtype, c.dtype)
     m, n, k = (_const(x) for x in op.args[7:10])
@@ -64,24 +74,45 @@ def plan_gemm(op, target, threads: int) -> GemmPlan | None:
         return None
     if not _whole_fragment(c, [m, n]):
         return None  # C's layout must cover the fragment
-    registers = a.scope == FRAGMENT
-    if registers and not _whole_fragment(a, [m, k]):
+    rs_form = a.scope == FRAGMENT and not trans_a and _whole_fragment(a, [m, k])
+    if a_registers is None:
+        a_registers = rs_form
+    elif a_registers and not rs_form:
         return None
     grid = wave_grid(m // TILE, n // TILE, threads // wave, int(op.args[5]))
     if grid is None:
         return None
-    return GemmPlan(instr, m, n, k, grid[0], grid[1], wave, registers)
+    return GemmPlan(instr, m, n, k, grid[0], grid[1], wave, a_registers)
+
+
+def _feeds_from_another_layout(a, operand, layouts) -> bool:
+    """Whether an earlier MFMA accumulator of A's shape holds another layout than the operand
+    layout A would get. Such an accumulator is most likely what A is cast from (FlashAttention's
+    acc_s -> acc_s_cast); pinning A to the operand layout would make that cast non-local, and
+    the core would then move the accumulator, not A, to shared memory. Left to the core, A goes
+    to shared memory instead and this gemm reads it from there (one LDS round trip, both gemms
+    on MFMA)."""
+    shape = tuple(int(d) for d in a.buffer.shape)
+    for decision in layouts.decisions():
+        held = decision.layout
+        if decision.pinned and held is not None and held.name.startswith(ACCUMULATOR_NAME) \
+                and held.shape == shape and held != operand:
+            return True
+    return False
 
 
 def infer_gemm_layout(op, ctx) -> dict | None:
     """`tilelang_infer_layout` for T.gemm: {C: its accumulator layout} and, when A is a
-    fragment, {A: its A-operand layout}, when the gemm runs on MFMA; else None."""
+    fragment read from registers, {A: its A-operand layout}, when the gemm runs on MFMA; else
+    None. A fragment A given no layout here is moved to shared memory by the core."""
     plan = plan_gemm(op, ctx.target, ctx.threads)
     if plan is None:
         return None
     layouts = {op.regions[2].buffer: accumulator_layout(plan)}
     if plan.a_registers:
-        layouts[op.regions[0].buffer] = a_operand_layout(plan)
+        operand = a_operand_layout(plan)
+        if not _feeds_from_another_layout(op.regions[0], operand, ctx.layouts):
+            layouts[op.regions[0].buffer] = operand
     return layouts
 
 
@@ -109,10 +140,11 @@ def lower_gemm(op, ctx) -> tir.Stmt | None:
     per (row tile, column tile) with the operands swapped (B fragment first): the accumulator
     registers receive C in `accumulator_layout`. A register A operand is passed to the MFMA
     straight from its register array, `a_register_slot` by slot."""
-    plan = plan_gemm(op, ctx.target, ctx.threads)
+    a, b, c = op.regions[:3]
+    in_registers = a.scope == FRAGMENT and ctx.layouts.in_registers(a.buffer)
+    plan = plan_gemm(op, ctx.target, ctx.threads, in_registers)
     if plan is None:
         return None
-    a, b, c = op.regions[:3]
     if ctx.layout_of(c.buffer) != accumulator_layout(plan):
         return None  # C's registers hold another layout: the portable lowering follows it
     if plan.a_registers and ctx.layout_of(a.buffer) != a_operand_layout(plan):
