@@ -485,3 +485,36 @@ def test_flash_attention_main_loop_sass_has_no_shared_round_trip_for_p():
     assert ops.get("LDL", 0) == 0 and ops.get("STL", 0) == 0, ops
     assert ops.get("STS", 0) == 0, ops  # P (and the row statistics) never go through shared memory
     assert ops.get("SHFL", 0) > 0 and ops.get("LDSM", 0) > 0
+
+
+# ---------------------------------------------------------------------------- explicit threads
+
+
+def test_statements_naming_a_thread_index_run_on_every_thread():
+    """TileLang's naive GEMV (examples/gemv): code outside T.Parallel that indexes by
+    `T.get_thread_binding()` is per-thread work; guarding it to thread 0 (as uniform stores
+    are) left all but one output element unwritten."""
+    n, k, block_n, block_k = 64, 48, 32, 16
+
+    @T.prim_func
+    def gemv(A: T.Tensor((k,), "float32"), B: T.Tensor((n, k), "float32"), C: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block_n), threads=block_n) as bn:
+            tn = T.get_thread_binding(0)
+            A_shared = T.alloc_shared((block_k,), "float32")
+            B_shared = T.alloc_shared((block_n, block_k), "float32")
+            acc = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for bk in T.serial(T.ceildiv(k, block_k)):
+                for tk in T.serial(block_k):
+                    A_shared[tk] = A[bk * block_k + tk]
+                    B_shared[tn, tk] = B[bn * block_n + tn, bk * block_k + tk]
+                for tk in T.serial(block_k):
+                    acc[0] += A_shared[tk] * B_shared[tn, tk]
+            C[bn * block_n + tn] = acc[0]
+
+    lowered = lower(gemv, _target(), CompileOptions())
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal(k).astype(np.float32), rng.standard_normal((n, k)).astype(np.float32)
+    c = np.full(n, np.nan, np.float32)
+    run_kernel(lowered, a, b, c)
+    np.testing.assert_allclose(c, b.astype(np.float64) @ a, rtol=1e-5, atol=1e-5)

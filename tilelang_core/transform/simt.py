@@ -20,7 +20,9 @@ Rules:
   register array then works on a copy of the thread's elements `layout.element_of(t, r)`,
   loaded before and stored after each per-thread region.
 - Statements outside parallel nests run on every thread (uniform control flow). A store to
-  memory other threads see (shared, global), an atomic or a print there runs on thread 0 only.
+  memory other threads see (shared, global), an atomic or a print there runs on thread 0 only,
+  unless it names a thread index (`T.get_thread_binding`, or a variable bound from one): then
+  it is per-thread work (`C[tn] = acc[0]`) and every thread runs it.
 - A barrier follows every uniform statement that writes shared memory, and opens every
   uniform serial loop whose body writes shared memory (so iteration k+1 does not overwrite
   what iteration k still reads). A call writes shared memory when it is handed a pointer
@@ -67,10 +69,25 @@ def _buffer_key(buf) -> int:
     return buf.__chandle__()
 
 
+def _thread_dependent_vars(body: tir.Stmt, thread_vars) -> set[int]:
+    """Keys of the thread index vars and of every let-bound var whose value uses one."""
+    keys = {_buffer_key(v) for v in thread_vars}
+
+    def on_let(let):
+        used = []
+        walk(let.value, lambda v: used.append(1) if _buffer_key(v) in keys else None, (tir.Var,))
+        if used:
+            keys.add(_buffer_key(let.var))
+
+    walk(body, on_let, (tir.LetStmt,))  # post-order: an inner let seen before its user's outer one
+    return keys
+
+
 class _Partitioner:
     def __init__(self, func: tir.PrimFunc, ctx) -> None:
         info = launch_info(func)
         self.tid, self.threads = _flat_thread(info)
+        self.thread_vars = _thread_dependent_vars(func.body, info.thread_vars())
         self.layouts = ctx.facts.get(FRAGMENT_LAYOUTS) or FragmentLayouts()
         self.fragments: dict[int, tir.Buffer] = {}
 
@@ -195,9 +212,14 @@ class _Partitioner:
             if self.is_fragment(s.buffer):
                 return tir.AllocBuffer(self.shared_copy(s.buffer))
             return s
-        if uniform and self._shared_side_effect(s):
+        if uniform and self._shared_side_effect(s) and not self._names_a_thread(s):
             return tir.IfThenElse(tir.EQ(self.tid, const(0)), s, None, span=getattr(s, "span", None))
         return s
+
+    def _names_a_thread(self, s: tir.Stmt) -> bool:
+        found = []
+        walk(s, lambda v: found.append(1) if _buffer_key(v) in self.thread_vars else None, (tir.Var,))
+        return bool(found)
 
     def _shared_side_effect(self, s: tir.Stmt) -> bool:
         if isinstance(s, tir.BufferStore):
