@@ -30,6 +30,18 @@ _LAZY = {
     "utils": "tilelang_core.utils",
     "autotune": "tilelang_core.autotuner:autotune",
     "autotuner": "tilelang_core.autotuner",
+    # TileLang's top-level conveniences, at the paths its programs use
+    "cdiv": "tilelang_core.compat.names:cdiv",
+    "next_power_of_2": "tilelang_core.compat.names:next_power_of_2",
+    "DataType": "tilelang_core.compat.names:DataType",
+    "disable_cache": "tilelang_core.compat.cache_switch:disable_cache",
+    "enable_cache": "tilelang_core.compat.cache_switch:enable_cache",
+    "is_cache_enabled": "tilelang_core.compat.cache_switch:is_cache_enabled",
+    "layout": "tilelang_core.layout",
+    "Layout": "tilelang_core.language.layout:Layout",
+    "Fragment": "tilelang_core.language.layout:Fragment",
+    "Profiler": "tilelang_core.runtime.profiler:Profiler",
+    "dtypes": "tilelang_core.language.dtypes",
 }
 
 # `jit` is both a subpackage and the decorator (as in TileLang): bind the function after the

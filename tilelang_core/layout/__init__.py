@@ -12,4 +12,16 @@ from .placement import FragmentDecision, FragmentLayouts
 from .plot import plot_layout
 
 __all__ = ["Fragment", "FragmentError", "FragmentDecision", "FragmentLayouts", "cyclic_fragment",
-           "plot_layout", "row_fragment", "xor"]
+           "plot_layout", "row_fragment", "xor", "Layout", "make_swizzled_layout"]
+
+# TileLang's `tilelang.layout` also holds the user-facing shared-memory layouts, which live in
+# the language (they need TVM): resolved on first access so this package stays TVM-free.
+_FROM_LANGUAGE = ("Layout", "make_swizzled_layout")
+
+
+def __getattr__(name: str):
+    if name in _FROM_LANGUAGE:
+        from ..language import layout as _language_layout
+
+        return getattr(_language_layout, name)
+    raise AttributeError(f"module 'tilelang_core.layout' has no attribute {name!r}")

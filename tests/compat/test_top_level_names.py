@@ -1,0 +1,50 @@
+"""TileLang's top-level conveniences at the paths its programs use (`tilelang.cdiv`,
+`tilelang.DataType`, `tilelang.layout.make_swizzled_layout`, ...) and
+`tilelang.language.fp8`."""
+from __future__ import annotations
+
+import pytest
+
+import tilelang_core as tilelang
+
+
+def test_small_helpers():
+    assert tilelang.cdiv(7, 2) == 4 and tilelang.cdiv(8, 2) == 4
+    assert tilelang.next_power_of_2(33) == 64 and tilelang.next_power_of_2(1) == 1
+    assert tilelang.DataType("float16").bits == 16 and tilelang.DataType("int8").bits == 8
+
+
+def test_layout_names_and_classes():
+    from tilelang_core.language import layout as language_layout
+
+    assert tilelang.layout.make_swizzled_layout is language_layout.make_swizzled_layout
+    assert tilelang.Layout is language_layout.Layout and tilelang.Fragment is language_layout.Fragment
+    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+        tilelang.layout.nonsense  # noqa: B018
+
+
+def test_cache_switch_and_profiler():
+    from tilelang_core.runtime.profiler import Profiler
+
+    assert tilelang.Profiler is Profiler
+    was = tilelang.is_cache_enabled()
+    try:
+        tilelang.disable_cache()
+        assert not tilelang.is_cache_enabled()
+        tilelang.enable_cache()
+        assert tilelang.is_cache_enabled()
+    finally:
+        (tilelang.enable_cache if was else tilelang.disable_cache)()
+
+
+def test_fp8_type_follows_the_default_targets_capabilities(monkeypatch):
+    from tilelang_core.language import fp8
+
+    monkeypatch.setattr(fp8, "_default_target_dtypes", lambda: ("float16", "float8_e4m3fnuz", "float8_e5m2fnuz"))
+    assert fp8.determine_fp8_type() == "float8_e4m3fnuz" and fp8.determine_fp8_type("e5m2") == "float8_e5m2fnuz"
+    monkeypatch.setattr(fp8, "_default_target_dtypes", lambda: ("float16", "float8_e4m3fn", "float8_e5m2"))
+    assert fp8.determine_fp8_type() == "float8_e4m3fn" and fp8.determine_fp8_type("e5m2") == "float8_e5m2"
+    monkeypatch.setattr(fp8, "_default_target_dtypes", lambda: ())
+    assert fp8.determine_fp8_type() == "float8_e4m3fn"
+    with pytest.raises(ValueError, match="'e4m3' or 'e5m2'"):
+        fp8.determine_fp8_type("e3m4")
