@@ -16,7 +16,9 @@ decode example needs `T.alloc_global`, which the language does not have yet.
 
 `--run` loads every export with `tilelang_core.load`, checks each output element against
 SDPA computed in float32 (outputs poisoned with NaN first), then times ours and SDPA (fp16)
-with CUDA events, median of `--rep` runs after warm-up, and prints TFLOP/s and ours/SDPA.
+with CUDA events, median of `--rep` runs after warm-up, in 5 rounds alternating ours and SDPA;
+prints TFLOP/s, ours/SDPA against SDPA's median over the run, and the median of the per-round
+ratios (paired: the figure least moved by clock drift over the run).
 Exit status: 0 when every kernel matched, 1 otherwise, 2 without a GPU.
 """
 from __future__ import annotations
@@ -123,13 +125,21 @@ def _time(fn, warmup: int, rep: int) -> float:
     return times[len(times) // 2]
 
 
-def _alternate(ours_fn, ref_fn, warmup: int, rep: int, rounds: int = 3) -> tuple[float, float]:
-    """Median times (ms) of two functions measured in alternating rounds."""
+ROUNDS = 5
+
+
+def _alternate(ours_fn, ref_fn, warmup: int, rep: int, rounds: int | None = None) -> tuple[float, float, float]:
+    """Two functions measured in alternating rounds: (median time of ours in ms, median time
+    of the reference, median over the rounds of reference time / our time). The paired ratio
+    compares measurements taken seconds apart, so it is the least moved by the GPU's clock
+    drifting over the run."""
+    rounds = rounds or ROUNDS
     ours, ref = [], []
     for _ in range(rounds):
         ours.append(_time(ours_fn, warmup, rep))
         ref.append(_time(ref_fn, warmup, rep))
-    return sorted(ours)[rounds // 2], sorted(ref)[rounds // 2]
+    paired = sorted(r / o for o, r in zip(ours, ref))
+    return sorted(ours)[rounds // 2], sorted(ref)[rounds // 2], paired[rounds // 2]
 
 
 def _run_decode(kernel, entry, warmup: int, rep: int):
@@ -149,8 +159,8 @@ def _run_decode(kernel, entry, warmup: int, rep: int):
     err = (o.float() - ref).abs()
     good = bool(torch.isfinite(o).all()) and bool((err <= 1e-2 + 1e-2 * ref.abs()).all())
     kc, vc = kh.contiguous(), vh.contiguous()
-    ours, sdpa = _alternate(lambda: kernel(q, k, v, o),
-                            lambda: F.scaled_dot_product_attention(qh, kc, vc, enable_gqa=True), warmup, rep)
+    ours, sdpa, _ = _alternate(lambda: kernel(q, k, v, o),
+                               lambda: F.scaled_dot_product_attention(qh, kc, vc, enable_gqa=True), warmup, rep)
     nbytes = 2 * b * s * g * d * 2
     print(f"{'gqa_decode':<32} ours {nbytes / ours / 1e9:7.2f} TB/s  SDPA {nbytes / sdpa / 1e9:7.2f} TB/s  "
           f"ours/SDPA {sdpa / ours:.2f}  max err {float(err.max()):.2e}  {'ok' if good else 'MISMATCH'}", flush=True)
@@ -195,22 +205,25 @@ def run(out: Path, warmup: int, rep: int) -> int:
         flops = 4.0 * b * h * s * s * d * (0.5 if entry["causal"] else 1.0)
         # SDPA's time moves by up to 15% between back-to-back measurements on this machine:
         # ours and SDPA alternate, and SDPA's figure is the median over every kernel of the shape
-        ours, sdpa = _alternate(lambda: kernel(q, k, v, o),
+        ours, sdpa, paired = _alternate(lambda: kernel(q, k, v, o),
                                 lambda: F.scaled_dot_product_attention(q, k, v, is_causal=entry["causal"]),
                                 warmup, rep)
         sdpa_times.setdefault(entry["causal"], []).append(sdpa)
-        rows.append([entry["name"], flops / ours / 1e9, flops, sdpa / ours, float(err.max()), good, entry["causal"], ours])
+        rows.append([entry["name"], flops / ours / 1e9, flops, sdpa / ours, float(err.max()), good, entry["causal"],
+                     ours, paired])
         print(f"{entry['name']:<32} ours {rows[-1][1]:7.1f} TFLOP/s  SDPA (this row) {flops / sdpa / 1e9:7.1f}  "
-              f"max err {rows[-1][4]:.2e}  {'ok' if good else 'MISMATCH'}", flush=True)
+              f"paired ours/SDPA {paired:.3f}  max err {rows[-1][4]:.2e}  {'ok' if good else 'MISMATCH'}", flush=True)
     for row in rows:
-        if len(row) == 8:  # attention rows: SDPA at its median over the run for that shape
-            name, tflops, flops, _, err, good, causal, ours = row
+        if len(row) == 9:  # attention rows: SDPA at its median over the run for that shape
+            name, tflops, flops, _, err, good, causal, ours, paired = row
             sdpa = sorted(sdpa_times[causal])[len(sdpa_times[causal]) // 2]
-            row[:] = [name, tflops, flops / sdpa / 1e9, sdpa / ours, err, good]
-    print("\n| kernel | ours TFLOP/s | SDPA TFLOP/s | ours/SDPA | max abs err |")
-    print("|---|---|---|---|---|")
-    for name, ours, sdpa, ratio, err, good in rows:
-        print(f"| {name} | {ours:.1f} | {sdpa:.1f} | **{ratio:.2f}** | {err:.1e}{'' if good else ' MISMATCH'} |")
+            row[:] = [name, tflops, flops / sdpa / 1e9, sdpa / ours, paired, err, good]
+        else:  # decode: no paired column of its own
+            row[:] = [row[0], row[1], row[2], row[3], row[3], row[4], row[5]]
+    print("\n| kernel | ours TFLOP/s | SDPA TFLOP/s (median of the run) | ours/SDPA | ours/SDPA paired by round | max abs err |")
+    print("|---|---|---|---|---|---|")
+    for name, ours, sdpa, ratio, paired, err, good in rows:
+        print(f"| {name} | {ours:.1f} | {sdpa:.1f} | **{ratio:.2f}** | {paired:.3f} | {err:.1e}{'' if good else ' MISMATCH'} |")
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     return 0 if ok else 1
 
