@@ -1,6 +1,7 @@
 """`T.gemm(A_fragment, B_shared, C_fragment)` on MFMA: the "rs" form, A read from registers.
 
-- which layouts inference gives (`Kernel.explain()`), and what the generated source reads;
+- where layout inference places the fragments (registers or LDS), and what the generated
+  source reads;
 - numbers: kernels run on the host emulation of a HIP device (hip_emulator.py: the generated
   source, threads of a block as std::threads, MFMA emulated after AMD's documented register
   layout), random inputs, outputs poisoned with NaN first, every element against a float64
@@ -72,11 +73,11 @@ class Built:
         target = get_plugin_manager().parse_target(f"hip/{arch}")
         facts: dict = {}
         source = HIPCodegen(target, CompileOptions()).render(lower(func, target, CompileOptions(), facts))
-        params = tuple(ParamSpec(p.name, "tensor", str(p.dtype), tuple(int(d) for d in p.shape))
+        params = tuple(ParamSpec(name=p.name, kind="tensor", dtype=str(p.dtype), shape=tuple(int(d) for d in p.shape))
                        for p in func.params if tir.is_buffer_var(p))
         assert len(params) == len(func.params), "these tests pass tensors only"
-        self.meta = KernelMeta(f"hip/{arch}", source.entry, params, tuple(source.grid), tuple(source.block),
-                               int(source.shared_memory))
+        self.meta = KernelMeta(target=f"hip/{arch}", entry=source.entry, params=params, grid=tuple(source.grid),
+                               block=tuple(source.block), shared_memory=int(source.shared_memory))
         self.source = source.source
         self.placements = {d.buffer.name: "registers" if d.in_registers and d.layout is not None else "shared"
                            for d in facts["fragment_layouts"].decisions()}
@@ -187,11 +188,11 @@ def test_a_cast_of_an_accumulator_in_another_wave_split_goes_through_lds():
 # ---------------------------------------------------------------------------------------------
 
 
-RS_RUNS = [  # (arch, dtype, trans_b, threads, policy); FullCol over 3 waves replicates A_f x3;
-    # float8 runs the 16x16x32 MFMA, whose register operand permutes K (layout.register_k)
-    ("gfx942", "float16", False, 128, T.GemmWarpPolicy.FullRow),
+RS_RUNS = [  # (arch, dtype, trans_b, threads, policy). FullCol over 3 waves replicates A_f x3;
+    # float8 runs the 16x16x32 MFMA, whose register operand permutes K (layout.register_k).
+    # float16 with B not transposed: the chained gemms and FlashAttention's P @ V below.
     ("gfx90a", "bfloat16", True, 192, T.GemmWarpPolicy.FullCol),
-    ("gfx942", "float8_e4m3fnuz", True, 128, T.GemmWarpPolicy.FullRow),
+    ("gfx942", "float8_e4m3fnuz", False, 128, T.GemmWarpPolicy.FullRow),
 ]
 
 
@@ -210,20 +211,46 @@ def test_emulated_fragment_a_gemm(arch, dtype, trans_b, threads, policy, emu_dir
     np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("policy", [T.GemmWarpPolicy.FullRow, T.GemmWarpPolicy.Square], ids=["FullRow", "Square"])
-def test_emulated_chained_gemms(policy, emu_dir):
-    """Integer inputs keep every intermediate exact (S * 0.125 in float16 included), so the
-    result equals the float64 reference exactly."""
+def test_emulated_chained_gemms(emu_dir):
+    """Both gemms stack their waves along M: P = cast(S) is register to register. Integer
+    inputs keep every intermediate exact (S * 0.125 in float16 included), so the result equals
+    the float64 reference exactly. (The Square split, P through LDS, is conformance's
+    layout.rs_gemm: tests/hip/emulate_conformance.py runs it.)"""
     m, n, k = 64, 64, 32
     rng = np.random.default_rng(21)
     a, b1, b2 = (rng.integers(-4, 5, shape).astype(np.float16) for shape in ((m, k), (k, n), (n, n)))
     c = np.full((m, n), np.nan, np.float32)
-    kernel = Built(chained_gemms(m, n, k, "float16", policy), "gfx942")
-    expected_p = "registers" if policy == T.GemmWarpPolicy.FullRow else "shared"
-    assert kernel.placements["P"] == expected_p and kernel.placements["S"] == "registers"
+    kernel = Built(chained_gemms(m, n, k, "float16", T.GemmWarpPolicy.FullRow), "gfx942")
+    assert kernel.placements == {"S": "registers", "P": "registers", "acc": "registers"}
     emulate(kernel, emu_dir)(a, b1, b2, c)
     p = np.maximum((a.astype(np.float64) @ b1) * 0.125, 0)
     np.testing.assert_array_equal(c, p @ b2.astype(np.float64))
+
+
+def test_emulated_transposed_fragment_a_is_read_from_its_lds_copy(emu_dir):
+    """A transposed fragment A is no register operand: inference moves it to LDS and the gemm
+    reads that copy on MFMA."""
+    m, n, k = 64, 32, 64
+
+    @T.prim_func
+    def main(A: T.Tensor((k, m), "float16"), B: T.Tensor((k, n), "float16"), C: T.Tensor((m, n), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            B_s = T.alloc_shared((k, n), "float16")
+            A_f = T.alloc_fragment((k, m), "float16")
+            C_f = T.alloc_fragment((m, n), "float32")
+            T.copy(B, B_s)
+            T.copy(A, A_f)
+            T.gemm(A_f, B_s, C_f, transpose_A=True, clear_accum=True)
+            T.copy(C_f, C)
+
+    kernel = Built(main, "gfx942")
+    assert kernel.placements == {"A_f": "shared", "C_f": "registers"}
+    assert "tl_mfma_16x16x16_f16(&C_f_reg[" in kernel.source
+    rng = np.random.default_rng(23)
+    a, b = rng.standard_normal((k, m)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float32)
+    emulate(kernel, emu_dir)(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float64).T @ b.astype(np.float64), rtol=1e-5, atol=1e-5)
 
 
 def attention_reference(q, k, v, causal):
@@ -280,6 +307,14 @@ def main_loop_ops(text: str) -> Counter:
     return Counter(op for at, op, _ in ins if lo <= at <= hi)
 
 
+def lds_read_bytes(op: str) -> int:
+    """Bytes one lane reads with an LDS load: `ds_read_b64` 8, `ds_read2_b64` 16 (two of them),
+    `ds_read_u16` 2, ..."""
+    match = re.fullmatch(r"ds_read(2(?:st64)?)?_[bui](8|16|32|64|96|128)(?:_d16(?:_hi)?)?", op)
+    assert match, f"an LDS read this test does not know: {op}"
+    return int(match.group(2)) // 8 * (2 if match.group(1) else 1)
+
+
 MFMA_F16 = {"gfx90a": "v_mfma_f32_16x16x16f16", "gfx942": "v_mfma_f32_16x16x16_f16"}
 
 
@@ -298,4 +333,8 @@ def test_flash_attention_main_loop_has_no_lds_round_trip_for_p(arch):
     assert ops[MFMA_F16[arch]] == 2 * 4 * 2 * 4, ops
     lds_stores = {op: count for op, count in ops.items() if op.startswith("ds_write")}
     assert set(lds_stores) == {"ds_write_b128"} and lds_stores["ds_write_b128"] <= 2 * 4 * 2, ops
+    # LDS reads: each lane's MFMA fragments of Q (2 row tiles x 4 halves x 4 k-steps), K and V
+    # (4 column tiles x 4 halves x 4 k-steps each), 2 bytes a half; none of P
+    read_bytes = sum(count * lds_read_bytes(op) for op, count in ops.items() if op.startswith("ds_read"))
+    assert read_bytes == (2 + 4 + 4) * 4 * 4 * 2, ops
     assert not any(op.startswith("scratch_") for op in re.findall(r"^\s+([a-z_0-9]+)", text, re.M))

@@ -64,14 +64,15 @@ TL_DEVICE tl_intx4 tl_mfma_i32_16x16x16_i8(int a, int b, tl_intx4 c) {
 #endif
 
 // ---------------------------------------------------------------------------------------------
-// Register-array forms, called by the generated code of T.gemm (tilelang_hip/lower.py).
+// Register-array forms, called by the generated code of T.gemm (tilelang_hip/lower_gemm.py).
 //
 // D = A * B + C for one 16x16 tile of one wavefront; `a` and `b` point at the lane's E
 // consecutive elements of its A and B fragments (E = K / 4), `c` and `d` at its 4 accumulator
 // elements (d may alias c). Lane l holds A[l % 16][E * (l / 16) + i], B[E * (l / 16) + i][l % 16]
-// and D[4 * (l / 16) + i][l % 16]; `lower.py` says the same in Python, and
-// tests/hip/test_hip_codegen.py checks it against an emulator. The copies through
-// __builtin_memcpy let the arrays live in registers (no alignment is assumed).
+// and D[4 * (l / 16) + i][l % 16]; `layout.py` says the same in Python, and
+// tests/hip/test_hip_codegen.py checks it against an emulator. T.gemm passes its B fragment as
+// `a` and its A fragment as `b`, so D is C transposed (see layout.py for why). The copies
+// through __builtin_memcpy let the arrays live in registers (no alignment is assumed).
 // ---------------------------------------------------------------------------------------------
 
 #define TL_MFMA_REGS(NAME, ELEM, VEC, ACC, ACCVEC, BUILTIN)                                     \
