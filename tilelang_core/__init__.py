@@ -24,6 +24,8 @@ _LAZY = {
     "language": "tilelang_core.language",
     "PassConfigKey": "tilelang_core.jit.options:PassConfigKey",
     "JITKernel": "tilelang_core.jit.api:JITKernel",
+    "lower": "tilelang_core.jit.artifact:lower",
+    "CompiledArtifact": "tilelang_core.jit.artifact:CompiledArtifact",
     "TensorSupplyType": "tilelang_core.utils.tensor:TensorSupplyType",
     "profiler": "tilelang_core.runtime.profiler",
     "testing": "tilelang_core.testing",

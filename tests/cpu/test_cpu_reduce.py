@@ -124,3 +124,58 @@ def test_symbolic_row_length():
         y = np.zeros(4, np.float32)
         kernel(x, y)
         np.testing.assert_allclose(y, x.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+BIT_NUMPY = {"bitand": np.bitwise_and, "bitor": np.bitwise_or, "bitxor": np.bitwise_xor}
+
+
+@pytest.mark.parametrize("kind", sorted(BIT_NUMPY))
+@pytest.mark.parametrize("dim, clear, n", [(1, True, 8), (1, False, 300), (0, True, 8), (0, False, 5)])
+def test_bit_reductions(kind, dim, clear, n):
+    """Both lowerings: the lanes one (dim 1, long rows) and the portable one."""
+    M = 6
+    out_len = M if dim == 1 else n
+    fn = getattr(T, f"reduce_{kind}")
+
+    @T.prim_func
+    def main(X: T.Tensor((M, n), "int32"), Y: T.Tensor((out_len,), "int32")):
+        with T.Kernel(1, threads=32) as bx:
+            y = T.alloc_local((out_len,), "int32")
+            T.copy(Y, y)
+            fn(X, y, dim=dim, clear=clear)
+            T.copy(y, Y)
+
+    rng = np.random.default_rng()
+    # high bits mostly set, so that bitand keeps some of them
+    x = (rng.integers(-(1 << 31), (1 << 31) - 1, (M, n), dtype=np.int64) | -(1 << 24)).astype(np.int32)
+    y0 = rng.integers(-(1 << 31), (1 << 31) - 1, out_len, dtype=np.int64).astype(np.int32)
+    y = y0.copy()
+    tilelang.compile(main, target="cpu")(x, y)
+    ref = BIT_NUMPY[kind].reduce(x, axis=dim)
+    np.testing.assert_array_equal(y, ref if clear else BIT_NUMPY[kind](ref, y0))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_float_max_min_start_from_infinities(dtype):
+    """A row of -inf has maximum -inf (not the dtype's lowest finite value), and +inf rows
+    have minimum +inf; through both lowerings (rows of 8 and of 300)."""
+
+    def kernel_for(n):
+        @T.prim_func
+        def main(X: T.Tensor((4, n), dtype), Y: T.Tensor((4,), dtype), Z: T.Tensor((4,), dtype)):
+            with T.Kernel(1, threads=32) as bx:
+                T.reduce_max(X, Y, dim=1)
+                T.reduce_min(X, Z, dim=1)
+        return tilelang.compile(main, target="cpu")
+
+    rng = np.random.default_rng()
+    for n in (8, 300):
+        x = rng.standard_normal((4, n)).astype(dtype)
+        x[0] = -np.inf
+        x[1] = np.inf
+        y, z = np.zeros(4, dtype), np.zeros(4, dtype)
+        kernel = kernel_for(n)
+        assert "INFINITY" in kernel.source
+        kernel(x, y, z)
+        np.testing.assert_array_equal(y, x.max(axis=1))
+        np.testing.assert_array_equal(z, x.min(axis=1))

@@ -125,12 +125,12 @@ def test_reduce_into_the_wrong_shape():
                 T.reduce_max(x, r, dim=1)
 
 
-def test_scalar_atomic_needs_a_point():
-    with pytest.raises(KernelSyntaxError, match="a scalar value needs a point destination"):
+def test_block_atomic_has_no_previous_value():
+    with pytest.raises(KernelSyntaxError, match="needs a point destination and a scalar value"):
         @T.prim_func
-        def main(A: T.Tensor((64, 64), "float32")):
+        def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
             with T.Kernel(1, threads=128) as bx:
-                T.atomic_add(A, 1.0)
+                B[0, 0] = T.atomic_add(A, 1.0, return_prev=True)
 
 
 def test_uncaught_error_prints_its_message(tmp_path):

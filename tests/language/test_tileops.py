@@ -1,4 +1,5 @@
 """The tl.* calls each tile op parses to: op names, argument orders, regions."""
+import pytest
 import tvm
 from tvm import ir, tirx
 
@@ -192,3 +193,51 @@ def test_layout_annotations_are_attrs_around_the_rest_of_the_kernel():
     assert (int(simplify(row)), int(simplify(col))) == (9, 3 ^ (9 % 8))
     # the copies are inside both annotations
     assert len(tile_ops(attrs[1].body, "copy")) == 3
+
+
+def _reduce_rows(T_, kind, src, dst):
+    """A plain Python helper, as TileLang programs write them: the reduction emits itself."""
+    getattr(T_, f"reduce_{kind}")(src, dst, dim=1)
+
+
+def test_reductions_called_from_a_python_helper_are_emitted():
+    @T.prim_func
+    def main(A: T.Tensor((4, 8), "int32")):
+        with T.Kernel(1) as bx:
+            x = T.alloc_local((4, 8), "int32")
+            r = T.alloc_local((4,), "int32")
+            _reduce_rows(T, "sum", x, r)
+            _reduce_rows(T, "bitand", x, r)
+            _reduce_rows(T, "bitor", x, r)
+            _reduce_rows(T, "bitxor", x, r)
+
+    assert [op.str_arg(2) for op in tile_ops(main, "reduce")] == ["sum", "bitand", "bitor", "bitxor"]
+    # outside a kernel the call is returned, not emitted
+    buf = tirx.decl_buffer((4, 8), "int32", name="x")
+    out = tirx.decl_buffer((4,), "int32", name="r")
+    assert T.reduce_bitor(buf, out, dim=1).op.name == "tl.reduce"
+
+
+def test_bit_reductions_need_an_integer_destination():
+    x = tirx.decl_buffer((4, 8), "float32", name="x")
+    r = tirx.decl_buffer((4,), "float32", name="r")
+    with pytest.raises(ValueError, match="T.reduce_bitxor needs an integer or bool destination"):
+        T.reduce_bitxor(x, r, dim=1)
+
+
+def test_transpose_regions_and_shapes():
+    @T.prim_func
+    def main(A: T.Tensor((2, 3, 4), "float32"), B: T.Tensor((2, 4, 3), "float16")):
+        with T.Kernel(1) as bx:
+            T.transpose(A, B)
+            T.transpose(A[0:2, 0:3, 1:3], B[0:2, 2:4, 0:3])
+
+    whole, part = tile_ops(main, "transpose")
+    assert [_names(r) for r in whole.regions] == ["A", "B"]
+    assert (whole.regions[0].access, whole.regions[1].access) == (ACCESS_READ, ACCESS_WRITE)
+    assert ints(part.regions[0].mins) == [0, 0, 1] and ints(part.regions[1].extents) == [2, 2, 3]
+    a = tirx.decl_buffer((2, 3, 4), "float32", name="a")
+    with pytest.raises(ValueError, match=r"transposed is \(2, 4, 3\), but the destination is"):
+        T.transpose(a, tirx.decl_buffer((2, 3, 4), "float32", name="b"))
+    with pytest.raises(ValueError, match="same rank, at least 2"):
+        T.transpose(a, tirx.decl_buffer((4, 6), "float32", name="c"))

@@ -2,6 +2,8 @@
 docstring). Checked on the printed IR and on the IR's structure."""
 from __future__ import annotations
 
+import numpy as np
+import pytest
 import tvm_ffi
 from tvm import tirx as tir
 
@@ -124,6 +126,34 @@ def test_check_passes_a_good_kernel_unchanged():
     ctx = ctx_for("cuda/sm_90a")
     func = gemm()
     assert check.check(func, ctx).same_as(func)
+
+
+@T.prim_func
+def no_launch_frame(A: T.Tensor((100,), "float32"), B: T.Tensor((100,), "float32"), C: T.Tensor((100,), "float32")):
+    for i in T.Parallel(100):
+        C[i] = A[i] * B[i] - A[i]
+    for i in T.serial(99):
+        C[i + 1] = C[i + 1] + C[i]
+
+
+def test_check_runs_a_body_without_t_kernel_as_one_block_on_block_serial_targets():
+    after = check.check(no_launch_frame, ctx_for("cpu"))
+    text = after.script()
+    assert 'T.launch_thread("blockIdx.x", 1)' in text and 'T.launch_thread("threadIdx.x", 1)' in text
+    import tilelang_core as tilelang
+
+    rng = np.random.default_rng()
+    a, b = rng.standard_normal(100).astype(np.float32), rng.standard_normal(100).astype(np.float32)
+    c = np.full(100, np.nan, np.float32)
+    tilelang.compile(no_launch_frame, target="cpu")(a, b, c)
+    np.testing.assert_allclose(c, np.cumsum(a * b - a, dtype=np.float32), rtol=1e-5, atol=1e-5)
+
+
+def test_check_wants_t_kernel_on_simt_targets():
+    from tilelang_core.transform.errors import TileLangCompileError
+
+    with pytest.raises(TileLangCompileError, match="has no `with T.Kernel"):
+        check.check(no_launch_frame, ctx_for("cuda/sm_80"))
 
 
 def test_pipeline_edits_by_name():

@@ -5,9 +5,13 @@ Importing this package imports TVM; the runtime half of the project never does.
 from .analysis import CodegenError, LaunchInfo, NameTable, find_launch, param_specs
 from .builtins import (
     BUILTIN_OPS,
+    MEMORY_ORDERS,
     atomic_add,
+    atomic_load,
     atomic_max,
     atomic_min,
+    atomic_or,
+    atomic_store,
     device_assert,
     printf,
     register_builtins,
@@ -17,6 +21,7 @@ from .cstyle import C_MATH_OPS, C_TYPES, CStyleCodegen
 
 __all__ = [
     "BUILTIN_OPS",
+    "MEMORY_ORDERS",
     "C_MATH_OPS",
     "C_TYPES",
     "CStyleCodegen",
@@ -24,8 +29,11 @@ __all__ = [
     "LaunchInfo",
     "NameTable",
     "atomic_add",
+    "atomic_load",
     "atomic_max",
     "atomic_min",
+    "atomic_or",
+    "atomic_store",
     "device_assert",
     "find_launch",
     "param_specs",

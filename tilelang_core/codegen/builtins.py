@@ -6,12 +6,20 @@ passes build them with the constructors below. Argument orders:
 | op | arguments | value |
 |---|---|---|
 | `tl.sync_threads` | () | void: a barrier across the threads of a block |
-| `tl.atomic_add` | (dst: BufferLoad naming the address, value) | the old value, dst's dtype |
-| `tl.atomic_max` | (dst: BufferLoad, value) | the old value |
-| `tl.atomic_min` | (dst: BufferLoad, value) | the old value |
+| `tl.atomic_add` | (dst: BufferLoad naming the address, value[, order]) | the old value, dst's dtype |
+| `tl.atomic_max` | (dst: BufferLoad, value[, order]) | the old value |
+| `tl.atomic_min` | (dst: BufferLoad, value[, order]) | the old value |
+| `tl.atomic_or` | (dst: BufferLoad, value[, order]) | the old value (integers) |
+| `tl.atomic_load` | (src: BufferLoad, order) | the value |
+| `tl.atomic_store` | (dst: BufferLoad, value, order) | void |
 | `tl.printf` | (fmt: StringImm, *args) | int32 |
 | `tl.device_assert` | (cond: bool, msg: StringImm) | void |
 | `tl.shfl_xor` | (value, lane_mask: int32) | `value` of the lane whose index is this lane's xor `lane_mask` (every lane of the warp calls it) |
+
+`order` is a memory order, an int32 numbered as C11's `memory_order` and GCC's `__ATOMIC_*`
+(`MEMORY_ORDERS`: 0 relaxed, 1 consume, 2 acquire, 3 release, 4 acq_rel, 5 seq_cst); an
+atomic without it is relaxed. A dialect that prints only relaxed atomics rejects other orders.
+A vector destination (a BufferLoad at a `Ramp`) stands for that many consecutive elements.
 
 Registering is idempotent: another module of the core may register the same names first.
 """
@@ -22,6 +30,10 @@ from tvm.ir import StringImm
 
 __all__ = [
     "BUILTIN_OPS",
+    "MEMORY_ORDERS",
+    "atomic_or",
+    "atomic_load",
+    "atomic_store",
     "register_builtins",
     "sync_threads",
     "atomic_add",
@@ -32,16 +44,22 @@ __all__ = [
     "shfl_xor",
 ]
 
-# name -> number of inputs (-1: variadic)
+# name -> number of inputs (-1: variadic); add/max/min/or take an optional order after them
 BUILTIN_OPS = {
     "tl.sync_threads": 0,
     "tl.atomic_add": 2,
     "tl.atomic_max": 2,
     "tl.atomic_min": 2,
+    "tl.atomic_or": 2,
+    "tl.atomic_load": 2,
+    "tl.atomic_store": 3,
     "tl.printf": -1,
     "tl.device_assert": 2,
     "tl.shfl_xor": 2,
 }
+
+# index = the memory order's number in the IR (C11 memory_order, GCC __ATOMIC_*, TileLang's ids)
+MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
 
 _OPAQUE = int(tirx.CallEffectKind.Opaque.value)
 
@@ -71,28 +89,60 @@ def sync_threads():
     return tirx.call_intrin("void", "tl.sync_threads")
 
 
-def _atomic(name: str, dst, value):
+def _destination(name: str, dst):
     if not isinstance(dst, ir.TensorLoad):
         raise TypeError(f"{name}: the destination must be a BufferLoad (A[i, j]), got {type(dst).__name__}")
+    return dst
+
+
+def _order(memory_order) -> list:
+    """The trailing order argument: none for relaxed (the default), else an int32."""
+    if memory_order is None or (isinstance(memory_order, int) and memory_order == 0):
+        return []
+    return [memory_order if isinstance(memory_order, ir.Expr) else tirx.const(int(memory_order), "int32")]
+
+
+def _atomic(name: str, dst, value, memory_order=None):
+    _destination(name, dst)
     value = tirx.convert(value) if not isinstance(value, ir.Expr) else value
     if _dtype(value) != _dtype(dst):
         value = tirx.Cast(_dtype(dst), value)
-    return tirx.call_intrin(_dtype(dst), name, dst, value)
+    return tirx.call_intrin(_dtype(dst), name, dst, value, *_order(memory_order))
 
 
-def atomic_add(dst, value):
+def atomic_add(dst, value, memory_order=None):
     """`tl.atomic_add(A[i], v)`: atomically `A[i] += v`; returns the old value."""
-    return _atomic("tl.atomic_add", dst, value)
+    return _atomic("tl.atomic_add", dst, value, memory_order)
 
 
-def atomic_max(dst, value):
+def atomic_max(dst, value, memory_order=None):
     """`tl.atomic_max(A[i], v)`: atomically `A[i] = max(A[i], v)`; returns the old value."""
-    return _atomic("tl.atomic_max", dst, value)
+    return _atomic("tl.atomic_max", dst, value, memory_order)
 
 
-def atomic_min(dst, value):
+def atomic_min(dst, value, memory_order=None):
     """`tl.atomic_min(A[i], v)`: atomically `A[i] = min(A[i], v)`; returns the old value."""
-    return _atomic("tl.atomic_min", dst, value)
+    return _atomic("tl.atomic_min", dst, value, memory_order)
+
+
+def atomic_or(dst, value, memory_order=None):
+    """`tl.atomic_or(A[i], v)`: atomically `A[i] |= v` (integers); returns the old value."""
+    return _atomic("tl.atomic_or", dst, value, memory_order)
+
+
+def atomic_load(src, memory_order):
+    """`tl.atomic_load(A[i], order)`: the value of `A[i]`, read atomically."""
+    _destination("tl.atomic_load", src)
+    return tirx.call_intrin(_dtype(src), "tl.atomic_load", src, tirx.const(int(memory_order), "int32"))
+
+
+def atomic_store(dst, value, memory_order):
+    """`tl.atomic_store(A[i], v, order)`: `A[i] = v`, written atomically."""
+    _destination("tl.atomic_store", dst)
+    value = tirx.convert(value) if not isinstance(value, ir.Expr) else value
+    if _dtype(value) != _dtype(dst):
+        value = tirx.Cast(_dtype(dst), value)
+    return tirx.call_intrin("void", "tl.atomic_store", dst, value, tirx.const(int(memory_order), "int32"))
 
 
 def printf(fmt: str, *args):

@@ -71,6 +71,30 @@ def _short_op_name(name: str) -> str:
     return name
 
 
+
+def _round_float16(value: float) -> float:
+    """`value` rounded to the nearest float16 (ties to even; overflow to inf)."""
+    try:
+        return struct.unpack("<e", struct.pack("<e", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _round_bfloat16(value: float) -> float:
+    """`value` rounded to the nearest bfloat16 (through float32, ties to even)."""
+    if math.isnan(value) or math.isinf(value):
+        return value
+    try:
+        (bits,) = struct.unpack("<I", struct.pack("<f", value))
+    except OverflowError:
+        return math.copysign(math.inf, value)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+# A constant of a 16-bit float type is that type's value, whatever type computes with it.
+_ROUND_TO = {"float16": _round_float16, "bfloat16": _round_bfloat16}
+
 class CExprPrinter:
     """Expression printing; mixed into `CStyleCodegen`, which owns the state it reads."""
 
@@ -147,6 +171,8 @@ class CExprPrinter:
         """A literal of the value dtype of `dtype` (float32 gets the `f` suffix)."""
         vdtype = self.value_dtype(dtype)
         ctype = self.type_name(vdtype)
+        if vdtype != dtype and dtype in _ROUND_TO:  # a 16-bit float computed in a wider type
+            value = _ROUND_TO[dtype](value)
         if math.isnan(value):
             return f"(({ctype}){self.nan_literal})"
         if math.isinf(value):
@@ -407,6 +433,9 @@ class CExprPrinter:
             "tl.atomic_add": lambda e: self._atomic("add", e),
             "tl.atomic_max": lambda e: self._atomic("max", e),
             "tl.atomic_min": lambda e: self._atomic("min", e),
+            "tl.atomic_or": lambda e: self._atomic("or", e),
+            "tl.atomic_load": lambda e: self._atomic("load", e),
+            "tl.atomic_store": lambda e: self._atomic("store", e),
             "tl.printf": lambda e: (self.printf_call(e.args), PREC_ATOM),
             "tirx.reinterpret": self._reinterpret,
             "tl.shfl_xor": self._shuffle_xor,
@@ -450,17 +479,31 @@ class CExprPrinter:
         return f"{base} + {self._paren(offset, PREC_ADD, right=True)}", PREC_ADD
 
     def _atomic(self, kind: str, e) -> tuple[str, int]:
-        dst, value = e.args
+        """`tl.atomic_<kind>(dst[, value][, order])` through `atomic_ops` and `memory_orders`."""
+        from .builtins import MEMORY_ORDERS
+
+        dst, *rest = e.args
         if not isinstance(dst, ir.TensorLoad):
             raise CodegenError(f"tl.atomic_{kind} needs a buffer element as its first argument, got {dst}")
+        n_values = 0 if kind == "load" else 1
+        values, order = rest[:n_values], (int(rest[n_values]) if len(rest) > n_values else 0)
         dtype = buffer_info(dst.source).dtype
+        lanes = split_lanes(dtype_of(dst))[1]
+        if lanes > 1:
+            raise CodegenError(f"atomic {kind} of {lanes} consecutive {dtype} elements as one value (a vector "
+                               f"atomic whose previous values are used, return_prev=True) is not supported by the "
+                               f"{self.language} dialect; use return_prev=False, or one scalar atomic per element")
         fmt = self.atomic_ops.get((kind, dtype)) or self.atomic_ops.get(kind)
         if fmt is None:
             known = sorted(f"{k[0]}.{k[1]}" if isinstance(k, tuple) else k for k in self.atomic_ops)
             raise CodegenError(f"atomic {kind} on {dtype} is not supported by the {self.language} "
                                f"dialect; supported: {', '.join(known) or 'none'}")
+        if self.memory_orders is None and order != 0:
+            raise CodegenError(f"atomic {kind} with memory_order={MEMORY_ORDERS[order]!r}: the {self.language} "
+                               f"dialect prints relaxed atomics only; leave memory_order out")
         ref = self.buffer_ref(dst.source, dst.indices)
-        return fmt.format(f"&{ref}", self.expr(value)), PREC_ATOM
+        spelled = self.memory_orders[order] if self.memory_orders is not None else ""
+        return fmt.format(f"&{ref}", *(self.expr(v) for v in values), order=spelled), PREC_ATOM
 
     def printf_call(self, args) -> str:
         fmt = args[0]

@@ -19,7 +19,8 @@ Dialect attributes (all class attributes, see `CStyleCodegen` for defaults):
 `helper_qualifier`, `barrier`, `thread_index`, `shared_qualifier`, `dyn_shared_name`,
 `dyn_shared_decl`, `dyn_shared_alignment`, `local_array_suffix`, `unroll_pragma`,
 `vectorize_pragma`, `parallel_pragma`, `type_map`, `storage_types`, `math_ops`,
-`float_suffix`, `inf_literal`, `nan_literal`, `atomic_ops`, `printf_name`, `assert_format`,
+`float_suffix`, `inf_literal`, `nan_literal`, `atomic_ops`, `memory_orders`, `printf_name`,
+`assert_format`,
 `reinterpret_format`, `shuffle_xor_format`, `eager_logic`, `reserved_names`, `indent_unit`.
 Methods meant for overriding: `kernel_signature`, `launch_bounds`, `kernel_prologue`,
 `kernel_epilogue`, `visit_thread_extent`, `declare_buffer`, `plan_allocations`,
@@ -152,9 +153,13 @@ class CStyleCodegen(CExprPrinter):
     float_suffix = {"float32": "f"}
     inf_literal = "INFINITY"
     nan_literal = "NAN"
-    # "add"/"max"/"min" or (kind, dtype) -> format over {0}: address, {1}: value
+    # kind ("add" "max" "min" "or" "load" "store") or (kind, dtype) -> format over {0}: address,
+    # {1}: value (not for "load"), {order}: the memory order's spelling from `memory_orders`
     atomic_ops: dict = {"add": "atomicAdd({0}, {1})", "max": "atomicMax({0}, {1})",
                         "min": "atomicMin({0}, {1})"}
+    # C spellings of the memory orders (index = builtins.MEMORY_ORDERS), or None when the
+    # dialect's atomics are relaxed only (then a stronger order is a codegen error)
+    memory_orders: tuple[str, ...] | None = None
     printf_name = "printf"
     eager_logic = False  # print && / || of pure, non-faulting operands as & / |
     reinterpret_format = None  # over {0}: value, {1}: its C type, {2}: the target C type

@@ -36,14 +36,17 @@ Tile ops
 
     ================  ==========================================================================
     tl.copy           src(1), dst(2)
+    tl.transpose      src(1), dst(2)  -- the last two axes swapped, same rank
     tl.fill           dst(2), value (in dst's dtype); T.clear is a fill with 0
     tl.gemm           A(1), B(1), C(3), transpose_A, transpose_B, policy (0 Square, 1 FullRow,
                       2 FullCol), clear_accum, M, N, K  -- M, N from C; K from A
     tl.reduce         src(1), dst(2; 3 when clear=0), kind ("max" "min" "sum" "abssum"
-                      "absmax"), dim (>= 0), clear
+                      "absmax" "bitand" "bitor" "bitxor"), dim (>= 0), clear
     tl.cumsum         src(1), dst(2; 3 in place), dim (>= 0), reverse
-    tl.atomic         kind ("add" "max" "min"), dst(3), src(1)   -- tile atomics
-    tl.atomic_elem    kind, BufferLoad dst, value (in dst's dtype) -- one element (T.Parallel)
+    tl.atomic         kind ("add" "max" "min"), dst(3), src(1) or a scalar value (in dst's
+                      dtype), memory_order, use_tma  -- tile atomics
+    tl.atomic_elem    kind (also "or"), BufferLoad dst, value (in dst's dtype), memory_order
+                      -- one element; memory orders are ints, `codegen.builtins.MEMORY_ORDERS`
     tl.use_swizzle    panel_size, order ("row" | "col")
     tl.print          value (a PrimExpr) or region(1), msg
     tl.device_assert  cond, msg

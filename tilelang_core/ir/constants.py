@@ -67,12 +67,13 @@ ANN_PARALLEL_COALESCED_WIDTH = "coalesced_width"  # T.Parallel(..., coalesced_wi
 
 # Values of the StringImm / int arguments of tile ops.
 GEMM_POLICIES = ("Square", "FullRow", "FullCol")  # index = the policy int of tl.gemm
-REDUCE_KINDS = ("max", "min", "sum", "abssum", "absmax")
-ATOMIC_KINDS = ("add", "max", "min")
+REDUCE_KINDS = ("max", "min", "sum", "abssum", "absmax", "bitand", "bitor", "bitxor")
+ATOMIC_KINDS = ("add", "max", "min", "or")  # "or": tl.atomic_elem only
 
 # Every tile op, by its registered name. `tl.region` is an argument, not a statement.
 TILE_OP_NAMES = (
     "tl.copy",
+    "tl.transpose",
     "tl.fill",
     "tl.gemm",
     "tl.reduce",

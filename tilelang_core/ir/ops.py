@@ -77,6 +77,10 @@ class TLScriptNamespace:
         return make_call("copy", src, dst)
 
     @staticmethod
+    def transpose(src, dst):
+        return make_call("transpose", src, dst)
+
+    @staticmethod
     def fill(dst, value):
         return make_call("fill", dst, value)
 
@@ -93,12 +97,49 @@ class TLScriptNamespace:
         return make_call("cumsum", src, dst, dim, reverse)
 
     @staticmethod
-    def atomic(kind, dst, src):
-        return make_call("atomic", kind, dst, src)
+    def atomic(kind, dst, src, memory_order, use_tma):
+        return make_call("atomic", kind, dst, src, memory_order, use_tma)
 
     @staticmethod
-    def atomic_elem(kind, dst, value):
-        return make_call("atomic_elem", kind, dst, value)
+    def atomic_elem(kind, dst, value, memory_order):
+        return make_call("atomic_elem", kind, dst, value, memory_order)
+
+    # the atomic builtins a kernel holds as expressions (return_prev, atomic_load/store)
+    @staticmethod
+    def atomic_add(dst, value, *order):
+        from tilelang_core.codegen import builtins
+
+        return builtins.atomic_add(dst, value, *order)
+
+    @staticmethod
+    def atomic_max(dst, value, *order):
+        from tilelang_core.codegen import builtins
+
+        return builtins.atomic_max(dst, value, *order)
+
+    @staticmethod
+    def atomic_min(dst, value, *order):
+        from tilelang_core.codegen import builtins
+
+        return builtins.atomic_min(dst, value, *order)
+
+    @staticmethod
+    def atomic_or(dst, value, *order):
+        from tilelang_core.codegen import builtins
+
+        return builtins.atomic_or(dst, value, *order)
+
+    @staticmethod
+    def atomic_load(src, order):
+        from tilelang_core.codegen import builtins
+
+        return builtins.atomic_load(src, order)
+
+    @staticmethod
+    def atomic_store(dst, value, order):
+        from tilelang_core.codegen import builtins
+
+        return builtins.atomic_store(dst, value, order)
 
     @staticmethod
     def use_swizzle(panel_size, order):

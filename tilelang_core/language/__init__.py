@@ -21,8 +21,9 @@ import tvm.tirx.script.parser as _tirx
 
 import tilelang_core.ir.ops  # noqa: F401 - registers the tl.* ops and the T.tl namespace
 
-from . import allocate, convolution, dtypes, eager, kernel, layout, loops, misc, parser, tensor, tileops
+from . import allocate, atomics, convolution, dtypes, eager, kernel, layout, loops, misc, parser, tensor, tileops
 from .allocate import *  # noqa: F401,F403
+from .atomics import *  # noqa: F401,F403
 from .eager import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 from .kernel import *  # noqa: F401,F403
@@ -41,6 +42,7 @@ _NOT_FROM_TIRX = {"jit", "Optional", "constexpr", "Ptr", "register_script_namesp
 
 _OWN_NAMES = [
     *allocate.__all__,
+    *atomics.__all__,
     *eager.__all__,
     *convolution.__all__,
     *kernel.__all__,

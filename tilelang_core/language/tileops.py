@@ -1,7 +1,9 @@
-"""Tile ops: `T.copy`, `T.fill`, `T.clear`, `T.gemm`, reductions, `T.cumsum`, atomics.
+"""Tile ops: `T.copy`, `T.transpose`, `T.fill`, `T.clear`, `T.gemm`, reductions, `T.cumsum`
+(atomics are in `atomics`).
 
 Each function checks its operands (shapes that are provably wrong fail here, at the user's
-line) and returns one `tl.*` call; TVMScript wraps it in an `Evaluate` statement.
+line) and returns one `tl.*` call; TVMScript wraps it in an `Evaluate` statement. The
+reductions are TileLang macros: inside a kernel they emit their statement themselves.
 """
 from __future__ import annotations
 
@@ -9,20 +11,19 @@ from enum import IntEnum
 from typing import Any
 
 from tvm import ir
-from tvm.tirx import BufferLoad
+from tvm.script.ir_builder import IRBuilder
+from tvm.tirx.script.builder import ir as _tirx_builder
 
 from tilelang_core.ir.constants import (
     ACCESS_READ,
     ACCESS_READ_WRITE,
     ACCESS_WRITE,
-    ATOMIC_KINDS,
     REDUCE_KINDS,
 )
 from tilelang_core.ir.ops import make_call
 from tilelang_core.ir.region import Region
 
 from .regions import (
-    Point,
     as_operand,
     as_region,
     as_scalar,
@@ -37,9 +38,6 @@ from .regions import (
 
 __all__ = [
     "GemmWarpPolicy",
-    "atomic_add",
-    "atomic_max",
-    "atomic_min",
     "clear",
     "copy",
     "cumsum",
@@ -48,9 +46,13 @@ __all__ = [
     "reduce",
     "reduce_abssum",
     "reduce_absmax",
+    "reduce_bitand",
+    "reduce_bitor",
+    "reduce_bitxor",
     "reduce_max",
     "reduce_min",
     "reduce_sum",
+    "transpose",
 ]
 
 
@@ -71,6 +73,22 @@ def copy(src: Any, dst: Any) -> ir.Call:
     src_region, dst_region = resolve_pair(src_operand, dst_operand, "copy", roles)
     check_same_extents(src_region, dst_region, "copy")
     return make_call("copy", src_region.to_call(), dst_region.to_call())
+
+
+def transpose(src: Any, dst: Any) -> ir.Call:
+    """Swap the last two axes: `dst[..., j, i] = src[..., i, j]`, over buffers or regions of
+    equal rank (>= 2): `tl.transpose(src_region, dst_region)`. An element read outside the
+    source buffer reads 0; one written outside the destination is skipped."""
+    src_region = as_region(src, ACCESS_READ, "transpose", "source")
+    dst_region = as_region(dst, ACCESS_WRITE, "transpose", "destination")
+    if src_region.ndim < 2 or src_region.ndim != dst_region.ndim:
+        raise ValueError(f"T.transpose needs a source and destination of the same rank, at least 2; got "
+                         f"{describe(src_region)} and {describe(dst_region)}")
+    swapped = [*src_region.extents[:-2], src_region.extents[-1], src_region.extents[-2]]
+    if any(known_unequal(a, b) for a, b in zip(swapped, dst_region.extents)):
+        raise ValueError(f"T.transpose: {describe(src_region)} transposed is {format_shape(swapped)}, "
+                         f"but the destination is {describe(dst_region)}")
+    return make_call("transpose", src_region.to_call(), dst_region.to_call())
 
 
 def fill(buffer: Any, value: Any) -> ir.Call:
@@ -167,42 +185,75 @@ def _check_reduced_shape(src: Region, dst: Region, dim: int, op: str) -> None:
         )
 
 
-def reduce(buffer: Any, out: Any, reduce_type: str, dim: int = -1, clear: bool = True) -> ir.Call:
+def _emit(call: ir.Call) -> ir.Call | None:
+    """Add `call` to the kernel being built as a statement and return None, as TileLang's
+    macro-style ops do (so a plain Python helper a kernel calls can emit them); outside a
+    kernel, return the call."""
+    if not IRBuilder.is_in_scope():
+        return call
+    _tirx_builder.evaluate(call)
+    return None
+
+
+_BIT_KINDS = ("bitand", "bitor", "bitxor")
+
+
+def reduce(buffer: Any, out: Any, reduce_type: str, dim: int = -1, clear: bool = True) -> ir.Call | None:
     """Reduce `buffer` over `dim` into `out`: `tl.reduce(src, dst, kind, dim, clear)`.
-    With `clear=False` the result is combined with what `out` holds."""
+    With `clear=False` the result is combined with what `out` holds.
+
+    Inside a kernel the statement is emitted where the call is made (also from a Python
+    helper the kernel calls) and None is returned, as in TileLang."""
     if reduce_type not in REDUCE_KINDS:
         raise ValueError(f"T.reduce: kind must be one of {REDUCE_KINDS}, got {reduce_type!r}")
     op = f"reduce_{reduce_type}"
     src = as_region(buffer, ACCESS_READ, op, "source")
     dst = as_region(out, ACCESS_WRITE if clear else ACCESS_READ_WRITE, op, "destination")
+    if reduce_type in _BIT_KINDS and not str(dst.dtype).startswith(("int", "uint", "bool")):
+        raise ValueError(f"T.{op} needs an integer or bool destination, got {describe(dst)} of dtype {dst.dtype}")
     dim = _normalize_dim(dim, src.ndim, op)
     _check_reduced_shape(src, dst, dim, op)
-    return make_call("reduce", src.to_call(), dst.to_call(), reduce_type, dim, bool(clear))
+    return _emit(make_call("reduce", src.to_call(), dst.to_call(), reduce_type, dim, bool(clear)))
 
 
-def reduce_max(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> ir.Call:
-    """Row/column maximum of a tile."""
+def reduce_max(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+    """Row/column maximum of a tile (the identity is -inf for floats)."""
     return reduce(buffer, out, "max", dim, clear)
 
 
-def reduce_min(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> ir.Call:
-    """Row/column minimum of a tile."""
+def reduce_min(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+    """Row/column minimum of a tile (the identity is +inf for floats)."""
     return reduce(buffer, out, "min", dim, clear)
 
 
-def reduce_sum(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> ir.Call:
+def reduce_sum(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
     """Row/column sum of a tile."""
     return reduce(buffer, out, "sum", dim, clear)
 
 
-def reduce_abssum(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> ir.Call:
+def reduce_abssum(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
     """Row/column sum of absolute values of a tile."""
     return reduce(buffer, out, "abssum", dim, clear)
 
 
-def reduce_absmax(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> ir.Call:
+def reduce_absmax(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
     """Row/column maximum of absolute values of a tile."""
     return reduce(buffer, out, "absmax", dim, clear)
+
+
+def reduce_bitand(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+    """Row/column bitwise and of an integer (or bool) tile."""
+    return reduce(buffer, out, "bitand", dim, clear)
+
+
+def reduce_bitor(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+    """Row/column bitwise or of an integer (or bool) tile."""
+    return reduce(buffer, out, "bitor", dim, clear)
+
+
+def reduce_bitxor(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+    """Row/column bitwise xor of an integer (or bool) tile."""
+    return reduce(buffer, out, "bitxor", dim, clear)
 
 
 def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> ir.Call:
@@ -215,55 +266,3 @@ def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> ir
     dim = _normalize_dim(dim, source.ndim, "cumsum")
     check_same_extents(source, target, "cumsum")
     return make_call("cumsum", source.to_call(), target.to_call(), dim, bool(reverse))
-
-
-def _atomic(kind: str, dst: Any, value: Any) -> ir.Call:
-    assert kind in ATOMIC_KINDS
-    op = f"atomic_{kind}"
-    dst_operand = as_operand(dst, ACCESS_READ_WRITE, op, "destination")
-    if is_scalar(value):
-        if not isinstance(dst_operand, Point):
-            raise TypeError(
-                f"T.{op}: a scalar value needs a point destination like C[i, j], "
-                f"got the block {describe(dst_operand)}"
-            )
-        load = BufferLoad(dst_operand.buffer, list(dst_operand.indices))
-        dtype = str(dst_operand.buffer.ty.dtype)
-        return make_call("atomic_elem", kind, load, as_scalar(value, dtype))
-    src_operand = as_operand(value, ACCESS_READ, op, "value")
-    dst_region, src_region = resolve_pair(dst_operand, src_operand, op, ("destination", "value"))
-    check_same_extents(src_region, dst_region, op)
-    return make_call("atomic", kind, dst_region.to_call(), src_region.to_call())
-
-
-# TileLang's `memory_order` names; our atomics are relaxed read-modify-writes.
-_SUPPORTED_MEMORY_ORDERS = (None, "relaxed")
-
-
-def _check_atomic_keywords(op: str, memory_order: Any, return_prev: bool) -> None:
-    if memory_order not in _SUPPORTED_MEMORY_ORDERS:
-        raise ValueError(f"T.{op}(memory_order={memory_order!r}): only 'relaxed' is supported (the atomics are "
-                         "relaxed); order the surrounding accesses with T.sync_threads() or a fence instead")
-    if return_prev:
-        raise ValueError(f"T.{op}(return_prev=True) is not supported yet: the previous value is not returned")
-
-
-def atomic_add(dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False, use_tma: bool = False) -> ir.Call:
-    """`dst += value` atomically: a point with a scalar, or a block with a block.
-
-    TileLang's keywords: `memory_order` ("relaxed" only), `return_prev` (not yet: an error),
-    `use_tma` (a hint; the backend picks how a block add is done)."""
-    _check_atomic_keywords("atomic_add", memory_order, return_prev)
-    return _atomic("add", dst, value)
-
-
-def atomic_max(dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False) -> ir.Call:
-    """`dst = max(dst, value)` atomically (keywords as `atomic_add`)."""
-    _check_atomic_keywords("atomic_max", memory_order, return_prev)
-    return _atomic("max", dst, value)
-
-
-def atomic_min(dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False) -> ir.Call:
-    """`dst = min(dst, value)` atomically (keywords as `atomic_add`)."""
-    _check_atomic_keywords("atomic_min", memory_order, return_prev)
-    return _atomic("min", dst, value)

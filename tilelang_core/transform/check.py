@@ -3,7 +3,9 @@
 Before: tile IR straight from the parser.
 After: unchanged IR, or a `TileLangCompileError` / `CapabilityError` naming the line, what
 was seen and what to do: a dtype the target lacks, too many threads per block, explicit
-thread indices mixed with tile ops on a block-serial target.
+thread indices mixed with tile ops on a block-serial target. One rewrite: on a block-serial
+target a kernel written without `with T.Kernel(...)` (TileLang accepts that for CPU targets)
+runs as one block of one thread, so its body is wrapped in that launch frame.
 """
 from __future__ import annotations
 
@@ -39,7 +41,12 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     _check_layout_annotations(func)
     info = launch_info(func)
     if not info.extents:
-        raise TileLangCompileError("the kernel has no `with T.Kernel(...)` launch frame", source_of(func))
+        if caps.execution_model != "block-serial":
+            raise TileLangCompileError(
+                f"the kernel has no `with T.Kernel(...)` launch frame; {ctx.target} runs only code inside one "
+                f"(a body without it runs as one block on block-serial targets only)", source_of(func))
+        func = _one_block(func)
+        info = launch_info(func)
     threads = info.threads
     if threads > caps.max_threads_per_block:
         raise CapabilityError(
@@ -48,6 +55,17 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     if caps.execution_model == "block-serial":
         _check_explicit_threads(func, info)
     return func
+
+
+def _one_block(func: tir.PrimFunc) -> tir.PrimFunc:
+    """`func` with its body inside `T.Kernel(1, threads=1)`."""
+    from tvm import ir
+
+    body = func.body
+    for tag, name in (("threadIdx.x", "tx"), ("blockIdx.x", "bx")):
+        iv = tir.IterVar(ir.Range(0, 1), tir.Var(name, "int32"), tir.IterVar.ThreadIndex, tag)
+        body = tir.AttrStmt(iv, "thread_extent", tir.IntImm("int32", 1), body, span=body.span)
+    return func.with_body(body)
 
 
 def _kernel_line(func: tir.PrimFunc):

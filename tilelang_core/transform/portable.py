@@ -11,10 +11,12 @@ for the parts it does not specialise.
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 from tvm import ir as _ir
 from tvm import tirx as tir
+from tvm.sym import Analyzer
 
 from ..codegen import builtins
 from ..ir import Region, TileOp, dtype_of
@@ -84,6 +86,36 @@ def lower_copy(op: TileOp, ctx) -> tir.Stmt:
     return loop_nest(shape, body, kind=PAR, span=op.stmt.span)
 
 
+def lower_transpose(op: TileOp, ctx) -> tir.Stmt:
+    """One parallel loop per source axis of extent other than 1; the destination's axis k
+    follows the source's axis k, the last two swapped (a destination axis whose source axis
+    has extent 1 stays at its min). Reads outside the source give 0, writes outside the
+    destination are skipped, whatever the buffers' scopes."""
+    src, dst = op.regions[0], op.regions[1]
+    rank = len(src.extents)
+    axes = squeeze_extents(src.extents)
+    swap = list(range(rank - 2)) + [rank - 1, rank - 2]  # destination axis -> source axis
+    loop_vars = [tir.Var("ijklmn"[n % 6] + ("" if n < 6 else str(n)), "int32") for n in range(len(axes))]
+    ana = Analyzer()
+    for var, axis in zip(loop_vars, axes):
+        ana.bind(var, _ir.Range.from_min_extent(0, src.extents[axis]))
+    var_of = dict(zip(axes, loop_vars))
+    src_idx = [src.mins[a] + var_of[a] if a in var_of else src.mins[a] for a in range(rank)]
+    dst_idx = [dst.mins[d] + var_of[swap[d]] if swap[d] in var_of else dst.mins[d] for d in range(rank)]
+    dtype = str(dst.buffer.dtype)
+    value = _load(src.buffer, src_idx, dtype)
+    src_ok = in_bounds(src.buffer, src_idx, ana)
+    if src_ok is not None:
+        value = tir.if_then_else(src_ok, value, tir.const(0, dtype))
+    body = tir.BufferStore(dst.buffer, value, dst_idx, span=op.stmt.span)
+    dst_ok = in_bounds(dst.buffer, dst_idx, ana)
+    if dst_ok is not None:
+        body = tir.IfThenElse(dst_ok, body, None, span=op.stmt.span)
+    for var, axis in reversed(list(zip(loop_vars, axes))):
+        body = tir.For(var, const(0), src.extents[axis], PAR, body, span=op.stmt.span)
+    return body
+
+
 def lower_fill(op: TileOp, ctx) -> tir.Stmt:
     dst = op.regions[0]
     value = op.args[1]
@@ -143,11 +175,15 @@ def lower_gemm(op: TileOp, ctx) -> tir.Stmt:
 
 
 def reduce_init(kind: str, dtype: str) -> tir.Expr:
-    """The identity of a `T.reduce_<kind>`: -inf-like for max, +inf-like for min, else 0."""
+    """The identity of a `T.reduce_<kind>`: -inf for a float max (the lowest value for
+    integers), +inf for a float min, all bits set for bitand, else 0."""
+    is_float = dtype.startswith(("float", "bfloat"))
     if kind == "max":
-        return tir.min_value(dtype)
+        return tir.const(-math.inf, dtype) if is_float else tir.min_value(dtype)
     if kind == "min":
-        return tir.max_value(dtype)
+        return tir.const(math.inf, dtype) if is_float else tir.max_value(dtype)
+    if kind == "bitand":
+        return tir.const(True, dtype) if dtype == "bool" else tir.const(-1, dtype) if dtype.startswith("int") else tir.max_value(dtype)
     return tir.const(0, dtype)
 
 
@@ -163,7 +199,18 @@ def reduce_combine(kind: str, acc: tir.Expr, value: tir.Expr) -> tir.Expr:
         return acc + tir.abs(value)
     if kind == "absmax":
         return tir.max(acc, tir.abs(value))
+    if dtype_of(acc) == "bool" and kind in _BOOL_BITWISE:
+        return _BOOL_BITWISE[kind](acc, value)
+    if kind == "bitand":
+        return tir.bitwise_and(acc, value)
+    if kind == "bitor":
+        return tir.bitwise_or(acc, value)
+    if kind == "bitxor":
+        return tir.bitwise_xor(acc, value)
     raise ValueError(kind)
+
+
+_BOOL_BITWISE = {"bitand": tir.And, "bitor": tir.Or, "bitxor": tir.NE}
 
 
 def _axes_with(region: Region, dim: int) -> list[int]:
@@ -257,14 +304,22 @@ def lower_cumsum(op: TileOp, ctx) -> tir.Stmt:
 
 
 def lower_atomic(op: TileOp, ctx) -> tir.Stmt:
-    kind = str(op.args[0].value)
-    dst, src = op.regions[:2]
+    kind, order, use_tma = str(op.args[0].value), int(op.args[3]), bool(int(op.args[4]))
+    if use_tma and not ctx.caps.has_copy_engine("tma"):
+        raise TileLangCompileError(
+            f"T.atomic_{kind}(use_tma=True) needs the TMA copy engine (capability 'tma'), which {ctx.target} "
+            f"does not have; leave use_tma out", op.source)
+    dst = op.regions[0]
+    src = op.regions[1] if len(op.regions) > 1 else None  # else a scalar value, op.args[2]
     shape = _shape_of(dst)
 
     def body(vs):
         d_idx = region_indices(dst.mins, dst.extents, vs)
-        value = _masked_load(src.buffer, region_indices(src.mins, src.extents, vs), str(dst.buffer.dtype))
-        call = tir.Evaluate(_ATOMICS[kind](tir.BufferLoad(dst.buffer, d_idx), value))
+        if src is None:
+            value = op.args[2]
+        else:
+            value = _masked_load(src.buffer, region_indices(src.mins, src.extents, vs), str(dst.buffer.dtype))
+        call = tir.Evaluate(_ATOMICS[kind](tir.BufferLoad(dst.buffer, d_idx), value, order))
         cond = in_bounds(dst.buffer, d_idx) if is_global(dst.buffer) else None
         return tir.IfThenElse(cond, call, None) if cond is not None else call
 
@@ -273,14 +328,15 @@ def lower_atomic(op: TileOp, ctx) -> tir.Stmt:
 
 def lower_atomic_elem(op: TileOp, ctx) -> tir.Stmt:
     kind = str(op.args[0].value)
-    target, value = op.args[1], op.args[2]
+    target, value, order = op.args[1], op.args[2], int(op.args[3])
     buf_dtype = str(target.source.dtype)
     if dtype_of(value) != buf_dtype:
         value = tir.Cast(buf_dtype, value)
-    return tir.Evaluate(_ATOMICS[kind](target, value))
+    return tir.Evaluate(_ATOMICS[kind](target, value, order))
 
 
-_ATOMICS = {"add": builtins.atomic_add, "max": builtins.atomic_max, "min": builtins.atomic_min}
+_ATOMICS = {"add": builtins.atomic_add, "max": builtins.atomic_max, "min": builtins.atomic_min,
+            "or": builtins.atomic_or}
 
 
 def _fmt_of(dtype: str) -> tuple[str, str]:
@@ -326,6 +382,7 @@ def lower_nothing(op: TileOp, ctx) -> tir.Stmt:
 
 PORTABLE_LOWERINGS = {
     "copy": lower_copy,
+    "transpose": lower_transpose,
     "fill": lower_fill,
     "gemm": lower_gemm,
     "reduce": lower_reduce,

@@ -26,7 +26,8 @@ from .irutil import const, seq
 __all__ = ["lower_register_reduce", "ACROSS"]
 
 # across threads the partial results combine by the outer operation
-ACROSS = {"max": "max", "min": "min", "sum": "sum", "abssum": "sum", "absmax": "max"}
+ACROSS = {"max": "max", "min": "min", "sum": "sum", "abssum": "sum", "absmax": "max",
+          "bitand": "bitand", "bitor": "bitor", "bitxor": "bitxor"}
 
 
 def _feeds(src, dst, kept: list[int]) -> list[list[int]] | None:

@@ -34,6 +34,12 @@ STACK_TOTAL_LIMIT = 512 << 10  # bytes: block-local arrays on the stack, in all
 PARALLEL_MIN_WORK = 1 << 15  # estimated statement executions below which blocks run serially
 
 
+# dtype -> the suffix of its atomic helpers in tl_cpu.h
+_ATOMIC_TYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+                 "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16",
+                 "int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64"}
+
+
 def _estimate_work(stmt) -> int:
     """Statement executions of one block, from constant loop extents (symbolic ones count 256)."""
     if isinstance(stmt, tirx.SeqStmt):
@@ -92,10 +98,14 @@ class CPUCodegen(CStyleCodegen):
                 "exp2": {**C_MATH_OPS["exp2"], "float32": "tl_exp2f({0})"},
                 "sigmoid": {**C_MATH_OPS["sigmoid"], "float32": "(1.0f / (1.0f + tl_expf(-({0}))))"}}
     atomic_ops = {
-        (kind, dtype): f"tl_atomic_{kind}_{short}({{0}}, {{1}})"
-        for kind in ("add", "max", "min")
-        for dtype, short in (("float32", "f32"), ("float64", "f64"), ("int32", "i32"), ("int64", "i64"))
+        **{(kind, dtype): f"tl_atomic_{kind}_{short}({{0}}, {{1}}, {{order}})"
+           for kind in ("add", "max", "min", "store") for dtype, short in _ATOMIC_TYPES.items()},
+        **{("or", dtype): f"tl_atomic_or_{short}({{0}}, {{1}}, {{order}})"
+           for dtype, short in _ATOMIC_TYPES.items() if not dtype.startswith(("float", "bfloat"))},
+        **{("load", dtype): f"tl_atomic_load_{short}({{0}}, {{order}})" for dtype, short in _ATOMIC_TYPES.items()},
     }
+    memory_orders = ("__ATOMIC_RELAXED", "__ATOMIC_CONSUME", "__ATOMIC_ACQUIRE", "__ATOMIC_RELEASE",
+                     "__ATOMIC_ACQ_REL", "__ATOMIC_SEQ_CST")
     calling_convention = ("int32_t entry(buffer pointers and scalars in PrimFunc order); "
                           "returns 0, or 1 after a failed device assertion (see tl_cpu_last_error)")
 

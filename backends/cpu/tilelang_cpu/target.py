@@ -11,8 +11,12 @@ __all__ = ["CPU_ARCHS", "arch_family", "host_arch", "cpu_kind", "host_features"]
 
 _DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16",
            "float32", "float64")
-_ATOMICS = ("atomic_add.float32", "atomic_add.float64", "atomic_add.int32", "atomic_max.float32",
-            "atomic_min.float32", "atomic_max.int32", "atomic_min.int32")
+_ATOMIC_INTS = ("int8", "uint8", "int16", "int32", "int64")
+_ATOMICS = tuple(
+    f"atomic_{op}.{dtype}"
+    for op in ("add", "max", "min", "load", "store", "or")
+    for dtype in (_ATOMIC_INTS if op == "or" else ("float16", "bfloat16", "float32", "float64") + _ATOMIC_INTS)
+)
 
 
 def _table(arch: str, vector_bytes: int, features: tuple[str, ...]) -> Capabilities:

@@ -90,19 +90,21 @@ def error_unknown():
                                             r"reduce_summ.*did you mean.*T\.reduce_sum\b", "parse", True))
 
 
-def atomic_scalar_block():
+def atomic_block_return_prev():
     @T.prim_func
-    def main(Y: T.Tensor((8,), "float32")):
+    def main(Y: T.Tensor((8,), "float32"), P: T.Tensor((1,), "float32")):
         with T.Kernel(1, threads=32) as bx:
-            T.atomic_add(Y[0:8], 1.0)
+            P[0] = T.atomic_add(Y[0:8], 1.0, return_prev=True)
 
     return main
 
 
-@case("errors.atomic_scalar_into_block", feature="errors")
+@case("errors.atomic_block_return_prev", feature="errors")
 def error_atomic():
-    """T.atomic_add of a scalar into a block (not a point) fails at parse time."""
-    return Spec(atomic_scalar_block, raises=Raises(("TypeError", "KernelSyntaxError"), r"atomic_add.*point destination", "parse", True))
+    """T.atomic_add(..., return_prev=True) into a block (not a point) fails at parse time: a
+    block has no single previous value."""
+    return Spec(atomic_block_return_prev, raises=Raises(("ValueError", "KernelSyntaxError"),
+                                                        r"atomic_add.*point destination", "parse", True))
 
 
 def _undeclared_dtype(target) -> str:

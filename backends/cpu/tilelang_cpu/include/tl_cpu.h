@@ -116,43 +116,78 @@ TL_HELPER float tl_expf(float x) {
   return tl_exp_scale_(p, z);
 }
 
-/* ---- atomics (relaxed, like GPU atomics); each returns the old value -------------------- */
-#define TL_ATOMIC_CAS_FLOAT(NAME, T, U, OP)                                               \
-  TL_HELPER T NAME(T* addr, T v) {                                                        \
+/* ---- atomics --------------------------------------------------------------------------
+   tl_atomic_<op>_<type>(address, value, order) returns the old value; tl_atomic_load_<type>
+   and tl_atomic_store_<type> read and write. `order` is a GCC __ATOMIC_* memory order (the
+   kernel passes a constant, so the inlined builtins see one). 16-bit floats are computed in
+   float: their helpers take and return float and round the result to the stored type. */
+#define TL_CAS_FAILURE_ORDER(o) \
+  ((o) == __ATOMIC_RELEASE ? __ATOMIC_RELAXED : (o) == __ATOMIC_ACQ_REL ? __ATOMIC_ACQUIRE : (o))
+/* a read-modify-write of a float type T stored as the bits U, computed in C (float for 16-bit
+   types): TO_C converts stored -> computed, FROM_C computed -> stored */
+#define TL_ATOMIC_CAS_FLOAT(NAME, T, U, C, TO_C, FROM_C, OP)                                \
+  TL_HELPER C NAME(T* addr, C v, int order) {                                             \
     U* p = (U*)addr;                                                                      \
     U old = __atomic_load_n(p, __ATOMIC_RELAXED), desired;                                \
     T o, n;                                                                               \
     do {                                                                                  \
       memcpy(&o, &old, sizeof(T));                                                        \
-      n = OP(o, v);                                                                       \
+      n = FROM_C(OP(TO_C(o), v));                                                         \
       memcpy(&desired, &n, sizeof(T));                                                    \
-    } while (!__atomic_compare_exchange_n(p, &old, desired, 1, __ATOMIC_RELAXED,          \
-                                          __ATOMIC_RELAXED));                             \
-    return o;                                                                             \
+    } while (!__atomic_compare_exchange_n(p, &old, desired, 1, order,                     \
+                                          TL_CAS_FAILURE_ORDER(order)));                  \
+    return TO_C(o);                                                                       \
   }
 #define TL_ATOMIC_CAS_INT(NAME, T, OP)                                                    \
-  TL_HELPER T NAME(T* addr, T v) {                                                        \
+  TL_HELPER T NAME(T* addr, T v, int order) {                                             \
     T old = __atomic_load_n(addr, __ATOMIC_RELAXED);                                      \
-    while (!__atomic_compare_exchange_n(addr, &old, OP(old, v), 1, __ATOMIC_RELAXED,      \
-                                        __ATOMIC_RELAXED)) {                              \
+    while (!__atomic_compare_exchange_n(addr, &old, OP(old, v), 1, order,                 \
+                                        TL_CAS_FAILURE_ORDER(order))) {                   \
     }                                                                                     \
     return old;                                                                           \
+  }
+#define TL_ATOMIC_FETCH_INT(NAME, T, BUILTIN)                                             \
+  TL_HELPER T NAME(T* addr, T v, int order) { return BUILTIN(addr, v, order); }
+#define TL_ATOMIC_LOAD_STORE(SUFFIX, T, U, C, TO_C, FROM_C)                               \
+  TL_HELPER C tl_atomic_load_##SUFFIX(const T* addr, int order) {                         \
+    U bits = __atomic_load_n((const U*)addr, order);                                      \
+    T v;                                                                                  \
+    memcpy(&v, &bits, sizeof(T));                                                         \
+    return TO_C(v);                                                                       \
+  }                                                                                       \
+  TL_HELPER void tl_atomic_store_##SUFFIX(T* addr, C value, int order) {                  \
+    T v = FROM_C(value);                                                                  \
+    U bits;                                                                               \
+    memcpy(&bits, &v, sizeof(T));                                                         \
+    __atomic_store_n((U*)addr, bits, order);                                              \
   }
 #define TL_OP_ADD(a, b) ((a) + (b))
 #define TL_OP_MAX(a, b) tl_max(a, b)
 #define TL_OP_MIN(a, b) tl_min(a, b)
-TL_ATOMIC_CAS_FLOAT(tl_atomic_add_f32, float, uint32_t, TL_OP_ADD)
-TL_ATOMIC_CAS_FLOAT(tl_atomic_max_f32, float, uint32_t, TL_OP_MAX)
-TL_ATOMIC_CAS_FLOAT(tl_atomic_min_f32, float, uint32_t, TL_OP_MIN)
-TL_ATOMIC_CAS_FLOAT(tl_atomic_add_f64, double, uint64_t, TL_OP_ADD)
-TL_ATOMIC_CAS_FLOAT(tl_atomic_max_f64, double, uint64_t, TL_OP_MAX)
-TL_ATOMIC_CAS_FLOAT(tl_atomic_min_f64, double, uint64_t, TL_OP_MIN)
-TL_ATOMIC_CAS_INT(tl_atomic_max_i32, int32_t, TL_OP_MAX)
-TL_ATOMIC_CAS_INT(tl_atomic_min_i32, int32_t, TL_OP_MIN)
-TL_ATOMIC_CAS_INT(tl_atomic_max_i64, int64_t, TL_OP_MAX)
-TL_ATOMIC_CAS_INT(tl_atomic_min_i64, int64_t, TL_OP_MIN)
-TL_HELPER int32_t tl_atomic_add_i32(int32_t* p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-TL_HELPER int64_t tl_atomic_add_i64(int64_t* p, int64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+#define TL_SAME(x) (x)
+#define TL_FLOAT_OPS(SUFFIX, T, U, C, TO_C, FROM_C)                                       \
+  TL_ATOMIC_CAS_FLOAT(tl_atomic_add_##SUFFIX, T, U, C, TO_C, FROM_C, TL_OP_ADD)           \
+  TL_ATOMIC_CAS_FLOAT(tl_atomic_max_##SUFFIX, T, U, C, TO_C, FROM_C, TL_OP_MAX)           \
+  TL_ATOMIC_CAS_FLOAT(tl_atomic_min_##SUFFIX, T, U, C, TO_C, FROM_C, TL_OP_MIN)           \
+  TL_ATOMIC_LOAD_STORE(SUFFIX, T, U, C, TO_C, FROM_C)
+#define TL_INT_OPS(SUFFIX, T)                                                             \
+  TL_ATOMIC_FETCH_INT(tl_atomic_add_##SUFFIX, T, __atomic_fetch_add)                      \
+  TL_ATOMIC_FETCH_INT(tl_atomic_or_##SUFFIX, T, __atomic_fetch_or)                        \
+  TL_ATOMIC_CAS_INT(tl_atomic_max_##SUFFIX, T, TL_OP_MAX)                                 \
+  TL_ATOMIC_CAS_INT(tl_atomic_min_##SUFFIX, T, TL_OP_MIN)                                 \
+  TL_ATOMIC_LOAD_STORE(SUFFIX, T, T, T, TL_SAME, TL_SAME)
+TL_FLOAT_OPS(f16, tl_half, uint16_t, float, tl_half_to_float, tl_float_to_half)
+TL_FLOAT_OPS(bf16, tl_bfloat16, uint16_t, float, tl_bf16_to_float, tl_float_to_bf16)
+TL_FLOAT_OPS(f32, float, uint32_t, float, TL_SAME, TL_SAME)
+TL_FLOAT_OPS(f64, double, uint64_t, double, TL_SAME, TL_SAME)
+TL_INT_OPS(i8, int8_t)
+TL_INT_OPS(u8, uint8_t)
+TL_INT_OPS(i16, int16_t)
+TL_INT_OPS(u16, uint16_t)
+TL_INT_OPS(i32, int32_t)
+TL_INT_OPS(u32, uint32_t)
+TL_INT_OPS(i64, int64_t)
+TL_INT_OPS(u64, uint64_t)
 
 /* ---- per-thread scratch for block-local buffers too big for the stack ------------------- */
 TL_HELPER void* tl_cpu_alloc(size_t bytes) {
