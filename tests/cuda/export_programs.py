@@ -13,8 +13,9 @@ The programs: the seed kernels of `examples/kernels.py`, every program of
 `tests/language/programs.py`, and the run set of `tests/run/kernels.py` (GEMMs with fp16 /
 bf16 / fp32 / int8 inputs in all four transpose combinations and sizes that are not
 multiples of the tile, every reduction, cumsum, atomics, symbolic dims, math, T.print and
-T.device_assert), plus atomic max/min. `PROGRAMS` is also what `test_cuda_programs.py`
-compiles.
+T.device_assert), plus atomic max/min, and the functions of several launches of
+`tests/jit/multi_launch_programs.py` (split/combine decoding through `T.alloc_global`
+workspaces). `PROGRAMS` is also what `test_cuda_programs.py` compiles.
 
 bfloat16 arrays are stored as their uint16 bit patterns (NumPy has no bfloat16); case.json
 names the dtype.
@@ -333,6 +334,36 @@ def _example_programs() -> list[Program]:
     ]
 
 
+def _multi_launch_programs() -> list[Program]:
+    ml = _import("multi_launch_programs", REPO / "tests" / "jit" / "multi_launch_programs.py")
+
+    def decode(rng, dtype, batch, heads, groups, seqlen, dim, **_):
+        q, k, v = (rand(rng, shape, dtype) for shape in
+                   ((batch, heads, dim), (batch, seqlen, groups, dim), (batch, seqlen, groups, dim)))
+        # float32 gemms run on tensor cores as tf32 (10-bit mantissa)
+        tol = {3: (5e-3, 2e-3)} if dtype == "float32" else {}
+        return Run([q, k, v, Out((batch, heads, dim), dtype)], {3: ml.decode_reference(q.value, k.value, v.value)},
+                   tol=tol)
+
+    def symbolic_workspace(rng, n=29):
+        a = rand(rng, (n, 4), "float32")
+        return Run([a], {"ret0": (a.value[:, 0] + a.value[:, 3]) * 10.0 + np.arange(n) // 8})
+
+    def handoff(rng, N=70, M=9):
+        a = rand(rng, (N, M), "float32")
+        return Run([a, Out((N, M), "float32"), Out((M,), "float32")], {1: a.value * 2.0, 2: (a.value * 2.0).sum(0)})
+
+    f16 = dict(batch=2, heads=32, groups=2, seqlen=256, dim=64, num_split=4, block_N=32)
+    return [
+        Program("multi_launch_decode_float16", lambda: ml.split_decode(**f16, dtype="float16", threads=128),
+                lambda rng: decode(rng, "float16", **f16)),
+        Program("multi_launch_decode_float32", lambda: ml.split_decode(**ml.SHAPE),
+                lambda rng: decode(rng, "float32", **ml.SHAPE)),
+        Program("multi_launch_symbolic_workspace", ml.symbolic_workspace, symbolic_workspace, out_idx=(1,)),
+        Program("multi_launch_handoff", lambda: ml.handoff(70, 9), handoff),
+    ]
+
+
 def _language_programs() -> list[Program]:
     from tests.language import programs as lp
 
@@ -408,7 +439,7 @@ def programs() -> dict[str, Program]:
 
     found = (_example_programs() + _language_programs() + _gemm_programs(run_kernels)
              + _reduce_programs(run_kernels) + _cumsum_programs(run_kernels)
-             + _atomic_programs(run_kernels) + _misc_run_programs(run_kernels))
+             + _atomic_programs(run_kernels) + _misc_run_programs(run_kernels) + _multi_launch_programs())
     table = {p.name: p for p in found}
     assert len(table) == len(found), "duplicate program names"
     return table

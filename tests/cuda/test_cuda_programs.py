@@ -35,15 +35,19 @@ def test_program_compiles(name, arch):
     program = PROGRAMS[name]
     kernel = tilelang_core.compile(program.build(), out_idx=list(program.out_idx) or None,
                                    target=f"cuda/{arch}")
-    assert kernel.binary[:4] == ELF_MAGIC
-    meta = kernel.meta
-    assert meta.target == f"cuda/{arch}" and meta.extra["language"] == "cuda"
-    threads = 1
-    for extent in meta.block:
-        threads *= extent
-    assert 0 < threads <= 1024
-    assert meta.shared_memory <= (166912 if arch == "sm_80" else 232448)
-    assert f'extern "C" __global__ void __launch_bounds__({threads}) {meta.entry}(' in kernel.get_kernel_source()
+    assert kernel.meta.target == f"cuda/{arch}" and kernel.meta.extra["language"] == "cuda"
+    # a function of several launches has a binary and a meta per launch
+    launches = kernel.meta.launches or (kernel.meta,)
+    binaries = kernel.binary if kernel.meta.launches else (kernel.binary,)
+    assert len(binaries) == len(launches)
+    for meta, binary in zip(launches, binaries):
+        assert binary[:4] == ELF_MAGIC
+        threads = 1
+        for extent in meta.block:
+            threads *= extent
+        assert 0 < threads <= 1024
+        assert meta.shared_memory <= (166912 if arch == "sm_80" else 232448)
+        assert f'extern "C" __global__ void __launch_bounds__({threads}) {meta.entry}(' in kernel.get_kernel_source()
 
 
 @pytest.mark.parametrize("dtype,instruction", [("float16", "HMMA"), ("bfloat16", "HMMA")])
@@ -87,11 +91,13 @@ def test_exports_load_without_tvm(tmp_path):
     and, without a GPU, says so and exits 2 (with one, it runs them and must pass)."""
     from tilelang_cuda.runtime import device_available
 
-    names = ["lang_symbolic_copy", "gemm_bfloat16_NT", "reduce_sum_dim0_accumulate", "print_and_assert"]
+    names = ["lang_symbolic_copy", "gemm_bfloat16_NT", "reduce_sum_dim0_accumulate", "print_and_assert",
+             "multi_launch_decode_float16"]
     export_programs.export_all(tmp_path, "sm_90a", names, verbose=False)
     for name in names:
         files = {p.name for p in (tmp_path / name).iterdir()}
-        assert {"kernel.json", "kernel.bin", "kernel.src", "case.json", "arg0.npy"} <= files
+        binaries = {"decode_launch0.bin", "decode_launch1.bin"} if name.startswith("multi_launch") else {"kernel.bin"}
+        assert {"kernel.json", "kernel.src", "case.json", "arg0.npy"} | binaries <= files
     done = subprocess.run([sys.executable, str(HERE / "run_exported.py"), str(tmp_path)],
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "TILELANG_BACKENDS": "cpu"})  # no entry point: registers itself

@@ -80,10 +80,27 @@ def lower(func, target, options: CompileOptions, facts: dict | None = None):
 
 
 def _build(func, target, options: CompileOptions, out_idx: tuple[int, ...]):
+    """(meta, binary, source) of `func`: one device kernel, or one per launch of a function of
+    several launches (see `transform/launches.py`)."""
+    from ..transform.launches import split_launches
+
+    plan = split_launches(func)
+    if plan is not None:
+        return _build_launches(func, plan, target, options, out_idx)
+    facts: dict = {}
+    meta, binary, source = _build_one(func, target, options, facts)
+    meta = dataclasses.replace(meta, out_idx=out_idx, extra={
+        **meta.extra,
+        # what layout inference decided, for Kernel.explain() (JSON: it travels with exports)
+        "layout_report": json.dumps(facts.get("layout_report", []))})
+    return meta, binary, source
+
+
+def _build_one(func, target, options: CompileOptions, facts: dict):
+    """Lower, generate and compile one launch: its meta (no outputs), binary and source."""
     from ..plugin import hooks_for
 
     hooks = hooks_for(target)
-    facts: dict = {}
     lowered = lower(func, target, options, facts)
     source = hooks.codegen(lowered, options)
     binary = hooks.compile(source, options)
@@ -97,12 +114,44 @@ def _build(func, target, options: CompileOptions, out_idx: tuple[int, ...]):
         block=tuple(source.block),
         shared_memory=int(source.shared_memory),
         symbols={k: tuple(v) for k, v in symbols.items()},
-        out_idx=out_idx,
-        extra={"language": source.language, **{k: v for k, v in source.extra.items() if isinstance(v, (str, int, float, bool))},
-               # what layout inference decided, for Kernel.explain() (JSON: it travels with exports)
-               "layout_report": json.dumps(facts.get("layout_report", []))},
+        extra={"language": source.language, **{k: v for k, v in source.extra.items() if isinstance(v, (str, int, float, bool))}},
     )
     return meta, binary, source.source
+
+
+def _build_launches(func, plan, target, options: CompileOptions, out_idx: tuple[int, ...]):
+    """A function of several launches: each launch built alone (its parameters are the
+    function's, then the workspaces), gathered under one meta with the caller's contract."""
+    from ..transform.finalize import symbolic_dims
+    from ..transform.launches import workspace_specs
+
+    symbols = {name: (p, d) for name, (_, p, d) in symbolic_dims(func).items()}
+    launches, binaries, sources, report = [], [], [], []
+    for part in plan.launches:
+        facts: dict = {}
+        meta, binary, source = _build_one(part, target, options, facts)
+        if list(meta.symbols) != list(symbols):
+            raise RuntimeError(f"{plan.name}: launch {meta.entry} reads symbolic dims {list(meta.symbols)}, "
+                               f"the function {list(symbols)} (a pass changed the parameters)")
+        launches.append(dataclasses.replace(meta, binary_name=f"{meta.entry}.bin"))
+        binaries.append(binary)
+        sources.append(source)
+        report.extend(facts.get("layout_report", []))
+    alignments = [int(m.extra["tensor_alignment"]) for m in launches if "tensor_alignment" in m.extra]
+    extra: dict[str, Any] = {"language": launches[0].extra.get("language", ""), "layout_report": json.dumps(report)}
+    if alignments:
+        extra["tensor_alignment"] = max(alignments)
+    meta = KernelMeta(
+        target=str(target),
+        entry=plan.name,
+        params=tuple(_param_specs(func) + [ParamSpec(name, "scalar", "int32") for name in symbols]),
+        symbols=symbols,
+        out_idx=out_idx,
+        extra=extra,
+        workspaces=workspace_specs(func, plan),
+        launches=tuple(launches),
+    )
+    return meta, tuple(binaries), "\n\n".join(sources)
 
 
 def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None,

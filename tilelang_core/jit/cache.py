@@ -15,7 +15,7 @@ from typing import Callable
 
 from .. import env
 from ..runtime.base import KernelMeta
-from ..runtime.export import META_FILE, SOURCE_FILE
+from ..runtime.export import META_FILE, SOURCE_FILE, read_binary, write_binary
 
 __all__ = ["KernelCache", "cache_key", "core_fingerprint", "package_fingerprint", "source_fingerprint"]
 
@@ -65,11 +65,11 @@ class KernelCache:
     def _dir(self, key: str) -> Path:
         return self.root / "kernels" / key[:2] / key
 
-    def get(self, key: str) -> tuple[KernelMeta, bytes, str] | None:
+    def get(self, key: str) -> tuple[KernelMeta, bytes | tuple[bytes, ...], str] | None:
         path = self._dir(key)
         try:
             meta = KernelMeta.from_json((path / META_FILE).read_text())
-            binary = (path / meta.binary_name).read_bytes()
+            binary = read_binary(path, meta)
             source = (path / SOURCE_FILE).read_text()
         except (OSError, ValueError, KeyError):
             return None
@@ -91,7 +91,7 @@ class KernelCache:
             meta, binary, source = build()
             tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=path.parent))
             try:
-                (tmp / meta.binary_name).write_bytes(binary)
+                write_binary(tmp, meta, binary)
                 (tmp / SOURCE_FILE).write_text(source)
                 (tmp / META_FILE).write_text(meta.to_json())
                 if path.exists():

@@ -15,9 +15,11 @@
   as Python with the compile-time arguments (the parameters that are not annotated);
 - `p: <annotation>` on a parameter declares it: a `T.Tensor(...)` annotation makes a tensor
   parameter, a dtype (`T.int32`) a scalar one; `x = T.empty(shape, dtype)` declares an output;
-- everything from the first `with` to the final `return` is the kernel body, parsed by
-  TVMScript as the body of a `T.prim_func` whose signature is the declarations: the tensor
-  and scalar parameters in the function's order, then the outputs in declaration order.
+- everything from the first `with` (or the first `x = T.alloc_global(...)` workspace, which
+  belongs to the kernel) to the final `return` is the kernel body, parsed by TVMScript as the
+  body of a `T.prim_func` whose signature is the declarations: the tensor and scalar
+  parameters in the function's order, then the outputs in declaration order. The body may
+  hold several launches (`with T.Kernel` one after another).
 
 `T.const` names are learnt in two passes: the prologue first runs with symbolic vars, which
 shows the dims of the annotated tensors each name appears in directly (`A: T.Tensor((M, K))`
@@ -85,6 +87,11 @@ def _empty_target(stmt: ast.stmt) -> str | None:
     return None
 
 
+def _allocates_workspace(stmt: ast.stmt) -> bool:
+    """`x = T.alloc_global(...)`: a statement of the kernel body, not of the prologue."""
+    return isinstance(stmt, ast.Assign) and _is_call_to(stmt.value, "alloc_global")
+
+
 def is_eager_style(fn: Callable) -> bool:
     """True when the body declares its kernel (a parameter annotation, `T.empty`, or a top-level
     `with`) rather than returning a `T.prim_func` (the lazy style)."""
@@ -133,7 +140,7 @@ class EagerProgram:
                 self.annotations[stmt.target.id] = stmt.annotation
             elif _empty_target(stmt) is not None:
                 self.empties[_empty_target(stmt)] = stmt.value
-            elif isinstance(stmt, ast.With):
+            elif isinstance(stmt, ast.With) or _allocates_workspace(stmt):
                 kernel.append(stmt)
             else:
                 prologue.append(stmt)

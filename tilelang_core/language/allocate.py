@@ -1,4 +1,5 @@
-"""On-chip allocations: `T.alloc_shared`, `T.alloc_fragment`, `T.alloc_local`, `T.alloc_var`."""
+"""Allocations: on chip (`T.alloc_shared`, `T.alloc_fragment`, `T.alloc_local`, `T.alloc_var`)
+and the per-call global workspace `T.alloc_global`."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,7 +12,7 @@ from tilelang_core.ir.constants import SCOPE_FRAGMENT, SCOPE_LOCAL, SCOPE_SHARED
 from .dtypes import to_dtype
 from .tensor import normalize_shape
 
-__all__ = ["alloc_buffer", "alloc_fragment", "alloc_local", "alloc_shared", "alloc_var"]
+__all__ = ["alloc_buffer", "alloc_fragment", "alloc_global", "alloc_local", "alloc_shared", "alloc_var"]
 
 
 def _is_unit_shape(shape: tuple) -> bool:
@@ -32,6 +33,26 @@ def alloc_buffer(shape: Any, dtype: Any = "float32", scope: str = "global") -> i
     shape = normalize_shape(shape)
     layout = None if scope != SCOPE_LOCAL and _is_unit_shape(shape) else "default"
     return _builder.alloc_buffer(shape, str(to_dtype(dtype)), scope=scope, layout=layout)
+
+
+def alloc_global(shape: Any, dtype: Any, scope: str = "global") -> ir.Var:
+    """A global-memory buffer private to one call of the kernel: a workspace.
+
+    Written before the first `with T.Kernel(...)`, it is allocated on each call (like an
+    output of `out_idx`: in the array library and on the device of the tensor arguments, not
+    zeroed) and is visible to every launch of the function, so one kernel can write partial
+    results that the next one reads (split/combine decoding). Its shape may use the
+    function's symbolic dims.
+    """
+    from .kernel import _kernel_stack
+
+    if scope != "global":
+        raise ValueError(f"T.alloc_global allocates in scope 'global', got scope={scope!r}; "
+                         "use T.alloc_shared / T.alloc_fragment / T.alloc_local for on-chip buffers")
+    if _kernel_stack():
+        raise ValueError("T.alloc_global inside `with T.Kernel(...)`: a workspace belongs to the whole call; "
+                         "declare it before the first `with T.Kernel(...)` of the function")
+    return alloc_buffer(shape, dtype, scope)
 
 
 def alloc_shared(shape: Any, dtype: Any, scope: str = SCOPE_SHARED) -> ir.Var:

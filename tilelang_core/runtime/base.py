@@ -55,6 +55,16 @@ class KernelMeta:
     the small language of `eval_launch_expr`. `symbols` maps each symbolic name to the
     (parameter index, dimension) it is read from. `shared_memory` is the dynamic shared memory
     in bytes (0 when the target has none).
+
+    A function of several launches (`with T.Kernel` one after another, sharing global scratch
+    buffers from `T.alloc_global`) keeps this contract for the caller (`params`, `symbols`,
+    `out_idx`) and adds:
+    - `workspaces`: the scratch buffers, allocated per call like outputs (never returned); a
+      dim is an int or a launch expression over the symbols;
+    - `launches`: one `KernelMeta` per device kernel, run in order on one stream. Each takes
+      the user's parameters, then the workspaces, then the symbolic dims, and names its own
+      binary file (`binary_name`); the top level's `grid`, `block` and `shared_memory` are
+      unused.
     """
 
     target: str
@@ -68,30 +78,51 @@ class KernelMeta:
     binary_name: str = "kernel.bin"
     extra: dict[str, Any] = field(default_factory=dict)
     format_version: int = 1
+    workspaces: tuple[ParamSpec, ...] = ()
+    launches: tuple["KernelMeta", ...] = ()
+
+    @property
+    def binary_names(self) -> tuple[str, ...]:
+        """The files the device code is stored in: one per launch, or `binary_name`."""
+        return tuple(m.binary_name for m in self.launches) if self.launches else (self.binary_name,)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("workspaces", "launches"):  # absent when empty: single-launch JSON as before
+            if not data[key]:
+                del data[key]
+        if self.launches:
+            data["launches"] = [m.to_dict() for m in self.launches]
+        return data
 
     def to_json(self) -> str:
-        data = asdict(self)
-        data["params"] = [asdict(p) for p in self.params]
-        return json.dumps(data, indent=2, sort_keys=True)
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @staticmethod
     def from_json(text: str) -> "KernelMeta":
-        data = json.loads(text)
-        data["params"] = tuple(
-            ParamSpec(
-                name=p["name"],
-                kind=p["kind"],
-                dtype=p["dtype"],
-                shape=tuple(p["shape"]),
-                strides=None if p.get("strides") is None else tuple(p["strides"]),
-            )
-            for p in data["params"]
-        )
+        return KernelMeta.from_dict(json.loads(text))
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> "KernelMeta":
+        data = dict(data)
+        data["params"] = tuple(_param_from_dict(p) for p in data["params"])
+        data["workspaces"] = tuple(_param_from_dict(p) for p in data.get("workspaces", ()))
+        data["launches"] = tuple(KernelMeta.from_dict(m) for m in data.get("launches", ()))
         data["grid"] = tuple(data["grid"])
         data["block"] = tuple(data["block"])
         data["out_idx"] = tuple(data["out_idx"])
         data["symbols"] = {k: tuple(v) for k, v in data["symbols"].items()}
         return KernelMeta(**data)
+
+
+def _param_from_dict(p: dict[str, Any]) -> ParamSpec:
+    return ParamSpec(
+        name=p["name"],
+        kind=p["kind"],
+        dtype=p["dtype"],
+        shape=tuple(p["shape"]),
+        strides=None if p.get("strides") is None else tuple(p["strides"]),
+    )
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,20 @@ and contiguity. Two paths do it:
   x.dtype is float32 and x.flags.c_contiguous and x.shape == (n, 16)`, binding symbolic
   dims as it goes), ~0.3 us an argument against ~3 us. Any mismatch sends the call to the
   checked path, which then accepts or explains it.
+
+A kernel of several launches (`KernelMeta.launches`) is called the same way: per call the
+workspaces (`T.alloc_global`) are allocated like the outputs, in the array library and on the
+device of the first tensor argument, and every device kernel is launched in order on one
+stream (`LaunchSequence`). The workspaces are released when the call returns: on a GPU the
+array library's stream-ordered allocator (torch's caching allocator) keeps the memory from
+being handed out to other work before the launches on that stream are done.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from . import tensors
-from .base import KernelCallError, KernelMeta, LoadedKernel, Runtime, compile_launch_expr
+from .base import KernelCallError, KernelMeta, LoadedKernel, ParamSpec, Runtime, compile_launch_expr
 from .tensors import _contiguous_strides, array_library, is_contiguous, view_of
 
 __all__ = ["Kernel"]
@@ -30,7 +37,9 @@ _INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "
 class Kernel:
     """Callable kernel: `kernel(*inputs)` returns the outputs named by `out_idx`."""
 
-    def __init__(self, meta: KernelMeta, binary: bytes, runtime: Runtime, source: str | None = None) -> None:
+    def __init__(self, meta: KernelMeta, binary: bytes | tuple[bytes, ...], runtime: Runtime,
+                 source: str | None = None) -> None:
+        """`binary` is the device binary, or one per launch (`meta.launches`) in order."""
         self.meta = meta
         self.binary = binary
         self.runtime = runtime
@@ -46,6 +55,8 @@ class Kernel:
                                for p in meta.params]
         self._grid = [compile_launch_expr(g) for g in (tuple(meta.grid) + (1, 1, 1))[:3]]
         self._block = [compile_launch_expr(b) for b in (tuple(meta.block) + (1, 1, 1))[:3]]
+        # per workspace: its dims as functions of the symbol values
+        self._workspace_dims = [[compile_launch_expr(d) for d in w.shape] for w in meta.workspaces]
         self._init_guard()
 
     # -- public API ------------------------------------------------------------------------
@@ -53,8 +64,18 @@ class Kernel:
     @property
     def loaded(self) -> LoadedKernel:
         if self._loaded is None:
-            self._loaded = self.runtime.load(self.binary, self.meta)
+            if self.meta.launches:
+                from .launches import LaunchSequence
+
+                self._loaded = LaunchSequence(self.runtime, self.meta, self.binary)
+            else:
+                self._loaded = self.runtime.load(self.binary, self.meta)
         return self._loaded
+
+    @property
+    def params(self) -> list[ParamSpec]:
+        """The parameters as the caller sees them (outputs included, symbolic dims not)."""
+        return list(self.meta.params[:self._n_user])
 
     def explain(self) -> str:
         """What layout inference decided for each fragment: its layout, registers per thread,
@@ -97,7 +118,8 @@ class Kernel:
         if guard is not None:
             arranged = guard(args)
             if arranged is not None:
-                outs, launch_args, grid, block = arranged
+                # the workspaces stay referenced until the launches are issued
+                outs, launch_args, grid, block, workspaces = arranged
                 # stream None: the loaded kernel launches on its device's current stream
                 self._launch(launch_args, grid, block, self.meta.shared_memory, stream)
                 if not outs:
@@ -132,6 +154,9 @@ class Kernel:
         full = self._arrange(args)
         values = self._bind(full)
         launch_args = self._launch_args(full, values)
+        workspaces = self._allocate_workspaces(args, values)
+        if workspaces:  # their pointers go between the user's parameters and the symbolic dims
+            launch_args[self._n_user:self._n_user] = [view_of(w).data_ptr for w in workspaces]
         self._make_guard(full)
         grid = (self._grid[0](values), self._grid[1](values), self._grid[2](values))
         block = (self._block[0](values), self._block[1](values), self._block[2](values))
@@ -172,6 +197,17 @@ class Kernel:
                         shape.append(int(dim))
                 full[i] = self.runtime.allocate(like, shape, p.dtype)
         return full
+
+    def _allocate_workspaces(self, args: Sequence[Any], values: dict[str, int]) -> list[Any]:
+        """A fresh tensor per workspace, like the first tensor argument."""
+        if not self.meta.workspaces:
+            return []
+        like = next((a for a in args if view_of(a) is not None), None)
+        if like is None:
+            raise KernelCallError(f"{self.meta.entry}: cannot allocate its workspaces (T.alloc_global) without a tensor "
+                                  "input to copy the array library and device from")
+        return [self.runtime.allocate(like, [d(values) for d in dims], w.dtype)
+                for w, dims in zip(self.meta.workspaces, self._workspace_dims)]
 
     def _bind(self, full: list[Any], partial: bool = False) -> dict[str, int]:
         values: dict[str, int] = {}
@@ -254,7 +290,7 @@ def _numpy_pointer(name: str, env: dict) -> str:
 
 
 def _build_guard(kernel: "Kernel", full: list[Any]):
-    """A function `guard(args) -> (outputs, launch args, grid, block) | None` accepting exactly
+    """A function `guard(args) -> (outputs, launch args, grid, block, workspaces) | None` accepting exactly
     calls like `full`: as many arguments, each of the same type (`numpy.ndarray`,
     `torch.Tensor`, `int`, `float`), dtype object and torch device, of the parameter's shape
     (static dims equal, each symbolic dim equal wherever it occurs), and contiguous where the
@@ -262,7 +298,9 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
     meta, inputs = kernel.meta, kernel._inputs
     env: dict[str, Any] = {"allocate": kernel.runtime.allocate, "grid": kernel._grid, "block": kernel._block}
     position = {slot: n for n, slot in enumerate(inputs)}
-    like = next((f"x{n}" for n, slot in enumerate(inputs) if array_library(type(full[slot])) is not None), None)
+    libraries = [array_library(type(full[slot])) for slot in inputs]
+    like = next((f"x{n}" for n, library in enumerate(libraries) if library is not None), None)
+    like_library = next((library for library in libraries if library is not None), None)
     symbols: dict[str, str] = {}  # symbolic dim name -> local variable holding its value
     lines = ["def guard(args):", f"    if len(args) != {len(inputs)}:", "        return None"]
     if inputs:
@@ -331,15 +369,33 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
             else:
                 compare.append(f"{name}.shape[{d}] == {dim if isinstance(dim, int) else symbols[dim]}")
         fail_unless(compare)
-    pointers += [symbols[p.name] for p in meta.params[kernel._n_user:]]
     if symbols:
         lines.append("    values = {" + ", ".join(f"{n!r}: {v}" for n, v in symbols.items()) + "}")
+    workspaces = []
+    for index, workspace in enumerate(meta.workspaces):  # allocated like the outputs, never returned
+        if like is None:
+            return None
+        dims = []
+        for d, (dim, fn) in enumerate(zip(workspace.shape, kernel._workspace_dims[index])):
+            if isinstance(dim, int) or dim in symbols:
+                dims.append(str(dim) if isinstance(dim, int) else symbols[dim])
+            elif not symbols:
+                return None
+            else:  # an expression over the symbols
+                env[f"W{index}_{d}"] = fn
+                dims.append(f"W{index}_{d}(values)")
+        name = f"ws{index}"
+        lines.append(f"    {name} = allocate({like}, ({''.join(f'{d}, ' for d in dims)}), {workspace.dtype!r})")
+        workspaces.append(name)
+        pointers.append(f"{name}.data_ptr()" if like_library == "torch" else _numpy_pointer(name, env))
+    pointers += [symbols[p.name] for p in meta.params[kernel._n_user:]]
+    if symbols:
         launch = "(grid[0](values), grid[1](values), grid[2](values)), (block[0](values), block[1](values), block[2](values))"
     else:
         env["GRID"] = tuple(g({}) for g in kernel._grid)
         env["BLOCK"] = tuple(b({}) for b in kernel._block)
         launch = "GRID, BLOCK"
-    lines.append(f"    return [{', '.join(outs)}], [{', '.join(pointers)}], {launch}")
+    lines.append(f"    return [{', '.join(outs)}], [{', '.join(pointers)}], {launch}, [{', '.join(workspaces)}]")
     code = "\n".join(lines)
     exec(code, env)  # noqa: S102 - code built above from parameter positions and dtype names
     guard = env["guard"]
