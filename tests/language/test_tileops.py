@@ -241,3 +241,23 @@ def test_transpose_regions_and_shapes():
         T.transpose(a, tirx.decl_buffer((2, 3, 4), "float32", name="b"))
     with pytest.raises(ValueError, match="same rank, at least 2"):
         T.transpose(a, tirx.decl_buffer((4, 6), "float32", name="c"))
+
+
+def test_copy_accepts_tilelangs_hints_and_checks_them():
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((64, 64), "float16")
+            T.copy(A[0, 0], S, disable_tma=True, coalesced_width=8, eviction_policy="evict_first",
+                   prefer_instruction="cp_async", annotations={})
+
+    (op,) = tile_ops(main, "copy")
+    assert ints(op.regions[1].extents) == [64, 64]
+    from tilelang_core.language.tileops import _check_copy_hints
+
+    with pytest.raises(ValueError, match="eviction_policy must be one of"):
+        _check_copy_hints(None, False, "evict_sometimes", None, None, None)
+    with pytest.raises(ValueError, match="coalesced_width must be a positive int"):
+        _check_copy_hints(0, False, None, None, None, None)
+    with pytest.raises(NotImplementedError, match="loop_layout"):
+        _check_copy_hints(None, False, None, None, None, object())

@@ -64,9 +64,38 @@ class GemmWarpPolicy(IntEnum):
     FullCol = 2
 
 
-def copy(src: Any, dst: Any) -> ir.Call:
+_EVICTION_POLICIES = ("evict_normal", "evict_first", "evict_last")
+
+
+def _check_copy_hints(coalesced_width, disable_tma, eviction_policy, prefer_instruction, annotations,
+                      loop_layout) -> None:
+    """TileLang's T.copy keywords. They steer how a backend moves the data (vector width, TMA
+    or not, cache eviction, instruction family) and never change what is copied: they are
+    checked here and lowered copies do not read them yet. `loop_layout` would change the
+    thread mapping and is refused until the copy lowering honours it."""
+    if coalesced_width is not None and (not isinstance(coalesced_width, int) or coalesced_width <= 0):
+        raise ValueError(f"T.copy: coalesced_width must be a positive int, got {coalesced_width!r}")
+    if not isinstance(disable_tma, bool):
+        raise TypeError(f"T.copy: disable_tma must be True or False, got {disable_tma!r}")
+    if eviction_policy is not None and eviction_policy not in _EVICTION_POLICIES:
+        raise ValueError(f"T.copy: eviction_policy must be one of {', '.join(_EVICTION_POLICIES)}, "
+                         f"got {eviction_policy!r}")
+    if prefer_instruction is not None and not isinstance(prefer_instruction, str):
+        raise TypeError(f"T.copy: prefer_instruction must be a string, got {prefer_instruction!r}")
+    if annotations is not None and not isinstance(annotations, dict):
+        raise TypeError(f"T.copy: annotations must be a dict, got {type(annotations).__name__}")
+    if loop_layout is not None:
+        raise NotImplementedError("T.copy: loop_layout= is not supported yet; leave it out and "
+                                  "layout inference picks the copy's thread mapping")
+
+
+def copy(src: Any, dst: Any, *, coalesced_width: int | None = None, disable_tma: bool = False,
+         eviction_policy: str | None = None, prefer_instruction: str | None = None,
+         annotations: dict | None = None, loop_layout: Any = None) -> ir.Call:
     """Copy a tile: `tl.copy(src_region, dst_region)`. A point on one side (`A[i, j]`)
-    stands for a block of the other side's shape starting there."""
+    stands for a block of the other side's shape starting there. The keywords are TileLang's
+    hints (see `_check_copy_hints`): accepted, checked, and without effect on the result."""
+    _check_copy_hints(coalesced_width, disable_tma, eviction_policy, prefer_instruction, annotations, loop_layout)
     src_operand = as_operand(src, ACCESS_READ, "copy", "source")
     dst_operand = as_operand(dst, ACCESS_WRITE, "copy", "destination")
     roles = ("source", "destination")
