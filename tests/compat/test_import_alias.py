@@ -143,13 +143,32 @@ def test_backend_module_through_the_hook_and_stand_in_parents():
     assert "cannot import name 'CUDA'" in result["carver_cls"]
 
 
+def test_tilelang_cuda_intrinsics_are_the_cuda_backends():
+    result = _json_of(install=True, code="""
+        import json, sys
+        from tilelang.cuda.intrinsics import make_mma_swizzle_layout, get_swizzle_layout
+        from tilelang.cuda.intrinsics.layout.mma_layout import make_mma_swizzle_layout as deep
+        import tilelang.cuda
+        from tilelang import cuda
+        import tilelang_cuda.compat.intrinsics as ours
+        print(json.dumps({
+            "same": make_mma_swizzle_layout is ours.make_mma_swizzle_layout is deep,
+            "swizzle": get_swizzle_layout is ours.get_swizzle_layout,
+            "package": [tilelang.cuda.__spec__.name, cuda is tilelang.cuda],
+            "intrinsics": sys.modules["tilelang.cuda.intrinsics"] is ours,
+        }))
+    """)
+    assert result == {"same": True, "swizzle": True, "package": ["tilelang_cuda.compat", True], "intrinsics": True}
+
+
 UNPROVIDED = [
     ("import tilelang.engine", "ModuleNotFoundError",
      "TileLang module 'tilelang.engine' is not provided by tilelang-core nor claimed by an installed backend"),
-    ("import tilelang.cuda.intrinsics", "ModuleNotFoundError",
-     "'tilelang.cuda' is not provided by tilelang-core: it belongs to backend 'cuda'"),
-    ("from tilelang import cuda", "ImportError",
-     "'tilelang.cuda' is not provided by tilelang-core: it belongs to backend 'cuda'"),
+    ("import tilelang.cuda.intrinsics.macro", "ModuleNotFoundError",
+     "backend 'cuda' stands in for 'tilelang.cuda' with 'tilelang_cuda.compat', which has no "
+     "'tilelang_cuda.compat.intrinsics.macro'"),
+    ("from tilelang.cuda.intrinsics import TensorCoreIntrinEmitter", "ImportError",
+     "cannot import name 'TensorCoreIntrinEmitter'"),
     ("import tilelang.rocm", "ModuleNotFoundError", "it belongs to backend 'hip'"),
     ("import tilelang.contrib.nvcc", "ModuleNotFoundError", "it belongs to backend 'cuda'"),
 ]

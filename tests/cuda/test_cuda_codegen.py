@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,10 @@ from tilelang_core.jit.api import lower
 from tilelang_core.jit.options import CompileOptions
 from tilelang_core.plugin import get_plugin_manager, hooks_for
 from tilelang_core.runtime import eval_launch_expr
-from tests.language import programs as lp
+
+if str(Path(__file__).resolve().parents[2]) not in sys.path:  # `tests.language` from any working directory
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.language import programs as lp  # noqa: E402
 
 ELF_MAGIC = b"\x7fELF"
 

@@ -18,6 +18,12 @@ functions:
   over its group of `Lanes` consecutive lanes.
 - `tl.shfl_xor(v, m)` (`__shfl_xor_sync`): lane l receives v of lane l ^ m; a store whose
   value shuffles waits for the whole warp first.
+- TVM's `tvm_warp_shuffle[_up|_down](mask, v, lane or delta, width, warp_size)`
+  (`__shfl[_up|_down]_sync(mask, v, lane or delta, width)`, CUDA C++ Programming Guide,
+  "Warp Shuffle Functions"): the warp is cut into segments of `width` lanes; lane l reads v
+  of lane `src % width` of its segment, of lane l - delta (l + delta for _down) when that lane
+  is in its segment, else its own v. Every lane of the warp must take part and `mask` must
+  name them all.
 - `tl::pack_b16x2(lo, hi)`: two 16-bit patterns in one 32-bit word, lo in the low half;
   `reinterpret` of a 16-bit value gives its pattern.
 
@@ -227,7 +233,7 @@ class _Machine:
         if name == "tirx.reinterpret" and str(e.ty.dtype) == "uint16":
             value, bits = self.compile(e.args[0]), _bits16(str(e.args[0].ty.dtype))
             return lambda th: bits(value(th))
-        if name == "tl.shfl_xor":
+        if name in _SHUFFLES:
             key = e.__chandle__()
             return lambda th: th.shuffled[key]
         if name == "tirx.call_extern" and str(e.args[0].value) == "tl::pack_b16x2":
@@ -278,8 +284,12 @@ class _Machine:
                 th.locals[buf] = np.zeros(shape, dtype=_NP[str(buf.ty.dtype)])
         elif t is tirx.BufferStore:
             for call in self.shuffles(s):
-                yield ("warp", "tl::shfl_xor", (th, call.__chandle__(), self.ev(call.args[0], th),
-                                                self.ev(call.args[1], th)))
+                kind = _SHUFFLES[call.op.name]
+                if kind == "xor":
+                    value, arg, width, mask = self.ev(call.args[0], th), self.ev(call.args[1], th), 32, 0xFFFFFFFF
+                else:
+                    mask, value, arg, width = (self.ev(a, th) for a in call.args[:4])
+                yield ("warp", "shfl", (th, call.__chandle__(), value, kind, arg, width, mask))
             arr = self.buffer_array(th, s.buffer)
             value = self.ev(s.value, th)
             arr.reshape(-1)[self.ev_flat(s, th)] = value
@@ -332,7 +342,7 @@ class _Machine:
             found = []
 
             def visit(node):
-                if isinstance(node, ir.Call) and isinstance(node.op, ir.Op) and node.op.name == "tl.shfl_xor":
+                if isinstance(node, ir.Call) and isinstance(node.op, ir.Op) and node.op.name in _SHUFFLES:
                     found.append(node)
 
             from tilelang_core.transform.irutil import walk
@@ -347,8 +357,26 @@ class _Machine:
     @staticmethod
     def shuffle(lane_args) -> None:
         values = [a[2] for a in lane_args]
-        for lane, (th, key, _, mask) in enumerate(lane_args):
-            th.shuffled[key] = values[lane ^ mask]
+        lanes = len(lane_args)
+        if len({a[1] for a in lane_args}) != 1:
+            raise AssertionError("warp: lanes diverge at different shuffles")
+        for lane, (th, key, _, kind, arg, width, mask) in enumerate(lane_args):
+            if int(mask) & ((1 << lanes) - 1) != (1 << lanes) - 1:
+                raise AssertionError(f"shuffle mask {int(mask):#x} leaves out lanes of a warp of {lanes}")
+            if width < 1 or width > 32 or width & (width - 1):
+                raise AssertionError(f"shuffle width {width} is not a power of 2 up to 32")
+            base = lane - lane % width
+            if kind == "xor":
+                src = lane ^ arg
+            elif kind == "idx":
+                src = base + arg % width
+            elif kind == "up":
+                src = lane - arg if lane - arg >= base else lane
+            else:
+                src = lane + arg if lane + arg < base + width else lane
+            if not 0 <= src < lanes:
+                raise AssertionError(f"lane {lane} reads lane {src} of a warp of {lanes}")
+            th.shuffled[key] = values[src]
 
     @staticmethod
     def ldmatrix(name: str, lane_args) -> None:
@@ -424,6 +452,10 @@ def _decode(raw: np.ndarray, kind: str) -> np.ndarray:
     return raw.view(np.float32).astype(np.float64)
 
 
+# shuffle ops -> their kind (see the module docstring)
+_SHUFFLES = {"tl.shfl_xor": "xor", "tirx.tvm_warp_shuffle": "idx", "tirx.tvm_warp_shuffle_up": "up",
+             "tirx.tvm_warp_shuffle_down": "down"}
+
 _MATH = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
          "fabs": np.abs, "tanh": np.tanh, "rsqrt": lambda x: 1 / np.sqrt(x)}
 
@@ -448,6 +480,8 @@ _BIN = {
     tirx.BitwiseXor: lambda a, b: a ^ b,
     tirx.BitwiseAnd: lambda a, b: a & b,
     tirx.BitwiseOr: lambda a, b: a | b,
+    tirx.LShift: lambda a, b: a << b,
+    tirx.RShift: lambda a, b: a >> b,
 }
 
 
@@ -513,7 +547,7 @@ def _run_block(m: _Machine, env: dict, threads: int) -> None:
                 _Machine.ldmatrix(name, args)
             elif name.startswith("tl::warp_allreduce"):
                 _Machine.allreduce(name, args)
-            elif name == "tl::shfl_xor":
+            elif name == "shfl":
                 _Machine.shuffle(args)
             else:
                 _Machine.mma(name, args)

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from tvm import ir, sym, tirx
 
+from tilelang_core.ir.source import _last_span
 from tilelang_core.runtime.base import KernelSource
 
 from .analysis import (
@@ -244,8 +245,8 @@ class CStyleCodegen(CExprPrinter):
 
     def _write(self, line: str) -> None:
         self.lines.append(self.indent_unit * self._depth + line if line else "")
-        span = self._span
-        if span is not None and span.source_name is not None:
+        span = _last_span(self._span)  # a T.macro's code carries a SequentialSpan
+        if span is not None:
             self.line_map[len(self.lines)] = (str(span.source_name.name), int(span.line))
 
     class _Indent:

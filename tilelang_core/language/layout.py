@@ -27,14 +27,18 @@ class Layout:
 
     def __init__(self, shape: Any, forward_fn: Callable[..., Any]) -> None:
         self.shape = normalize_shape(shape)
-        arity = len(inspect.signature(forward_fn).parameters)
-        if arity != len(self.shape):
+        params = inspect.signature(forward_fn).parameters.values()
+        variadic = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+        arity = sum(p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                    for p in params)
+        if arity != len(self.shape) and not (variadic and arity <= len(self.shape)):
             raise ValueError(
                 f"T.Layout: the function takes {arity} indices but the shape {self.shape} "
                 f"has {len(self.shape)} dims"
             )
-        # int64 index vars: TVMScript reads printed index maps back with int64 vars
-        self.index_map = IndexMap.from_func(forward_fn, index_dtype="int64")
+        # int64 index vars: TVMScript reads printed index maps back with int64 vars; a
+        # function of `*idx` (TileLang's swizzle helpers) gets one index per dim
+        self.index_map = IndexMap.from_func(forward_fn, ndim=len(self.shape), index_dtype="int64")
 
     def attr_node(self) -> Any:
         return self.index_map

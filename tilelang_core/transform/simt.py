@@ -21,13 +21,15 @@ Rules:
   loaded before and stored after each per-thread region.
 - Statements outside parallel nests run on every thread (uniform control flow). A store to
   memory other threads see (shared, global), an atomic or a print there runs on thread 0 only,
-  unless it names a thread index (`T.get_thread_binding`, or a variable bound from one): then
-  it is per-thread work (`C[tn] = acc[0]`) and every thread runs it.
+  unless it names a thread index (`T.get_thread_binding`, or a scalar computed from one,
+  `warp_id = tx // 32` included): then it is per-thread work (`C[tn] = acc[0]`) and every
+  thread runs it.
 - A barrier follows every uniform statement that writes shared memory, and opens every
   uniform serial loop whose body writes shared memory (so iteration k+1 does not overwrite
-  what iteration k still reads). A call writes shared memory when it is handed a pointer
-  into it with the write bit of `tvm_access_ptr`'s mask. Code inside an
-  `AttrStmt(ATTR_SYNC_PLACED)` places its own barriers: none are added inside it.
+  what iteration k still reads); a vectorized loop counts as one statement. A call writes
+  shared memory when it is handed a pointer into it with the write bit of `tvm_access_ptr`'s
+  mask. Code inside an `AttrStmt(ATTR_SYNC_PLACED)` places its own barriers: none are added
+  inside it.
 """
 from __future__ import annotations
 
@@ -70,17 +72,38 @@ def _buffer_key(buf) -> int:
 
 
 def _thread_dependent_vars(body: tir.Stmt, thread_vars) -> set[int]:
-    """Keys of the thread index vars and of every let-bound var whose value uses one."""
+    """Keys of the thread index vars and of every scalar computed from one, directly or
+    through other such scalars: vars bound by LetStmt / Bind, and the one-element local
+    buffers that `x = expr` in a kernel declares (`warp_id = tx // 32`)."""
     keys = {_buffer_key(v) for v in thread_vars}
+    bindings = []  # (key of the bound scalar, value)
 
-    def on_let(let):
+    def collect(node):
+        if isinstance(node, (tir.LetStmt, tir.Bind)):
+            bindings.append((_buffer_key(node.var), node.value))
+        elif node.buffer.scope() in ("local", "local.var") and _is_scalar(node.buffer):
+            bindings.append((_buffer_key(node.buffer), node.value))
+
+    walk(body, collect, (tir.LetStmt, tir.Bind, tir.BufferStore))
+
+    def uses_a_thread(value) -> bool:
         used = []
-        walk(let.value, lambda v: used.append(1) if _buffer_key(v) in keys else None, (tir.Var,))
-        if used:
-            keys.add(_buffer_key(let.var))
+        walk(value, lambda v: used.append(1) if _buffer_key(v) in keys else None, (tir.Var,))
+        return bool(used)
 
-    walk(body, on_let, (tir.LetStmt,))  # post-order: an inner let seen before its user's outer one
+    grew = True  # to a fixed point: a scalar may be bound before the one it is computed from
+    while grew:
+        grew = False
+        for key, value in bindings:
+            if key not in keys and uses_a_thread(value):
+                keys.add(key)
+                grew = True
     return keys
+
+
+def _is_scalar(buffer) -> bool:
+    shape = list(buffer.shape)
+    return len(shape) == 1 and isinstance(shape[0], tir.IntImm) and int(shape[0]) == 1
 
 
 class _Partitioner:
@@ -414,7 +437,9 @@ def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             if PARTITIONED in s.annotations:
                 return s
             body = rewrite(s.body)
-            if _writes_shared(s.body) and s.kind != tir.ForKind.PARALLEL:
+            # a vectorized loop is one vector access per thread (its iterations carry no
+            # dependence): like a single statement, it needs no barrier between iterations
+            if _writes_shared(s.body) and s.kind not in (tir.ForKind.PARALLEL, tir.ForKind.VECTORIZED):
                 body = seq([sync_threads(), body])
             return tir.For(s.loop_var, s.min, s.extent, s.kind, body, annotations=s.annotations,
                            step=s.step, span=s.span)

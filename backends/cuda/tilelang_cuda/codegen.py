@@ -31,7 +31,7 @@ from tvm import ir, tirx
 
 from tilelang_core.codegen import CodegenError, CStyleCodegen
 from tilelang_core.codegen.analysis import buffer_info, dtype_of, iter_exprs
-from tilelang_core.codegen.cexpr import c_string_literal
+from tilelang_core.codegen.cexpr import PREC_ATOM, c_string_literal
 from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
 
 __all__ = ["CUDACodegen", "CUDA_TYPES", "CUDA_MATH_OPS", "CUDA_FAST_MATH_OPS"]
@@ -274,6 +274,29 @@ class CUDACodegen(CStyleCodegen):
         if a_text is None or b_text is None:
             return None
         return f"({self.expr(cond)}) ? {a_text} : {b_text}"
+
+    # -- expressions ----------------------------------------------------------------------
+
+    # TVM's warp shuffles (TileLang's `T.tvm_warp_shuffle[_up|_down](mask, value, lane or
+    # delta, width, warp_size)`), spelled as TVM's CUDA codegen spells them; warp_size is
+    # the target's and is not passed on
+    WARP_SHUFFLES = {
+        "tirx.tvm_warp_shuffle": "__shfl_sync",
+        "tirx.tvm_warp_shuffle_up": "__shfl_up_sync",
+        "tirx.tvm_warp_shuffle_down": "__shfl_down_sync",
+    }
+
+    def call_handlers(self) -> dict:
+        handlers = dict(super().call_handlers())
+        for op_name, function in self.WARP_SHUFFLES.items():
+            handlers[op_name] = lambda e, function=function: self._warp_shuffle(function, e)
+        return handlers
+
+    def _warp_shuffle(self, function: str, e) -> tuple[str, int]:
+        mask, value, lane, width = e.args[:4]
+        mask_text = (f"{int(mask.value) & 0xFFFFFFFF:#x}u" if isinstance(mask, tirx.IntImm)
+                     else f"(unsigned)({self.expr(mask)})")
+        return f"{function}({mask_text}, {self.expr(value)}, {self.expr(lane)}, {self.expr(width)})", PREC_ATOM
 
     def emit_assert(self, cond, message: str) -> None:
         # the core puts the user's file:line into the message; the kernel's name says which one

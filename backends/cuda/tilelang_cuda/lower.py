@@ -7,11 +7,15 @@
 | `T.Pipelined(n, num_stages>=2)` over such copies | multi-stage cp.async pipeline | `lower_pipeline.py` |
 | shared tiles only those two touch | XOR-swizzled 16-byte chunks (no ldmatrix bank conflicts) | `lower_pipeline.py` |
 | `T.use_swizzle(panel, order)` | block rasterization in panels (L2 reuse) | `lower_raster.py` |
+| `T.annotate_layout({shared: T.Layout(...)})` | the tile stored in the user's placement (TileLang's `make_mma_swizzle_layout`) | `lower_layout.py` |
 
 Everything else, and every case a lowering does not cover, takes the core's portable path
 (the hook returns None). Layout functions live in `layout.py`.
 """
 from __future__ import annotations
+
+from tilelang_core.ir.source import source_of
+from tilelang_core.transform.errors import TileLangCompileError
 
 __all__ = ["lower_tile_op", "infer_layout", "edit_pipeline"]
 
@@ -24,14 +28,25 @@ def _has_mma(caps, op) -> bool:
 
 def lower_tile_op(target, op, ctx):
     """`tilelang_lower_tile_op`: the CUDA lowering of `op`, or None for the portable one."""
+    from .lower_layout import SHARED_LAYOUTS
     from .lower_pipeline import ANALYZER, SWIZZLES
 
     swizzles = ctx.facts.get(SWIZZLES, {})
+    # shared tiles in a user's placement that breaks 16-byte runs cannot be moved 16 bytes
+    # at a time (cp.async, ldmatrix)
+    placed = ctx.facts.get(SHARED_LAYOUTS, {})
+    unfit = [placed[key] for key in (r.buffer.__chandle__() for r in op.regions)
+             if key in placed and not placed[key].keeps_chunks]
     if op.name == "gemm" and _has_mma(ctx.caps, op):
         from .lower_gemm import lower_gemm
 
+        if unfit:
+            raise TileLangCompileError(
+                f"T.gemm on mma.sync reads shared operands 16 bytes at a time (ldmatrix), but the layout given by "
+                f"{unfit[0].origin} does not keep 16-byte runs of a row together; use "
+                f"make_mma_swizzle_layout or drop the annotation", source_of(op.stmt))
         return lower_gemm(op, ctx, swizzles)
-    if op.name == "copy" and "cp.async" in ctx.caps.copy_engines:
+    if op.name == "copy" and "cp.async" in ctx.caps.copy_engines and not unfit:
         from .lower_copy import lower_async_copy
 
         return lower_async_copy(op, swizzles, ctx.facts.get(ANALYZER))
@@ -50,12 +65,16 @@ def infer_layout(target, op, ctx):
 
 
 def edit_pipeline(target, pipeline) -> None:
-    """`tilelang_pipeline`: block rasterization and swizzle planning after layout inference,
-    cp.async pipelining before the core's portable pipeline planning."""
+    """`tilelang_pipeline`: block rasterization, the user's shared layouts and swizzle
+    planning after layout inference, cp.async pipelining before the core's portable pipeline
+    planning, the user's shared layouts applied to every access before vectorizing."""
+    from .lower_layout import apply_shared_layouts, plan_shared_layouts
     from .lower_pipeline import pipeline_async_copies, plan_swizzles
     from .lower_raster import rasterize_blocks
 
     pipeline.insert_after("infer_layout", "cuda.rasterize_blocks", rasterize_blocks)
-    pipeline.insert_after("cuda.rasterize_blocks", "cuda.plan_swizzles", plan_swizzles)
+    pipeline.insert_after("cuda.rasterize_blocks", "cuda.plan_shared_layouts", plan_shared_layouts)
+    pipeline.insert_after("cuda.plan_shared_layouts", "cuda.plan_swizzles", plan_swizzles)
+    pipeline.insert_before("vectorize", "cuda.apply_shared_layouts", apply_shared_layouts)
     if "cp.async" in target.capabilities.copy_engines:
         pipeline.insert_before("plan_pipeline", "cuda.pipeline_async_copies", pipeline_async_copies)

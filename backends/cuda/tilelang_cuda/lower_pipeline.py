@@ -33,6 +33,7 @@ from tilelang_core.transform.irutil import analyzer, map_stmts, seq, substitute,
 from tilelang_core.transform.kernel_info import launch_info
 
 from .layout import accumulator_layout, swizzle_for
+from .lower_layout import SHARED_LAYOUTS
 from .lower_copy import CopyPlan, async_copy_nest, commit, launch_analyzer, plan_copy, wait
 from .lower_gemm import SHARED_SCOPES, plan_gemm
 from .lower_raster import BLOCK_RANGES
@@ -94,8 +95,11 @@ def plan_swizzles(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
                     if operand.scope in ("shared", "shared.dyn"):
                         own(operand)
     refs = _references(func.body)
+    placed = ctx.facts.get(SHARED_LAYOUTS, {})
     for key, buf in candidates.items():
         shape = buf.ty.shape
+        if key in placed:
+            continue  # the user's placement (T.Layout) is applied to every access instead
         if refs.get(key) != owned[key] or len(shape) != 2 or not all(isinstance(d, tir.IntImm) for d in shape):
             continue
         import tvm
@@ -156,10 +160,14 @@ class _Loop:
         self.consumers: list[tir.Stmt] = []
 
 
-def _split(loop: tir.For, stages: int, scopes: dict[int, str]) -> _Loop | None:
+def _split(loop: tir.For, stages: int, scopes: dict[int, str], unfit: set = frozenset()) -> _Loop | None:
+    """Producers and consumers of `loop`, or None when it does not fit; a copy into a tile
+    in `unfit` (a user's placement that breaks 16-byte runs) is no producer."""
     split = _Loop(loop, stages)
     for stmt in _statements(loop.body):
         plan = plan_copy(TileOp.from_stmt(stmt)) if is_tile_op(stmt, "copy") else None
+        if plan is not None and _key(plan.dst.buffer) in unfit:
+            plan = None
         if plan is not None and _whole(plan.dst) and not any(_loads_buffers(m) for m in plan.src.mins):
             split.producers.append((TileOp.from_stmt(stmt), plan))
         else:
@@ -236,11 +244,13 @@ def _single_assignments(func: tir.PrimFunc) -> dict[int, object]:
     return known
 
 
-def _pipeline(split: _Loop, swizzles: dict, ana, known: dict | None = None) -> tuple[tir.Stmt, dict[int, object]]:
+def _pipeline(split: _Loop, swizzles: dict, ana, known: dict | None = None,
+              placed: dict | None = None) -> tuple[tir.Stmt, dict[int, object]]:
     from tvm import ir
 
     loop, stages = split.loop, split.stages
     known = known or {}
+    placed = {} if placed is None else placed
 
     def for_proofs(expr):
         """`expr` with known scalars replaced by their values (for the analyzer only)."""
@@ -258,6 +268,8 @@ def _pipeline(split: _Loop, swizzles: dict, ana, known: dict | None = None) -> t
                                             scope=str(buf.ty.storage_scope))
         if _key(buf) in swizzles:
             swizzles[_key(staged[_key(buf)])] = swizzles[_key(buf)]
+        if _key(buf) in placed:  # the user's placement of each stage (the stage dim leads)
+            placed[_key(staged[_key(buf)])] = placed[_key(buf)]
     var, lo, n = loop.loop_var, loop.min, loop.extent
     ana.bind(var, ir.Range.from_min_extent(for_proofs(lo), for_proofs(n)))
 
@@ -306,6 +318,8 @@ class _NotPipelined(Exception):
 def pipeline_async_copies(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     """Pipeline every eligible `T.Pipelined` loop (see the module docstring)."""
     swizzles = ctx.facts.setdefault(SWIZZLES, {})
+    placed = ctx.facts.setdefault(SHARED_LAYOUTS, {})
+    unfit = {key for key, layout in placed.items() if not layout.keeps_chunks}
     scopes: dict[int, str] = {}
     walk(func.body, lambda a: scopes.__setitem__(_key(a.buffer), str(a.buffer.ty.storage_scope)), (tir.AllocBuffer,))
     outside = _references(func.body)
@@ -318,14 +332,15 @@ def pipeline_async_copies(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             return loop
         if any(k in loop.annotations for k in ("tl_pipeline_order", "tl_pipeline_stage")):
             return loop  # a hand-written schedule: not ours to reorder
-        split = _split(loop, int(loop.annotations[ANN_NUM_STAGES]), scopes)
+        split = _split(loop, int(loop.annotations[ANN_NUM_STAGES]), scopes, unfit)
         if split is None:
             return loop
         inside = _references(loop.body)
         if any(outside.get(_key(p.dst.buffer)) != inside.get(_key(p.dst.buffer)) for _, p in split.producers):
             return loop  # a staged tile is used outside the loop
         try:
-            stmt, staged = _pipeline(split, swizzles, launch_analyzer(func, ctx.facts.get(BLOCK_RANGES)), known)
+            stmt, staged = _pipeline(split, swizzles, launch_analyzer(func, ctx.facts.get(BLOCK_RANGES)), known,
+                                     placed)
         except _NotPipelined:
             return loop
         replaced.update(staged)

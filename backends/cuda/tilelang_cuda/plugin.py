@@ -21,9 +21,10 @@ def tilelang_compat_modules():
     return {
         # the device facts TileLang's examples read (driver.get_num_sms() for persistent grids)
         "tilelang.carver.arch.driver": "tilelang_cuda.carver_driver",
-        # TileLang's CUDA namespace (intrinsics, MMA macro generators) and its nvcc/NVRTC
-        # wrappers: this backend's to provide, not provided yet
-        "tilelang.cuda": None,
+        # TileLang's CUDA namespace: the swizzled shared layouts of hand-written tensor-core
+        # kernels (see tilelang_cuda.compat for what is provided)
+        "tilelang.cuda": "tilelang_cuda.compat",
+        # its nvcc/NVRTC wrappers: this backend's to provide, not provided yet
         "tilelang.contrib.nvcc": None,
         "tilelang.contrib.nvrtc": None,
     }

@@ -1,0 +1,19 @@
+"""TileLang's `tilelang.cuda` namespace, as far as this backend provides it.
+
+The core's import aliasing maps `tilelang.cuda[.x]` here (through this backend's
+`tilelang_compat_modules` hook), so a TileLang program's `from tilelang.cuda.intrinsics import
+make_mma_swizzle_layout` finds `tilelang_cuda.compat.intrinsics`. Provided so far:
+
+| TileLang module | names |
+|---|---|
+| `tilelang.cuda.intrinsics` | `make_mma_swizzle_layout`, `get_swizzle_layout` |
+| `tilelang.cuda.intrinsics.layout[.mma_layout]` | the same two |
+
+A module of TileLang's namespace that is not here fails to import with a message naming this
+package; a name that is not here fails as Python's `ImportError` does.
+"""
+from __future__ import annotations
+
+from . import intrinsics as intrinsics
+
+__all__ = ["intrinsics"]

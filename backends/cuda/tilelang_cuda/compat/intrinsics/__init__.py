@@ -1,0 +1,7 @@
+"""TileLang's `tilelang.cuda.intrinsics`: the shared-memory layouts of hand-written tensor-core
+kernels (see `tilelang_cuda.compat` for what is provided)."""
+from __future__ import annotations
+
+from .layout import get_swizzle_layout, make_mma_swizzle_layout
+
+__all__ = ["get_swizzle_layout", "make_mma_swizzle_layout"]
