@@ -14,26 +14,19 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .cache_switch import disable_cache, enable_cache, is_cache_enabled
-from .finder import TileLangFinder, install, installed_finder, uninstall
-from .names import cdiv, next_power_of_2
+# resolved on first use: the autotuner's cache check reads `is_cache_enabled` on every call,
+# and a fresh process must not pay for the import finder to ask it
+_NAMES = {
+    "disable_cache": "cache_switch", "enable_cache": "cache_switch", "is_cache_enabled": "cache_switch",
+    "TileLangFinder": "finder", "install": "finder", "installed_finder": "finder", "uninstall": "finder",
+    "cdiv": "names", "next_power_of_2": "names", "DataType": "names", "tvm": "names",
+}
 
-__all__ = [
-    "DataType",
-    "TileLangFinder",
-    "cdiv",
-    "disable_cache",
-    "enable_cache",
-    "install",
-    "installed_finder",
-    "is_cache_enabled",
-    "next_power_of_2",
-    "tvm",
-    "uninstall",
-]
+__all__ = sorted(_NAMES)
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("DataType", "tvm"):
-        return getattr(importlib.import_module(".names", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
