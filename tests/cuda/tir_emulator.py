@@ -259,6 +259,9 @@ class _Machine:
             for i in range(lo, lo + n):
                 th.env[var] = i
                 yield from self.run(s.body, th)
+        elif t is tirx.While:
+            while self.ev(s.condition, th):
+                yield from self.run(s.body, th)
         elif t is tirx.AttrStmt:
             if s.attr_key == "thread_extent":
                 tag = str(s.node.thread_tag)

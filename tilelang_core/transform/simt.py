@@ -25,7 +25,7 @@ Rules:
   `warp_id = tx // 32` included): then it is per-thread work (`C[tn] = acc[0]`) and every
   thread runs it.
 - A barrier follows every uniform statement that writes shared memory, and opens every
-  uniform serial loop whose body writes shared memory (so iteration k+1 does not overwrite
+  uniform serial or while loop whose body writes shared memory (so iteration k+1 does not overwrite
   what iteration k still reads); a vectorized loop counts as one statement. A call writes
   shared memory when it is handed a pointer into it with the write bit of `tvm_access_ptr`'s
   mask. Code inside an `AttrStmt(ATTR_SYNC_PLACED)` places its own barriers: none are added
@@ -443,6 +443,12 @@ def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
                 body = seq([sync_threads(), body])
             return tir.For(s.loop_var, s.min, s.extent, s.kind, body, annotations=s.annotations,
                            step=s.step, span=s.span)
+        if isinstance(s, tir.While):
+            # as a serial loop: iteration k+1 must not overwrite what iteration k still reads
+            body = rewrite(s.body)
+            if _writes_shared(s.body):
+                body = seq([sync_threads(), body])
+            return tir.While(s.condition, body, span=s.span)
         if isinstance(s, tir.AttrStmt):
             if s.attr_key == ATTR_SYNC_PLACED:
                 return resume_inside(s)
