@@ -48,3 +48,22 @@ def test_fp8_type_follows_the_default_targets_capabilities(monkeypatch):
     assert fp8.determine_fp8_type() == "float8_e4m3fn"
     with pytest.raises(ValueError, match="'e4m3' or 'e5m2'"):
         fp8.determine_fp8_type("e3m4")
+
+
+def test_dtype_as_torch():
+    torch = pytest.importorskip("torch")
+    from tilelang_core import language as T
+
+    assert T.dtype("float8_e4m3fn").as_torch() is torch.float8_e4m3fn
+    assert T.float16.as_torch() is torch.float16 and T.dtype("int4").as_torch() is torch.int8
+
+
+def test_renamed_tvm_classes_keep_their_old_names_under_the_aliasing(tmp_path):
+    import subprocess
+    import sys
+
+    program = tmp_path / "prog.py"
+    program.write_text("from tvm import tirx\nimport tvm\nassert tirx.PrimExpr is tvm.ir.Expr\nprint('ok')\n")
+    done = subprocess.run([sys.executable, "-m", "tilelang_core.compat.run", str(program)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

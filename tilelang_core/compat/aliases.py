@@ -19,11 +19,12 @@ lacks them. This honours every name that kept its meaning across the rename (for
 `tvm.arith`: `Analyzer`, `IntervalSet`, `detect_iter_map`, `IterSplitExpr`, `IterMark`,
 `subspace_divide`, ... all present in `tvm.sym`); names 0.27 removed or moved elsewhere
 (`tvm.tirx.stmt_functor`, whose work `tvm_ffi.structural_map` does now, and `tvm.tirx.Call`)
-are not bridged: using one is an AttributeError, never a silent substitute.
+are not bridged: using one is an AttributeError, never a silent substitute. A class that only
+changed its name (`TVM_NAME_RENAMES`) is bridged under its old name.
 """
 from __future__ import annotations
 
-__all__ = ["CORE_ALIASES", "TVM_RENAMES", "PACKAGE"]
+__all__ = ["CORE_ALIASES", "TVM_RENAMES", "TVM_NAME_RENAMES", "PACKAGE"]
 
 PACKAGE = "tilelang"
 
@@ -48,4 +49,12 @@ CORE_ALIASES: dict[str, str] = {
 TVM_RENAMES: dict[str, str] = {
     "tvm.tir": "tvm.tirx",
     "tvm.arith": "tvm.sym",
+}
+
+# names apache-tvm 0.27 renamed inside a module, with their meaning kept: "module.old" ->
+# "module.new". Set on the module (when it lacks the old name) in a process that runs the
+# aliasing. `tirx.PrimExpr` is what TileLang's programs annotate expressions with; 0.27 calls
+# the class `tvm.ir.Expr` (`IntImm`, `Var`, `Call` all derive from it).
+TVM_NAME_RENAMES: dict[str, str] = {
+    "tvm.tirx.PrimExpr": "tvm.ir.Expr",
 }

@@ -24,7 +24,7 @@ import threading
 import types
 from typing import Any
 
-from .aliases import CORE_ALIASES, PACKAGE, TVM_RENAMES
+from .aliases import CORE_ALIASES, PACKAGE, TVM_NAME_RENAMES, TVM_RENAMES
 
 __all__ = ["TileLangFinder", "install", "uninstall", "installed_finder"]
 
@@ -280,7 +280,8 @@ class _RenamingLoader(importlib.abc.Loader):
 
 
 def add_tvm_renames(tvm: types.ModuleType) -> None:
-    """Make `tvm.tir`/`tvm.arith` the renamed modules, where the installed TVM lacks them."""
+    """Make `tvm.tir`/`tvm.arith` the renamed modules, where the installed TVM lacks them, and
+    give renamed classes their old names (`TVM_NAME_RENAMES`)."""
     for old, new in TVM_RENAMES.items():
         child = old.partition(".")[2]
         if getattr(tvm, child, None) is not None or old in sys.modules:
@@ -288,6 +289,12 @@ def add_tvm_renames(tvm: types.ModuleType) -> None:
         module = importlib.import_module(new)
         setattr(tvm, child, module)
         sys.modules[old] = module
+    for old, new in TVM_NAME_RENAMES.items():
+        old_module, _, old_name = old.rpartition(".")
+        new_module, _, new_name = new.rpartition(".")
+        owner = importlib.import_module(old_module)
+        if not hasattr(owner, old_name):
+            setattr(owner, old_name, getattr(importlib.import_module(new_module), new_name))
 
 
 _LOCK = threading.Lock()

@@ -47,6 +47,13 @@ class DType(str):
     def __repr__(self) -> str:
         return f"T.{self}"
 
+    def as_torch(self) -> Any:
+        """The torch dtype of this dtype (TileLang's `T.dtype(name).as_torch()`); int4 and
+        float4 values, which torch has no dtype for, live in torch.int8."""
+        from ..utils.tensor import map_torch_type
+
+        return map_torch_type(str(self))
+
 
 def _constructor(dtype: str) -> Any:
     name = "boolean" if dtype == "bool" else dtype
