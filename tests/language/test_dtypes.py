@@ -59,3 +59,11 @@ def test_scalar_params():
 
     assert [str(p.ty) for p in main.params[1:]] == ["int32", "float32"]
     assert [p.name for p in main.params] == ["A", "n", "alpha"]
+
+
+def test_short_spellings_are_canonical_and_sub_byte_ints_have_names():
+    from tilelang_core import language as T
+
+    assert T.dtype("uint") == T.uint == "uint32" and T.dtype("int") == T.int32
+    assert T.dtype("float") == "float32" and T.dtype("float16") == T.float16
+    assert T.int4 == "int4" and T.uint4 == "uint4" and T.uint2 == "uint2"

@@ -19,6 +19,7 @@ DTYPE_ALIASES = {
     "half": "float16",
     "double": "float64",
     "int": "int32",
+    "uint": "uint32",
     "long": "int64",
     "short": "int16",
     "char": "int8",
@@ -32,7 +33,12 @@ _TVM_DTYPE_PREFIXES = ("float", "int", "uint", "bool", "bfloat")
 
 
 class DType(str):
-    """A dtype name that is also TVMScript's constructor for that dtype."""
+    """A dtype name that is also TVMScript's constructor for that dtype. TileLang's and
+    PyTorch's short spellings are canonical names here: `T.dtype("uint") == T.uint32`."""
+
+    def __new__(cls, name: Any = "") -> "DType":
+        text = str(name)
+        return super().__new__(cls, DTYPE_ALIASES.get(text, text))
 
     def __call__(self, value: Any = None) -> ir.Expr:
         if value is None:
@@ -110,6 +116,11 @@ def _collect_dtypes() -> dict[str, DType]:
         if _is_dtype_constructor(value):
             names[name] = DType(value._dtype_str)  # pylint: disable=protected-access
     names["bool"] = DType("bool")
+    # sub-byte integers (packed storage in dequantizing kernels): names for annotations and
+    # casts, as TileLang has them; TVMScript itself has no constructor for them
+    for bits in (1, 2, 4):
+        for sign in ("int", "uint"):
+            names.setdefault(f"{sign}{bits}", DType(f"{sign}{bits}"))
     # TileLang's C-style spellings: T.float is T.float32, T.half is T.float16, ...
     for alias, canonical in DTYPE_ALIASES.items():
         names.setdefault(alias, DType(canonical))
