@@ -533,13 +533,15 @@ REASONS: list[Reason] = [
            module="tilelang.language"),
     # -- not yet, the CUDA backend's: Hopper and PTX features by name
     Reason(NOT_YET, "Hopper (sm_90a) warp specialization and wgmma by name (warpgroups, register "
-           "reallocation, wgmma descriptors): tilelang-core uses wgmma inside T.gemm's lowering, "
-           "but these names are not in the language yet; the CUDA backend's to provide",
+           "reallocation, wgmma descriptors): tilelang-core's T.gemm runs on mma.sync on sm_90a "
+           "today (wgmma is the Hopper issue's), and these names are not in the language; the "
+           "CUDA backend's to provide",
            pattern=r"^WS|^ws$|^ws_op$|WarpSpecialize|_ws_|warp_group|warpgroup|wgmma|WGMMA|^WG|gmma|"
                    r"max_nreg|reg_alloc|reg_dealloc|descriptor|^alloc_descriptor$"),
     Reason(NOT_YET, "Hopper asynchronous machinery by name (TMA, mbarriers, thread-block clusters, "
-           "programmatic dependent launch): used inside T.copy / T.Pipelined lowering on sm_90a, "
-           "not exposed as T.* names yet; the CUDA backend's to provide",
+           "programmatic dependent launch): tilelang-core's T.copy and T.Pipelined use cp.async "
+           "today (TMA and mbarrier pipelines are the Hopper issue's), and these names are not "
+           "in the language; the CUDA backend's to provide",
            pattern=r"tma|mbarrier|barrier_arrive|barrier_wait|barrier_init|_barrier$|barriers$|"
                    r"(?i:cluster)|fence_proxy|^pdl_"),
     Reason(NOT_YET, "Philox random numbers on the device (curand's generator): not yet",
