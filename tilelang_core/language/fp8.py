@@ -1,9 +1,9 @@
 """TileLang's `tilelang.language.fp8`: which float8 dtype names the default target uses.
 
-Two float8 families exist: the OCP formats (`float8_e4m3fn`, `float8_e5m2`: NVIDIA sm_89+,
-AMD gfx950) and the "fnuz" formats (`float8_e4m3fnuz`, `float8_e5m2fnuz`: AMD gfx942). The
-answer comes from the default target's capability table (`TILELANG_TARGET`, else the device
-found here), never from its name; with no target that declares either family, the OCP names.
+Two float8 families exist: the OCP formats (`float8_e4m3fn`, `float8_e5m2`) and the "fnuz"
+formats (`float8_e4m3fnuz`, `float8_e5m2fnuz`). The answer comes from the default target's
+capability table (`TILELANG_TARGET`, else the device found here), never from its name; with
+no target that declares either family, the OCP names.
 """
 from __future__ import annotations
 

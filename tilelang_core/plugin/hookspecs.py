@@ -43,7 +43,7 @@ def tilelang_register_targets(registry):
 
     :param registry: the `TargetRegistry`; call `registry.add_kind(TargetKind(...))` once per
         kind this backend owns, then `registry.add_spelling(name, meaning)` once per name other
-        tools give these targets (TileLang's and TVM's: `"c"`, `"rocm"`, `"nvidia"`), so that
+        tools give these targets (TileLang's and TVM's short target names), so that
         `target="..."` written for TileLang resolves through this backend and no other.
     :returns: None.
 

@@ -1,7 +1,7 @@
 """Targets: a kind plus an arch (plus options), and the registry of what backends declare.
 
 Our syntax is `KIND[/ARCH]` or `auto`. Other tools spell targets their own way (TileLang's
-`"c"`, TVM's `"cuda -arch=sm_90"`, `{"kind": "cuda", "arch": "sm_75"}`, a `tvm.target.Target`):
+short names, TVM's `"NAME -arch=ARCH"`, `{"kind": NAME, "arch": ARCH}`, a `tvm.target.Target`):
 a backend declares the spellings it owns with `TargetRegistry.add_spelling`, and the registry
 maps a spelling only through the backend that declared it.
 """
@@ -43,7 +43,7 @@ class TargetSpelling:
     """A target name in another tool's syntax, owned by the backend that declared it.
 
     `meaning` is a target in our syntax (`"cpu"`), or a function that takes the spelling's
-    attributes (`{"arch": "sm_90"}`; a TVM tag such as `"nvidia/nvidia-h100"` arrives as
+    attributes (`{"arch": ARCH}`; a TVM tag such as `"VENDOR/DEVICE"` arrives as
     `{"tag": ...}`) and returns one. A fixed meaning reads no attributes.
     """
 
@@ -108,7 +108,7 @@ def _plain(value: Any) -> Any:
 
 
 def _split_words(text: str) -> tuple[str, dict[str, Any]]:
-    """`"cuda -arch=sm_90 -max_num_threads=1024"` -> ("cuda", {"arch": "sm_90", ...})."""
+    """`"NAME -arch=ARCH -max_num_threads=1024"` -> ("NAME", {"arch": "ARCH", "max_num_threads": "1024"})."""
     words = text.split()
     attrs: dict[str, Any] = {}
     for word in words[1:]:
@@ -198,16 +198,16 @@ class TargetRegistry:
         self.owner_names[kind.name] = self._current_name
 
     def add_spelling(self, name: str, meaning: SpellingMeaning) -> None:
-        """Declare that target `name` of another tool (TileLang's `"c"`, TVM's `"rocm"`) means
+        """Declare that target `name` of another tool (a TileLang or TVM target name) means
         one of this backend's targets. Called by a backend from `tilelang_register_targets`,
         after its `add_kind`.
 
         `meaning` is a target in our syntax whose kind this backend declared (`"cpu"`), or a
-        function `resolve(attrs) -> str` given the spelling's attributes (from `"cuda
-        -arch=sm_90"`, `{"kind": "cuda", "arch": "sm_90"}` or a `tvm.target.Target`) that
+        function `resolve(attrs) -> str` given the spelling's attributes (from `"NAME
+        -arch=ARCH"`, `{"kind": NAME, "arch": ARCH}` or a `tvm.target.Target`) that
         raises `TargetError` naming the attribute when a value has no counterpart here.
         A result without an arch means the device of that kind found on this machine, else
-        the kind's default arch (TileLang's `"cuda"` is the GPU at hand). A spelling may share
+        the kind's default arch (a bare TileLang GPU name is the GPU at hand). A spelling may share
         its name with this backend's own kind: then a bare `KIND` is read as the spelling,
         and `KIND/ARCH` stays our syntax.
         """

@@ -160,8 +160,8 @@ def _check(name: str) -> tuple[bool, str]:
 
 def requires_target(*names: str) -> Requirement:
     """Skip unless a device is detected for one of `names`: each a target kind or a spelling
-    its backend accepts ("cuda", "c"), an arch ("sm_90a", "gfx942") or a capability of the
-    detected device ("wgmma", "tma"; see `Capabilities.has`)."""
+    its backend accepts (TileLang's target names), an arch (as `tilelang info` lists them) or
+    a capability of the detected device (a name `Capabilities.has` knows)."""
     if not names:
         raise ValueError("requires_target needs at least one target kind, arch or capability name")
     reasons = []
