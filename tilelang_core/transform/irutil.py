@@ -14,6 +14,7 @@ __all__ = [
     "loop_nest",
     "substitute",
     "walk",
+    "mentions",
     "map_stmts",
     "in_bounds",
     "is_global",
@@ -110,6 +111,13 @@ def walk(node, callback: Callable[[object], None], types: tuple = (object,)) -> 
     tvm_ffi.structural_walk(node, ((types, _keep_errors(visit, box, returns_value=False)),))
     if box:
         raise box[0]
+
+
+def mentions(node, handles: set[int]) -> bool:
+    """Whether `node` names a variable whose handle (`var.__chandle__()`) is in `handles`."""
+    found = []
+    walk(node, lambda v: found.append(True) if v.__chandle__() in handles else None, (tir.Var,))
+    return bool(found)
 
 
 def map_stmts(node, types: tuple, fn: Callable, order: str = "post"):

@@ -38,7 +38,7 @@ from tvm import tirx as tir
 
 from ..codegen import builtins
 from ..ir.constants import ATTR_SYNC_PLACED, ATTR_SYNC_RESUME
-from .irutil import const, map_stmts, seq, substitute, walk
+from .irutil import const, map_stmts, mentions, seq, substitute, walk
 from .kernel_info import launch_info
 from ..layout import FragmentLayouts
 from .errors import TileLangCompileError
@@ -85,17 +85,11 @@ def _thread_dependent_vars(body: tir.Stmt, thread_vars) -> set[int]:
             bindings.append((_buffer_key(node.buffer), node.value))
 
     walk(body, collect, (tir.LetStmt, tir.Bind, tir.BufferStore))
-
-    def uses_a_thread(value) -> bool:
-        used = []
-        walk(value, lambda v: used.append(1) if _buffer_key(v) in keys else None, (tir.Var,))
-        return bool(used)
-
     grew = True  # to a fixed point: a scalar may be bound before the one it is computed from
     while grew:
         grew = False
         for key, value in bindings:
-            if key not in keys and uses_a_thread(value):
+            if key not in keys and mentions(value, keys):
                 keys.add(key)
                 grew = True
     return keys
@@ -235,14 +229,9 @@ class _Partitioner:
             if self.is_fragment(s.buffer):
                 return tir.AllocBuffer(self.shared_copy(s.buffer))
             return s
-        if uniform and self._shared_side_effect(s) and not self._names_a_thread(s):
+        if uniform and self._shared_side_effect(s) and not mentions(s, self.thread_vars):
             return tir.IfThenElse(tir.EQ(self.tid, const(0)), s, None, span=getattr(s, "span", None))
         return s
-
-    def _names_a_thread(self, s: tir.Stmt) -> bool:
-        found = []
-        walk(s, lambda v: found.append(1) if _buffer_key(v) in self.thread_vars else None, (tir.Var,))
-        return bool(found)
 
     def _shared_side_effect(self, s: tir.Stmt) -> bool:
         if isinstance(s, tir.BufferStore):
@@ -419,6 +408,13 @@ def _is_barrier(stmt: tir.Stmt) -> bool:
 
 
 def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
+    def loop_body(body: tir.Stmt, iterations_share: bool) -> tir.Stmt:
+        """A loop's body rewritten, opened by a barrier when its iterations run one after
+        another on every thread and it writes shared memory (iteration k+1 must not
+        overwrite what iteration k still reads)."""
+        rewritten = rewrite(body)
+        return seq([sync_threads(), rewritten]) if iterations_share and _writes_shared(body) else rewritten
+
     def rewrite(s: tir.Stmt) -> tir.Stmt:
         if isinstance(s, tir.SeqStmt):
             out: list[tir.Stmt] = []
@@ -436,19 +432,13 @@ def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         if isinstance(s, tir.For):
             if PARTITIONED in s.annotations:
                 return s
-            body = rewrite(s.body)
             # a vectorized loop is one vector access per thread (its iterations carry no
             # dependence): like a single statement, it needs no barrier between iterations
-            if _writes_shared(s.body) and s.kind not in (tir.ForKind.PARALLEL, tir.ForKind.VECTORIZED):
-                body = seq([sync_threads(), body])
+            body = loop_body(s.body, s.kind not in (tir.ForKind.PARALLEL, tir.ForKind.VECTORIZED))
             return tir.For(s.loop_var, s.min, s.extent, s.kind, body, annotations=s.annotations,
                            step=s.step, span=s.span)
         if isinstance(s, tir.While):
-            # as a serial loop: iteration k+1 must not overwrite what iteration k still reads
-            body = rewrite(s.body)
-            if _writes_shared(s.body):
-                body = seq([sync_threads(), body])
-            return tir.While(s.condition, body, span=s.span)
+            return tir.While(s.condition, loop_body(s.body, True), span=s.span)
         if isinstance(s, tir.AttrStmt):
             if s.attr_key == ATTR_SYNC_PLACED:
                 return resume_inside(s)

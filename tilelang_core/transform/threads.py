@@ -11,22 +11,13 @@ from __future__ import annotations
 
 from tvm import tirx as tir
 
-from .irutil import const, map_stmts, walk
+from .irutil import const, map_stmts, mentions
 
 __all__ = ["lower_threads", "uses_var"]
 
 
 def uses_var(node, var: tir.Var) -> bool:
-    found = False
-    handle = var.__chandle__()
-
-    def visit(v):
-        nonlocal found
-        if v.__chandle__() == handle:
-            found = True
-
-    walk(node, visit, (tir.Var,))
-    return found
+    return mentions(node, {var.__chandle__()})
 
 
 def lower_threads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
