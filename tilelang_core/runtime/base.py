@@ -140,6 +140,13 @@ class KernelSource:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def compile_launch_dims(meta: "KernelMeta") -> tuple[list, list]:
+    """(grid, block) of one launch as three functions of the symbol values each (missing
+    trailing dims are 1)."""
+    return ([compile_launch_expr(g) for g in (tuple(meta.grid) + (1, 1, 1))[:3]],
+            [compile_launch_expr(b) for b in (tuple(meta.block) + (1, 1, 1))[:3]])
+
+
 def compile_launch_expr(expr: int | str):
     """A function of the symbol values computing a launch dimension: an int, or an integer
     expression over symbol names using + - * // % ( ) and ceildiv, min, max. Parsed once,

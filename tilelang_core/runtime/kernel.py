@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from . import tensors
-from .base import KernelCallError, KernelMeta, LoadedKernel, ParamSpec, Runtime, compile_launch_expr
+from .base import KernelCallError, KernelMeta, LoadedKernel, ParamSpec, Runtime, compile_launch_dims, compile_launch_expr
 from .tensors import _contiguous_strides, array_library, is_contiguous, view_of
 
 __all__ = ["Kernel"]
@@ -53,8 +53,7 @@ class Kernel:
         # per parameter: its shape when fully static (the fast path of the shape check)
         self._static_shapes = [tuple(p.shape) if all(isinstance(d, int) for d in p.shape) else None
                                for p in meta.params]
-        self._grid = [compile_launch_expr(g) for g in (tuple(meta.grid) + (1, 1, 1))[:3]]
-        self._block = [compile_launch_expr(b) for b in (tuple(meta.block) + (1, 1, 1))[:3]]
+        self._grid, self._block = compile_launch_dims(meta)
         # per workspace: its dims as functions of the symbol values
         self._workspace_dims = [[compile_launch_expr(d) for d in w.shape] for w in meta.workspaces]
         self._init_guard()
@@ -182,9 +181,7 @@ class Kernel:
             full[slot] = value
         if self.meta.out_idx:
             values = self._bind(full, partial=True)
-            like = next((a for a in args if view_of(a) is not None), None)
-            if like is None:
-                raise KernelCallError(f"{self.meta.entry}: cannot allocate outputs without a tensor input to copy the device from")
+            like = self._allocation_model(args, "outputs")
             for i in self.meta.out_idx:
                 p = self.meta.params[i]
                 shape = []
@@ -198,14 +195,20 @@ class Kernel:
                 full[i] = self.runtime.allocate(like, shape, p.dtype)
         return full
 
+    def _allocation_model(self, args: Sequence[Any], what: str) -> Any:
+        """The first tensor argument: what new outputs and workspaces copy their array
+        library and device from."""
+        like = next((a for a in args if view_of(a) is not None), None)
+        if like is None:
+            raise KernelCallError(f"{self.meta.entry}: cannot allocate {what} without a tensor input to copy "
+                                  "the array library and device from")
+        return like
+
     def _allocate_workspaces(self, args: Sequence[Any], values: dict[str, int]) -> list[Any]:
         """A fresh tensor per workspace, like the first tensor argument."""
         if not self.meta.workspaces:
             return []
-        like = next((a for a in args if view_of(a) is not None), None)
-        if like is None:
-            raise KernelCallError(f"{self.meta.entry}: cannot allocate its workspaces (T.alloc_global) without a tensor "
-                                  "input to copy the array library and device from")
+        like = self._allocation_model(args, "its workspaces (T.alloc_global)")
         return [self.runtime.allocate(like, [d(values) for d in dims], w.dtype)
                 for w, dims in zip(self.meta.workspaces, self._workspace_dims)]
 

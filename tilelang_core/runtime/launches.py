@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .base import KernelMeta, LoadedKernel, Runtime, compile_launch_expr
+from .base import KernelMeta, LoadedKernel, Runtime, compile_launch_dims
 
 __all__ = ["LaunchSequence"]
 
@@ -27,8 +27,7 @@ class LaunchSequence(LoadedKernel):
         self._symbols = [p.name for p in meta.params[len(meta.params) - len(meta.symbols):]]
         self._dims = []
         for launch in meta.launches:
-            grid = [compile_launch_expr(g) for g in (tuple(launch.grid) + (1, 1, 1))[:3]]
-            block = [compile_launch_expr(b) for b in (tuple(launch.block) + (1, 1, 1))[:3]]
+            grid, block = compile_launch_dims(launch)
             static = not self._symbols
             self._dims.append((tuple(g({}) for g in grid), tuple(b({}) for b in block)) if static else (grid, block))
 
