@@ -265,8 +265,10 @@ class _Machine:
         elif t is tirx.AttrStmt:
             if s.attr_key == "thread_extent":
                 tag = str(s.node.thread_tag)
-                if tag.startswith("threadIdx"):
-                    th.env[s.node.var.__chandle__()] = th.tid
+                if tag.startswith("threadIdx"):  # x varies fastest: tid = x + X * (y + Y * z)
+                    stride = th.env.get("thread_stride", 1)
+                    th.env[s.node.var.__chandle__()] = (th.tid // stride) % int(s.value)
+                    th.env["thread_stride"] = stride * int(s.value)
             yield from self.run(s.body, th)
         elif t is tirx.IfThenElse:
             if self.ev(s.condition, th):

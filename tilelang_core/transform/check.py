@@ -15,6 +15,7 @@ from ..ir import TileOp, is_tile_op, source_of
 from .errors import CapabilityError, TileLangCompileError
 from .irutil import walk
 from .kernel_info import launch_info
+from .thread_allreduce import is_thread_allreduce
 from .threads import uses_var
 
 __all__ = ["check"]
@@ -99,6 +100,8 @@ def _check_explicit_threads(func: tir.PrimFunc, info) -> None:
             block_wide.append((f"T.{TileOp.from_stmt(node).name}", source_of(node)))
         elif isinstance(node, tir.For) and node.kind == tir.ForKind.PARALLEL:
             block_wide.append(("T.Parallel", source_of(node)))
+        elif is_thread_allreduce(node):
+            block_wide.append(("T.tvm_thread_allreduce", source_of(node)))
 
     walk(func.body, visit, (tir.Evaluate, tir.For))
     if block_wide:

@@ -19,6 +19,7 @@ POINTS = (
     "infer_layout",      # fragment and shared layouts (asks tilelang_infer_layout)
     "plan_pipeline",     # T.Pipelined: stages, or a plain loop where the target has no async copy
     "lower_tile_ops",    # tile ops -> loops (asks tilelang_lower_tile_op, else portable)
+    "lower_thread_allreduce",  # T.tvm_thread_allreduce -> shuffles and shared memory (SIMT targets)
     "partition_parallel",  # T.Parallel -> thread-partitioned or whole-tile loops
     "lower_threads",     # block-serial targets: explicit thread indices emulated or rejected
     "vectorize",         # mark contiguous innermost loops
@@ -98,6 +99,7 @@ def default_pipeline() -> Pipeline:
         parallel,
         pipeline_planning,
         storage,
+        thread_allreduce,
         threads,
         vectorize,
     )
@@ -107,6 +109,7 @@ def default_pipeline() -> Pipeline:
         ("infer_layout", layout_inference.infer_layout),
         ("plan_pipeline", pipeline_planning.plan_pipeline),
         ("lower_tile_ops", lower_tile_ops.lower_tile_ops),
+        ("lower_thread_allreduce", thread_allreduce.lower_thread_allreduce),
         ("partition_parallel", parallel.partition_parallel),
         ("lower_threads", threads.lower_threads),
         ("vectorize", vectorize.vectorize),
