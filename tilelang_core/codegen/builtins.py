@@ -6,6 +6,7 @@ passes build them with the constructors below. Argument orders:
 | op | arguments | value |
 |---|---|---|
 | `tl.sync_threads` | () | void: a barrier across the threads of a block |
+| `tl.sync_group` | (barrier_id: int32, thread_count: int32) | void: a barrier across the `thread_count` threads that call it with this id (the threads of one `T.ws` range; ids from 1, distinct per range) |
 | `tl.atomic_add` | (dst: BufferLoad naming the address, value[, order]) | the old value, dst's dtype |
 | `tl.atomic_max` | (dst: BufferLoad, value[, order]) | the old value |
 | `tl.atomic_min` | (dst: BufferLoad, value[, order]) | the old value |
@@ -36,6 +37,7 @@ __all__ = [
     "atomic_store",
     "register_builtins",
     "sync_threads",
+    "sync_group",
     "atomic_add",
     "atomic_max",
     "atomic_min",
@@ -47,6 +49,7 @@ __all__ = [
 # name -> number of inputs (-1: variadic); add/max/min/or take an optional order after them
 BUILTIN_OPS = {
     "tl.sync_threads": 0,
+    "tl.sync_group": 2,
     "tl.atomic_add": 2,
     "tl.atomic_max": 2,
     "tl.atomic_min": 2,
@@ -87,6 +90,13 @@ def _dtype(expr) -> str:
 def sync_threads():
     """`tl.sync_threads()`: a barrier across the threads of a block."""
     return tirx.call_intrin("void", "tl.sync_threads")
+
+
+def sync_group(barrier_id: int, thread_count: int):
+    """`tl.sync_group(id, count)`: a barrier across the `count` threads of one thread range
+    (`T.ws`); every thread of the range calls it with the same id, no other thread does."""
+    return tirx.call_intrin("void", "tl.sync_group", tirx.const(int(barrier_id), "int32"),
+                            tirx.const(int(thread_count), "int32"))
 
 
 def _destination(name: str, dst):

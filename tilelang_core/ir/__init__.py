@@ -50,12 +50,25 @@ Tile ops
     tl.use_swizzle    panel_size, order ("row" | "col")
     tl.print          value (a PrimExpr) or region(1), msg
     tl.device_assert  cond, msg
+    tl.init_barriers  barriers(2) (a whole "shared.barrier" buffer), arrive count of each
+                      -- emitted by T.alloc_barrier where it stands
+    tl.barrier_wait   BufferLoad barrier, parity  -- until the phase of that parity completed
+    tl.barrier_arrive BufferLoad barrier  -- every running thread arrives once
+    tl.tma_copy       src(1) global, dst(2) shared, BufferLoad barrier  -- a load whose
+                      completion the barrier's current phase waits for (see `T.tma_copy`)
     ================  ==========================================================================
 
     A point operand of `T.copy` / tile atomics (`A[i, j]`) becomes a region with the other
     side's extents, trailing dims aligned, leading extents 1. The parser rejects shapes that
     are provably wrong: gemm K and C shape; copy, cumsum and atomic extents (unit dims aside);
     reduce destinations.
+
+Thread groups
+    `with T.ws(g0, ..., gk):` (consecutive group ids) -> `AttrStmt(k + 1,
+    "tl.thread_groups", IntImm(g0))` (node: a plain int, the count first: a node 0 prints as dict sugar) around its body: the body runs on the threads of those
+    groups only; the target's capability `thread_group_size` says how many threads a group has.
+    `T.alloc_barrier(counts)` -> `AllocBuffer` of (len(counts),) "uint64" in scope
+    "shared.barrier", then `tl.init_barriers`.
 
 Layouts
     `T.annotate_layout({buf: layout})` -> one `AttrStmt(node, "tl.layout", value=buf)` per

@@ -18,11 +18,14 @@ __all__ = [
     "ATTR_FRAGMENT_REPLICATE",
     "ATTR_SYNC_PLACED",
     "ATTR_SYNC_RESUME",
+    "ATTR_THREAD_GROUPS",
+    "ATTR_USER_SYNC",
     "ATTR_THREAD_EXTENT",
     "GEMM_POLICIES",
     "LAYOUT_SWIZZLED",
     "REDUCE_KINDS",
     "ATOMIC_KINDS",
+    "SCOPE_BARRIER",
     "SCOPE_FRAGMENT",
     "SCOPE_GLOBAL",
     "SCOPE_LOCAL",
@@ -37,6 +40,7 @@ SCOPE_SHARED = "shared.dyn"  # T.alloc_shared
 SCOPE_FRAGMENT = "local.fragment"  # T.alloc_fragment: a block-wide tile split across threads
 SCOPE_LOCAL = "local"  # T.alloc_local: private to each thread
 SCOPE_VAR = "local.var"  # T.alloc_var: one scalar per thread, shape (1,)
+SCOPE_BARRIER = "shared.barrier"  # T.alloc_barrier: 64-bit barrier words in shared memory
 
 # Access masks carried by every `tl.region` argument.
 ACCESS_READ = 1
@@ -56,6 +60,14 @@ ATTR_SYNC_PLACED = "tl.sync_placed"
 # inside a sync-placed region: a part where the core places barriers again (e.g. the compute
 # of a software-pipelined loop, which may exchange data through shared memory)
 ATTR_SYNC_RESUME = "tl.sync_resume"
+# T.ws(g, ...): the body runs on the threads of groups g .. g + n - 1 only (node = n, an int,
+# value = IntImm(g)); a group is `thread_group_size` threads of the target (a capability).
+# Tile ops and T.Parallel inside are partitioned over those threads, and barriers the core
+# places inside are barriers of that range, never of the whole block.
+ATTR_THREAD_GROUPS = "tl.thread_groups"
+# Around code whose shared-memory writes other threads see only through the user's own
+# barriers (T.tma_copy, published by an mbarrier): the core adds no barrier for them.
+ATTR_USER_SYNC = "tl.user_sync"
 
 # For-loop annotation keys.
 ANN_NUM_STAGES = "num_stages"  # T.Pipelined
@@ -83,4 +95,8 @@ TILE_OP_NAMES = (
     "tl.use_swizzle",
     "tl.print",
     "tl.device_assert",
+    "tl.init_barriers",
+    "tl.barrier_wait",
+    "tl.barrier_arrive",
+    "tl.tma_copy",
 )

@@ -153,6 +153,22 @@ class TLScriptNamespace:
     def device_assert(cond, msg):
         return make_call("device_assert", cond, msg)
 
+    @staticmethod
+    def init_barriers(barriers, *counts):
+        return make_call("init_barriers", barriers, *counts)
+
+    @staticmethod
+    def barrier_wait(barrier, parity):
+        return make_call("barrier_wait", barrier, parity)
+
+    @staticmethod
+    def barrier_arrive(barrier):
+        return make_call("barrier_arrive", barrier)
+
+    @staticmethod
+    def tma_copy(src, dst, barrier):
+        return make_call("tma_copy", src, dst, barrier)
+
 
 def _register_namespace() -> None:
     import tvm.tirx.script.parser  # noqa: F401 - so the namespace lands on the parser's `T` too

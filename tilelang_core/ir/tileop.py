@@ -41,7 +41,9 @@ class TileOp:
     gemm(A, B, C, trans_A, trans_B, policy, clear_accum, M, N, K) · reduce(src, dst, kind, dim, clear) · cumsum(src, dst, dim, reverse) ·
     atomic(kind, dst, src or value, memory_order, use_tma) ·
     atomic_elem(kind, BufferLoad dst, value, memory_order) ·
-    use_swizzle(panel_size, order) · print(value or region, msg) · device_assert(cond, msg).
+    use_swizzle(panel_size, order) · print(value or region, msg) · device_assert(cond, msg) ·
+    init_barriers(barriers, *arrive_counts) · barrier_wait(BufferLoad barrier, parity) ·
+    barrier_arrive(BufferLoad barrier) · tma_copy(src, dst, BufferLoad barrier).
     """
 
     name: str

@@ -21,11 +21,12 @@ import tvm.tirx.script.parser as _tirx
 
 import tilelang_core.ir.ops  # noqa: F401 - registers the tl.* ops and the T.tl namespace
 
-from . import allocate, atomics, convolution, dtypes, eager, kernel, layout, loops, misc, parser, tensor, tileops
+from . import allocate, atomics, convolution, dtypes, eager, groups, kernel, layout, loops, misc, parser, tensor, tileops
 from .allocate import *  # noqa: F401,F403
 from .atomics import *  # noqa: F401,F403
 from .eager import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
+from .groups import *  # noqa: F401,F403
 from .kernel import *  # noqa: F401,F403
 from .layout import *  # noqa: F401,F403
 from .loops import *  # noqa: F401,F403
@@ -45,6 +46,7 @@ _OWN_NAMES = [
     *atomics.__all__,
     *eager.__all__,
     *convolution.__all__,
+    *groups.__all__,
     *kernel.__all__,
     *layout.__all__,
     *loops.__all__,

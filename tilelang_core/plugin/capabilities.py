@@ -43,6 +43,9 @@ class Capabilities:
     ops over the threads of a block (GPUs); "block-serial" runs a block as one thread of
     execution with whole-tile loops (CPUs), and emulates explicit thread indices.
     Sizes are in bytes; None means "not known for this target".
+    `thread_group_size` is the number of threads in one group of `T.ws(k)` (a group runs its
+    own code and synchronizes with a barrier of its own); None: the target has no such groups
+    and `T.ws` is refused.
     """
 
     kind: str
@@ -62,6 +65,7 @@ class Capabilities:
     dtypes: tuple[str, ...] = ()
     atomics: tuple[str, ...] = ()
     features: tuple[str, ...] = ()
+    thread_group_size: int | None = None
     refined_from_device: bool = False
     schema_version: int = SCHEMA_VERSION
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -141,6 +145,7 @@ class Capabilities:
             ("dtypes", ", ".join(self.dtypes)),
             ("atomics", ", ".join(self.atomics) or "none"),
             ("features", ", ".join(self.features) or "none"),
+            ("thread group size (T.ws)", "none" if self.thread_group_size is None else str(self.thread_group_size)),
             ("refined from device", "yes" if self.refined_from_device else "no"),
             ("schema version", str(self.schema_version)),
         ]

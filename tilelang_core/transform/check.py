@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from tvm import tirx as tir
 
-from ..ir import TileOp, is_tile_op, source_of
+from ..ir import SCOPE_BARRIER, TileOp, is_tile_op, source_of
 from .errors import CapabilityError, TileLangCompileError
 from .irutil import walk
 from .kernel_info import launch_info
@@ -32,7 +32,9 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
                 f"(its dtypes: {', '.join(caps.dtypes)})", source_of(func) or _kernel_line(func))
 
     def visit(node):
-        if isinstance(node, tir.AllocBuffer) and not caps.supports_dtype(node.buffer.dtype):
+        # barrier words (T.alloc_barrier) are the target's own: the barrier ops say if it has them
+        if isinstance(node, tir.AllocBuffer) and node.buffer.scope() != SCOPE_BARRIER \
+                and not caps.supports_dtype(node.buffer.dtype):
             raise CapabilityError(
                 f"buffer {node.buffer.name} has dtype {node.buffer.dtype}, which {ctx.target} does not "
                 f"support (its dtypes: {', '.join(caps.dtypes)})", source_of(node))

@@ -19,6 +19,9 @@ How (the order of TileLang's inference):
    lowering, as nests;
 3. free choices for what is left, then propagation again: a reduction's source gets rows over
    consecutive lanes of a warp (the target's warp size), any other fragment the cyclic layout;
+Inside a `T.ws` scope the range's threads stand for the block: tile ops see their count, and a
+fragment used only there gets a layout over them; one used in two ranges lives in shared
+memory.
 4. verification: in every nest, each fragment access must be local (the thread that runs an
    iteration holds the element, in a slot that does not depend on the thread). A fragment with
    a non-local access leaves registers for shared memory, with the reason recorded; that can
@@ -40,6 +43,7 @@ from ..ir.source import source_of
 from ..layout import Fragment, FragmentError, FragmentLayouts, cyclic_fragment, row_fragment
 from ..layout.fragment import is_symbolic  # ints and arrays are evaluated, TIR is code
 from .kernel_info import launch_info
+from .thread_ranges import ThreadRange, is_thread_groups, thread_range
 from .layout_rules import (FRAGMENT, Access, Nest, access_slots, buffer_key, defining_access, evaluate_index,
                            fragment_accesses, fragment_layout_fits, nest_layout, op_line, projection_dims, scan_nests)
 
@@ -160,6 +164,10 @@ class _Inference:
     def __init__(self, func, ctx, threads: int) -> None:
         self.ctx = ctx
         self.threads = threads
+        self.block = ThreadRange(0, threads)
+        self.range = self.block  # the thread range of what is being collected
+        self.range_of: dict[int, ThreadRange] = {}  # id(use) -> its thread range, when not the block
+        self.fragment_ranges: dict[int, set] = {}  # fragment -> the ranges it is used in
         self.layouts: FragmentLayouts = ctx.facts[FRAGMENT_LAYOUTS]
         self.lctx = LayoutContext(ctx.target, threads, self.layouts)
         self.fragments: dict[int, Any] = {}
@@ -185,9 +193,21 @@ class _Inference:
         scratch = LowerContext(self.ctx.target, self.threads, False, {})
 
         def visit(s):
+            nonlocal scratch
             if isinstance(s, tir.Evaluate) and is_tile_op(s):
                 op = TileOp.from_stmt(s)
                 self.tile_op(op, portable, scratch)
+                return
+            if is_thread_groups(s):
+                outer = (self.range, self.lctx, scratch)
+                self.range = thread_range(s, self.ctx.caps, self.ctx.target, self.threads)
+                self.lctx = LayoutContext(self.ctx.target, self.range.extent, self.layouts)
+                scratch = LowerContext(self.ctx.target, self.range.extent, False, {}, self.range)
+                first = len(self.uses)
+                visit(s.body)
+                for use in self.uses[first:]:
+                    self.range_of.setdefault(id(use), self.range)  # an inner scope's range wins
+                self.range, self.lctx, scratch = outer
                 return
             if isinstance(s, tir.For) and s.kind == tir.ForKind.PARALLEL:
                 nests, outside = scan_nests(s, self.fragments)
@@ -212,6 +232,26 @@ class _Inference:
             self.outside(fragment_accesses(s, self.fragments)[0], s)
 
         visit(body)
+        self.place_in_ranges()
+
+    def use_range(self, use) -> ThreadRange:
+        return self.range_of.get(id(use), self.block)
+
+    def fragment_range(self, buf) -> ThreadRange:
+        ranges = self.fragment_ranges.get(buffer_key(buf), ())
+        return next(iter(ranges)) if len(ranges) == 1 else self.block
+
+    def place_in_ranges(self) -> None:
+        """Note the thread ranges each fragment is used in; one used in two leaves registers."""
+        for use in self.uses:
+            buffers = [use.src, use.dst] if isinstance(use, _Reduce) else [a.buffer for a in use.accesses]
+            for buf in buffers:
+                self.fragment_ranges.setdefault(buffer_key(buf), set()).add(self.use_range(use))
+        for key, ranges in self.fragment_ranges.items():
+            if len(ranges) > 1 and key in self.fragments:
+                where = " and ".join(sorted(r.describe() for r in ranges))
+                self.layouts.move_to_shared(self.fragments[key], f"it is used by {where} (T.ws scopes); a register "
+                                                                 f"fragment belongs to the threads of one range")
 
     def outside(self, accesses: list[Access], node) -> None:
         for acc in accesses:
@@ -223,7 +263,8 @@ class _Inference:
         imposed = self.ctx.hooks.infer_layout(op, self.lctx) if self.ctx.hooks is not None else None
         handled = set()
         for buffer, layout in (imposed or {}).items():
-            if buffer_key(buffer) in self.fragments and fragment_layout_fits(buffer, layout, self.threads):
+            if buffer_key(buffer) in self.fragments and fragment_layout_fits(buffer, layout, self.range.extent):
+                self.fragment_ranges.setdefault(buffer_key(buffer), set()).add(self.range)
                 here = op_line(op.stmt, f"T.{op.name}")
                 held = self.layouts.decision(buffer)
                 if getattr(held, "by_user", False) and held.layout != layout:
@@ -312,14 +353,14 @@ class _Inference:
         warp = max(1, int(self.ctx.caps.warp_size))
         for use in self.uses:
             if isinstance(use, _Reduce) and self.undecided(use.src):
-                layout = _reduce_source_layout(use, self.threads, warp)
+                layout = _reduce_source_layout(use, self.use_range(use).extent, warp)
                 if layout is not None:
                     self.layouts.impose(use.src, layout, use.origin + " (rows over a warp's lanes)")
                     return True
         for buf in self.order:
             if self.undecided(buf):
                 shape = [int(d) for d in buf.shape]
-                layout = cyclic_fragment(shape, self.threads)
+                layout = cyclic_fragment(shape, self.fragment_range(buf).extent)
                 if layout is None:
                     self.layouts.move_to_shared(buf, f"no register layout spreads shape {tuple(shape)} evenly over "
                                                      f"{self.threads} threads")
@@ -346,11 +387,11 @@ class _Inference:
             else:
                 nests = [use]
             for nest in nests:
-                moved |= self.verify_nest(nest)
+                moved |= self.verify_nest(nest, self.use_range(use).extent)
         return moved
 
-    def verify_nest(self, nest: Nest) -> bool:
-        layout = nest_layout(nest, self.layouts, self.threads)
+    def verify_nest(self, nest: Nest, threads: int) -> bool:
+        layout = nest_layout(nest, self.layouts, threads)
         moved = False
         for acc in nest.accesses:
             if not self.layouts.in_registers(acc.buffer):

@@ -4,6 +4,8 @@ Before: `Evaluate(tl.copy/fill/gemm/reduce/...)` statements (see `tilelang_core.
 After: no tile op is left; each became the statement returned by the target's
 `tilelang_lower_tile_op` hook or, when that returns None, by `portable.lower_portable`.
 Loops over independent elements are PARALLEL loops, for `partition_parallel` to place.
+A tile op inside a `T.ws` scope is lowered for the threads of that range: its context's
+`threads` is the range's size and `per_thread` runs over the range (see `thread_ranges`).
 """
 from __future__ import annotations
 
@@ -14,11 +16,13 @@ from tvm import tirx as tir
 
 from ..ir import TileOp, is_tile_op
 from ..layout import FragmentLayouts
+from . import barrier_ops  # noqa: F401 - registers the portable barrier-op lowerings
 from . import portable
 from .errors import TileLangCompileError
 from .irutil import map_stmts
 from .kernel_info import launch_info
 from .layout_inference import FRAGMENT_LAYOUTS
+from .thread_ranges import ThreadRange, ranges_of
 
 __all__ = ["LowerContext", "lower_tile_ops"]
 
@@ -26,6 +30,10 @@ __all__ = ["LowerContext", "lower_tile_ops"]
 @dataclass
 class LowerContext:
     """What a tile-op lowering may read: the target, its thread count and execution model.
+
+    Inside a `T.ws` scope `threads` is the size of its thread range and `thread_range` the
+    range (None: the whole block); `per_thread` then runs over the range's threads, indexed
+    from 0.
 
     `portable(op)` returns the core's lowering of `op`, for backends that specialise part
     of an op and delegate the rest. `layout_of(fragment)` is the layout imposed on it at
@@ -37,6 +45,7 @@ class LowerContext:
     threads: int
     block_serial: bool
     facts: dict
+    thread_range: ThreadRange | None = None
 
     @property
     def caps(self):
@@ -68,12 +77,22 @@ class LowerContext:
 
 
 def lower_tile_ops(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
-    lctx = LowerContext(ctx.target, launch_info(func).threads, ctx.block_serial, ctx.facts)
+    block = launch_info(func).threads
+    whole = LowerContext(ctx.target, block, ctx.block_serial, ctx.facts)
+    ranges = ranges_of(func.body, (tir.Evaluate,), ctx.caps, ctx.target, block)
+    contexts = {}
 
     def on_eval(stmt: tir.Evaluate):
         if not is_tile_op(stmt):
             return stmt
         op = TileOp.from_stmt(stmt)
+        here = ranges.get(stmt.__chandle__())
+        if here is None:
+            lctx = whole
+        else:
+            if here not in contexts:
+                contexts[here] = LowerContext(ctx.target, here.extent, ctx.block_serial, ctx.facts, here)
+            lctx = contexts[here]
         lowered = ctx.hooks.lower_tile_op(op, lctx) if ctx.hooks is not None else None
         if lowered is None:
             lowered = portable.lower_portable(op, lctx)

@@ -29,7 +29,12 @@ Rules:
   what iteration k still reads); a vectorized loop counts as one statement. A call writes
   shared memory when it is handed a pointer into it with the write bit of `tvm_access_ptr`'s
   mask. Code inside an `AttrStmt(ATTR_SYNC_PLACED)` places its own barriers: none are added
-  inside it.
+  inside it. Writes inside an `AttrStmt(ATTR_USER_SYNC)` are published by the user's own
+  barriers (`T.tma_copy` with an mbarrier): no barrier is added for them.
+- A `T.ws` scope (`ATTR_THREAD_GROUPS`) runs on one range of threads (`thread_ranges`): its body
+  is guarded to the range, partitioned over the range's threads (T = its size, t = the flat
+  thread index minus its first thread), and every barrier inside it, the ones lowerings placed
+  included, is a barrier of the range (`tl.sync_group`), never of the whole block.
 """
 from __future__ import annotations
 
@@ -37,17 +42,19 @@ from tvm import ir as _ir
 from tvm import tirx as tir
 
 from ..codegen import builtins
-from ..ir.constants import ATTR_SYNC_PLACED, ATTR_SYNC_RESUME
+from ..ir.constants import ATTR_SYNC_PLACED, ATTR_SYNC_RESUME, ATTR_USER_SYNC
 from .irutil import const, map_stmts, mentions, seq, substitute, walk
 from .kernel_info import launch_info
 from ..layout import FragmentLayouts
 from .errors import TileLangCompileError
 from .layout_inference import FRAGMENT_LAYOUTS
 from .layout_rules import access_slots, make_nest, nest_layout, parallel_nest
+from .thread_ranges import group_barrier, is_thread_groups, range_barrier_ids, thread_range
 
 __all__ = ["partition_over_threads", "insert_block_barriers", "sync_threads", "PARTITIONED"]
 
 PARTITIONED = "tl.partitioned"
+RANGE_BEGIN = "tl.thread_range_begin"  # on a PARTITIONED loop inside a T.ws scope: its first thread
 SHARED = ("shared", "shared.dyn")
 _UNROLL_LIMIT = 256
 
@@ -104,6 +111,9 @@ class _Partitioner:
     def __init__(self, func: tir.PrimFunc, ctx) -> None:
         info = launch_info(func)
         self.tid, self.threads = _flat_thread(info)
+        self.block_tid, self.block_threads = self.tid, self.threads
+        self.range = None  # the T.ws thread range being partitioned (None: the block)
+        self.ctx = ctx
         self.thread_vars = _thread_dependent_vars(func.body, info.thread_vars())
         self.layouts = ctx.facts.get(FRAGMENT_LAYOUTS) or FragmentLayouts()
         self.fragments: dict[int, tir.Buffer] = {}
@@ -189,8 +199,8 @@ class _Partitioner:
             walk(body, visit, (tir.BufferStore, _ir.TensorLoad))
             return list(found.values())
 
-        def slot_copies(layout, make):
-            return seq(make(s, list(layout.element_of(self.tid, s))) for s in range(layout.slots))
+        def slot_copies(layout, tid, make):
+            return seq(make(s, list(layout.element_of(tid, s))) for s in range(layout.slots))
 
         def on_for(loop: tir.For):
             if PARTITIONED not in loop.annotations:
@@ -198,11 +208,14 @@ class _Partitioner:
             used = used_in(loop.body)
             if not used:
                 return loop
+            tid = self.tid
+            if RANGE_BEGIN in loop.annotations:
+                tid = self.tid - loop.annotations[RANGE_BEGIN]
             before, after = [], []
             for reg, shared, layout in used:
                 before.append(tir.AllocBuffer(reg))
-                before.append(slot_copies(layout, lambda s, idx: tir.BufferStore(reg, tir.BufferLoad(shared, idx), [s])))
-                after.append(slot_copies(layout, lambda s, idx: tir.BufferStore(shared, tir.BufferLoad(reg, [s]), idx)))
+                before.append(slot_copies(layout, tid, lambda s, idx: tir.BufferStore(reg, tir.BufferLoad(shared, idx), [s])))
+                after.append(slot_copies(layout, tid, lambda s, idx: tir.BufferStore(shared, tir.BufferLoad(reg, [s]), idx)))
             return tir.For(loop.loop_var, loop.min, loop.extent, loop.kind, seq([*before, loop.body, *after]),
                            annotations=loop.annotations, span=loop.span)
 
@@ -216,6 +229,8 @@ class _Partitioner:
                 return self.partition(s)
             return tir.For(s.loop_var, s.min, s.extent, s.kind, self.stmt(s.body, uniform),
                            annotations=s.annotations, step=s.step, span=s.span)
+        if is_thread_groups(s):
+            return self.in_thread_range(s, uniform)
         if isinstance(s, tir.AttrStmt):
             return tir.AttrStmt(s.node, s.attr_key, s.value, self.stmt(s.body, uniform), span=s.span)
         if isinstance(s, tir.IfThenElse):
@@ -232,6 +247,26 @@ class _Partitioner:
         if uniform and self._shared_side_effect(s) and not mentions(s, self.thread_vars):
             return tir.IfThenElse(tir.EQ(self.tid, const(0)), s, None, span=getattr(s, "span", None))
         return s
+
+    def in_thread_range(self, attr: tir.AttrStmt, uniform: bool) -> tir.Stmt:
+        """A `T.ws` scope: its body partitioned over the range's threads, guarded to them."""
+        here = thread_range(attr, self.ctx.caps, self.ctx.target, self.block_threads)
+        outer = (self.tid, self.threads, self.range)
+        self.tid, self.threads, self.range = here.local(self.block_tid), here.extent, here
+        try:
+            body = self.stmt(attr.body, uniform)
+        finally:
+            self.tid, self.threads, self.range = outer
+        cond = here.contains(self.block_tid, self.block_threads)
+        if cond is not None:
+            body = tir.IfThenElse(cond, body, None, span=attr.span)
+        return tir.AttrStmt(attr.node, attr.attr_key, attr.value, body, span=attr.span)
+
+    def partitioned(self) -> dict:
+        """The annotations of a partitioned loop (with the range's first thread inside a T.ws)."""
+        if self.range is None or self.range.begin == 0:
+            return {PARTITIONED: 1}
+        return {PARTITIONED: 1, RANGE_BEGIN: const(self.range.begin)}
 
     def _shared_side_effect(self, s: tir.Stmt) -> bool:
         if isinstance(s, tir.BufferStore):
@@ -272,7 +307,7 @@ class _Partitioner:
         trips = (total + self.threads - 1) // self.threads if const_total is None \
             else const((const_total + self.threads - 1) // self.threads)
         kind = tir.ForKind.UNROLLED if (const_total is not None and int(trips) <= _UNROLL_LIMIT) else tir.ForKind.SERIAL
-        return tir.For(r, const(0), trips, kind, inner, annotations={PARTITIONED: 1}, span=loop.span)
+        return tir.For(r, const(0), trips, kind, inner, annotations=self.partitioned(), span=loop.span)
 
     def partition_by_layout(self, loop: tir.For, nest, body: tir.Stmt, layout) -> tir.Stmt:
         """Thread `t` runs the elements `layout.element_of(t, r)` for each of its slots `r`;
@@ -299,7 +334,7 @@ class _Partitioner:
             inner = self.nest_body(body, {k: r for k in slots_of}, guard)
             inner = substitute(inner, dict(zip(loop_vars, layout.element_of(self.tid, r))))
             kind = tir.ForKind.UNROLLED if layout.slots <= _UNROLL_LIMIT else tir.ForKind.SERIAL
-            return tir.For(r, const(0), const(layout.slots), kind, inner, annotations={PARTITIONED: 1},
+            return tir.For(r, const(0), const(layout.slots), kind, inner, annotations=self.partitioned(),
                            span=loop.span)
         copies = []
         for r in range(layout.slots):
@@ -307,7 +342,7 @@ class _Partitioner:
             copies.append(substitute(inner, dict(zip(loop_vars, layout.element_of(self.tid, r)))))
         # one trip of a marked loop, so later passes see one partitioned region
         once = tir.Var("once", "int32")
-        return tir.For(once, const(0), const(1), tir.ForKind.SERIAL, seq(copies), annotations={PARTITIONED: 1},
+        return tir.For(once, const(0), const(1), tir.ForKind.SERIAL, seq(copies), annotations=self.partitioned(),
                        span=loop.span)
 
     def nest_body(self, body: tir.Stmt, slot_of: dict, guard=None) -> tir.Stmt:
@@ -368,9 +403,21 @@ def _pointer_target(data):
     return None
 
 
+def _without_user_sync(stmt: tir.Stmt) -> tir.Stmt:
+    """`stmt` without its `ATTR_USER_SYNC` regions (their effects are the user's to publish)."""
+    regions = []
+    walk(stmt, lambda a: regions.append(a) if a.attr_key == ATTR_USER_SYNC else None, (tir.AttrStmt,))
+    if not regions:
+        return stmt
+    return map_stmts(stmt, (tir.AttrStmt,),
+                     lambda a: tir.Evaluate(const(0)) if a.attr_key == ATTR_USER_SYNC else a)
+
+
 def _writes_shared(stmt: tir.Stmt) -> bool:
     """Whether `stmt` may write shared memory: a store, an asynchronous `tl.*` builtin, or a
-    pointer handed to a call with the write bit of its access mask (`tvm_access_ptr(..., 2)`)."""
+    pointer handed to a call with the write bit of its access mask (`tvm_access_ptr(..., 2)`);
+    writes the user's barriers publish (`ATTR_USER_SYNC`) do not count."""
+    stmt = _without_user_sync(stmt)
     found = False
 
     def visit(node):
@@ -391,6 +438,7 @@ def _writes_shared(stmt: tir.Stmt) -> bool:
 
 
 def _reads_shared(stmt: tir.Stmt) -> bool:
+    stmt = _without_user_sync(stmt)
     found = False
 
     def visit(node):
@@ -404,10 +452,27 @@ def _reads_shared(stmt: tir.Stmt) -> bool:
 
 def _is_barrier(stmt: tir.Stmt) -> bool:
     return (isinstance(stmt, tir.Evaluate) and isinstance(stmt.value, _ir.Call)
-            and stmt.value.op.name == "tl.sync_threads")
+            and stmt.value.op.name in ("tl.sync_threads", "tl.sync_group"))
 
 
 def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
+    block = launch_info(func).threads
+    barrier_ids = range_barrier_ids(func.body, ctx.caps, ctx.target, block)
+
+    def in_range(attr: tir.AttrStmt) -> tir.Stmt:
+        """A `T.ws` scope with its barriers placed; each is a barrier of its thread range."""
+        here = thread_range(attr, ctx.caps, ctx.target, block)
+        body = rewrite(attr.body)
+        if here.begin != 0 or here.extent != block:
+            barrier = group_barrier(here, barrier_ids[here])
+
+            def on_eval(e: tir.Evaluate):
+                is_sync = isinstance(e.value, _ir.Call) and e.value.op.name == "tl.sync_threads"
+                return barrier if is_sync else e
+
+            body = map_stmts(body, (tir.Evaluate,), on_eval)
+        return tir.AttrStmt(attr.node, attr.attr_key, attr.value, body, span=attr.span)
+
     def loop_body(body: tir.Stmt, iterations_share: bool) -> tir.Stmt:
         """A loop's body rewritten, opened by a barrier when its iterations run one after
         another on every thread and it writes shared memory (iteration k+1 must not
@@ -442,6 +507,10 @@ def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         if isinstance(s, tir.AttrStmt):
             if s.attr_key == ATTR_SYNC_PLACED:
                 return resume_inside(s)
+            if s.attr_key == ATTR_USER_SYNC:
+                return s
+            if is_thread_groups(s):
+                return in_range(s)
             return tir.AttrStmt(s.node, s.attr_key, s.value, rewrite(s.body), span=s.span)
         if isinstance(s, tir.IfThenElse):
             return tir.IfThenElse(s.condition, rewrite(s.then_case),

@@ -17,6 +17,9 @@ What the generated file looks like:
   of such a value stays a 16/8-bit move.
 - Math uses the precise functions (`expf`, `exp2f`, ...); with `fast_math` the intrinsics
   (`__expf`, `__logf`, ...), which is also what nvcc's --use_fast_math would pick.
+- `T.alloc_barrier`'s buffers (scope "shared.barrier") are `__shared__` arrays of 64-bit
+  mbarrier words; `tl.sync_group(id, count)`, the barrier of one `T.ws` range, is the
+  named barrier `bar.sync id, count`.
 - `tl.atomic_*` become the header's overloaded `tl_atomic_add/max/min`, `tl.printf` is
   `printf`, `tl.device_assert` is `tl_device_assert(cond, "file:line: msg", kernel)` (prints,
   then traps: the launch fails and the runtime reports it at the next synchronize).
@@ -33,6 +36,7 @@ from tilelang_core.codegen import CodegenError, CStyleCodegen
 from tilelang_core.codegen.analysis import buffer_info, dtype_of, iter_exprs
 from tilelang_core.codegen.cexpr import PREC_ATOM, c_string_literal
 from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
+from tilelang_core.ir.constants import SCOPE_BARRIER
 
 __all__ = ["CUDACodegen", "CUDA_TYPES", "CUDA_MATH_OPS", "CUDA_FAST_MATH_OPS"]
 
@@ -288,9 +292,27 @@ class CUDACodegen(CStyleCodegen):
 
     def call_handlers(self) -> dict:
         handlers = dict(super().call_handlers())
+        handlers["tl.sync_group"] = self._sync_group
         for op_name, function in self.WARP_SHUFFLES.items():
             handlers[op_name] = lambda e, function=function: self._warp_shuffle(function, e)
         return handlers
+
+    def _sync_group(self, e) -> tuple[str, int]:
+        barrier_id, count = (int(a.value) for a in e.args)
+        # 16 named barriers per block, 0 is __syncthreads'; the count is in whole warps
+        if not 1 <= barrier_id <= 15:
+            raise CodegenError(f"the kernel needs named barrier {barrier_id} for its T.ws ranges, but CUDA has "
+                               f"ids 1..15 besides __syncthreads; use fewer distinct T.ws ranges")
+        if count % 32:
+            raise CodegenError(f"bar.sync over {count} threads: CUDA counts whole warps (a multiple of 32)")
+        return f'asm volatile("bar.sync {barrier_id}, {count};" ::: "memory")', PREC_ATOM
+
+    def declare_buffer(self, info, stmt) -> None:
+        if info.scope == SCOPE_BARRIER:
+            name = self.bound_name(self.buffer_names, stmt.buffer)
+            self.emit(f"__shared__ __align__(8) {self.type_name(info.dtype)} {name}[{info.const_size()}];")
+            return
+        super().declare_buffer(info, stmt)
 
     def _warp_shuffle(self, function: str, e) -> tuple[str, int]:
         mask, value, lane, width = e.args[:4]

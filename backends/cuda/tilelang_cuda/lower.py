@@ -8,6 +8,8 @@
 | shared tiles only those two touch | XOR-swizzled 16-byte chunks (no ldmatrix bank conflicts) | `lower_pipeline.py` |
 | `T.use_swizzle(panel, order)` | block rasterization in panels (L2 reuse) | `lower_raster.py` |
 | `T.annotate_layout({shared: T.Layout(...)})` | the tile stored in the user's placement (TileLang's `make_mma_swizzle_layout`) | `lower_layout.py` |
+| `T.alloc_barrier`, `T.barrier_wait`, `T.barrier_arrive` | mbarrier init (thread 0, fence, barrier), parity wait, arrive | `lower_barrier.py` |
+| `T.tma_copy(global, shared, barrier=)` | cp.async per thread + cp.async.mbarrier.arrive (no TMA tensor maps yet) | `lower_barrier.py` |
 
 Everything else, and every case a lowering does not cover, takes the core's portable path
 (the hook returns None). Layout functions live in `layout.py`.
@@ -50,7 +52,16 @@ def lower_tile_op(target, op, ctx):
         from .lower_copy import lower_async_copy
 
         return lower_async_copy(op, swizzles, ctx.facts.get(ANALYZER))
+    if op.name in _BARRIER_OPS and ctx.caps.has_barrier("mbarrier"):
+        from .lower_barrier import lower_barrier_op
+
+        if op.name == "tma_copy" and (unfit or "cp.async" not in ctx.caps.copy_engines):
+            return None
+        return lower_barrier_op(op, ctx, swizzles, ctx.facts.get(ANALYZER))
     return None
+
+
+_BARRIER_OPS = ("init_barriers", "barrier_wait", "barrier_arrive", "tma_copy")
 
 
 def infer_layout(target, op, ctx):

@@ -18,8 +18,12 @@ meaning (the core's `plan_pipeline` makes them plain loops). The result sits ins
 `ATTR_SYNC_PLACED` region, so the core adds no barrier inside it.
 
 `plan_swizzles` (after `infer_layout`) gives a shared tile an XOR swizzle (`layout.Swizzle`)
-when every access to it is a cp.async copy into it or an mma.sync gemm operand read: both
-lowerings apply the swizzle, so no other access could see the permuted order.
+when every access to it is a cp.async copy into it (`T.copy` or `T.tma_copy`) or an mma.sync
+gemm operand read: these lowerings apply the swizzle, so no other access could see the
+permuted order.
+
+A `T.Pipelined` loop whose body has `T.ws` scopes or barrier ops is synchronized by the user:
+it is not pipelined here (the core runs it as a plain loop).
 """
 from __future__ import annotations
 
@@ -28,14 +32,16 @@ from tvm import tirx as tir
 
 from tilelang_core.codegen.builtins import sync_threads
 from tilelang_core.ir import Region, TileOp, collect_tile_ops, is_region_call, is_tile_op, make_call
-from tilelang_core.ir.constants import ANN_NUM_STAGES, ATTR_SYNC_PLACED, ATTR_SYNC_RESUME
+from tilelang_core.ir.constants import ANN_NUM_STAGES, ATTR_SYNC_PLACED, ATTR_SYNC_RESUME, ATTR_THREAD_GROUPS
 from tilelang_core.transform.irutil import analyzer, map_stmts, seq, substitute, walk
 from tilelang_core.transform.kernel_info import launch_info
+from tilelang_core.transform.thread_ranges import ranges_of
 
 from .layout import accumulator_layout, swizzle_for
 from .lower_layout import SHARED_LAYOUTS
 from .lower_copy import CopyPlan, async_copy_nest, commit, launch_analyzer, plan_copy, wait
 from .lower_gemm import SHARED_SCOPES, plan_gemm
+from .lower_barrier import plan_tma_copy
 from .lower_raster import BLOCK_RANGES
 
 __all__ = ["SWIZZLES", "sync_placed", "plan_swizzles", "pipeline_async_copies"]
@@ -76,6 +82,8 @@ def plan_swizzles(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     swizzles = ctx.facts.setdefault(SWIZZLES, {})
     ctx.facts[ANALYZER] = launch_analyzer(func, ctx.facts.get(BLOCK_RANGES))
     threads = launch_info(func).threads
+    # a gemm inside a T.ws scope runs on the threads of its range
+    ranges = ranges_of(func.body, (tir.Evaluate,), ctx.caps, ctx.target, threads)
     layouts = ctx.facts.get("fragment_layouts")
     owned: dict[int, int] = {}  # buffer -> accesses by our lowerings
     candidates: dict[int, object] = {}
@@ -87,8 +95,11 @@ def plan_swizzles(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     for op in collect_tile_ops(func):
         if op.name == "copy" and plan_copy(op) is not None:
             own(op.regions[1])
+        elif op.name == "tma_copy" and plan_tma_copy(op) is not None:
+            own(op.regions[1])
         elif op.name == "gemm":
-            plan = plan_gemm(op, threads)
+            here = ranges.get(op.stmt.__chandle__())
+            plan = plan_gemm(op, threads if here is None else here.extent)
             c = op.regions[2].buffer
             if plan is not None and layouts is not None and layouts.get(c) == accumulator_layout(plan.tiling):
                 for operand in op.regions[:2]:
@@ -311,6 +322,20 @@ def _pipeline(split: _Loop, swizzles: dict, ana, known: dict | None = None,
     return sync_placed(seq([*prologue, new_loop])), staged
 
 
+def _user_synchronized(body) -> bool:
+    """Whether `body` has `T.ws` scopes or barrier ops (the user orders its threads)."""
+    found = []
+
+    def visit(node):
+        if isinstance(node, tir.AttrStmt) and node.attr_key == ATTR_THREAD_GROUPS:
+            found.append(node)
+        elif is_tile_op(node) and TileOp.from_stmt(node).name in ("barrier_wait", "barrier_arrive", "tma_copy"):
+            found.append(node)
+
+    walk(body, visit, (tir.AttrStmt, tir.Evaluate))
+    return bool(found)
+
+
 class _NotPipelined(Exception):
     pass
 
@@ -332,6 +357,8 @@ def pipeline_async_copies(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             return loop
         if any(k in loop.annotations for k in ("tl_pipeline_order", "tl_pipeline_stage")):
             return loop  # a hand-written schedule: not ours to reorder
+        if _user_synchronized(loop.body):
+            return loop
         split = _split(loop, int(loop.annotations[ANN_NUM_STAGES]), scopes, unfit)
         if split is None:
             return loop

@@ -52,6 +52,10 @@ def _table(arch, *, sms, l2, smem_optin, mma, dtypes, copy, barriers, features=(
         dtypes=dtypes,
         atomics=_ATOMICS,
         features=("printf", "device_assert", "warp_shuffle", "ldmatrix") + features,
+        # a warp group: T.ws(k) is threads 128k .. 128k + 127, synchronized by a named barrier
+        # (bar.sync id, 128); its mbarrier copies are cp.async + cp.async.mbarrier.arrive on
+        # every arch here (TMA's cp.async.bulk.tensor with a host tensor map: not yet)
+        thread_group_size=128,
     )
 
 

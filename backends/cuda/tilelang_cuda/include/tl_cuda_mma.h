@@ -2,7 +2,8 @@
 //   mma.sync.aligned m16n8k16 (f16/bf16 -> f32), m16n8k32 (s8 -> s32), m16n8k8 (tf32 -> f32),
 //   ldmatrix.sync.aligned.m8n8 (.x1/.x2/.x4, plain and .trans),
 //   cp.async (.cg 16 bytes, .ca 4/8/16 bytes) with zero-fill of masked elements,
-//   cp.async.commit_group / wait_group / wait_all, and warp all-reductions by shuffles.
+//   cp.async.commit_group / wait_group / wait_all, and warp all-reductions by shuffles;
+//   mbarriers (init, arrive, parity wait, cp.async.mbarrier.arrive) for T.alloc_barrier.
 //
 // Fragment layouts are PTX ISA 9.7.14.5 ("Matrix fragments for mma.m16n8k16"): for
 // m16n8k16, lane L holds A rows L/4 and L/4+8, B column L/4, and C/D elements
@@ -211,5 +212,50 @@ TL_DEVICE void cp_async_wait() {
 }
 
 TL_DEVICE void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
+
+// ---------------------------------------------------------------- mbarriers (PTX ISA 9.7.13.15)
+
+// One thread initialises a barrier expecting `count` arrivals per phase; a barrier (the
+// block's or the group's) must follow before any other thread uses it.
+TL_DEVICE void mbarrier_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+
+// Makes the initialisation visible beyond the initialising thread (and the async proxy):
+// sm_90's fence; on sm_80 the barrier after the init suffices.
+TL_DEVICE void fence_barrier_init() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+
+// The calling thread arrives once (release semantics: its earlier writes are visible to a
+// thread that waits for this phase).
+TL_DEVICE void mbarrier_arrive(uint64_t* bar) {
+  asm volatile("{\n .reg .b64 state;\n mbarrier.arrive.shared.b64 state, [%0];\n}\n"
+               ::"r"(smem_addr(bar)) : "memory");
+}
+
+// The barrier tracks every cp.async this thread issued before: the pending count goes up by
+// one now and down by one when those copies have landed (the non-.noinc form, so the
+// expected arrival count is unchanged and the phase cannot complete before the data is in).
+TL_DEVICE void cp_async_mbarrier_arrive(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.shared.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// Blocks until the phase of parity `parity` has completed (acquire semantics). A fresh
+// barrier is in phase 0: waiting for parity 1 returns at once.
+TL_DEVICE void mbarrier_wait(uint64_t* bar, int parity) {
+  uint32_t done;
+  do {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
+#else
+    asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(smem_addr(bar)), "r"(parity) : "memory");
+#endif
+  } while (!done);
+}
 
 }  // namespace tl
