@@ -95,6 +95,8 @@ TILE_OP_NAMES = (
     "tl.use_swizzle",
     "tl.print",
     "tl.device_assert",
+    "tl.reducer_info",
+    "tl.finalize_reducer",
     "tl.init_barriers",
     "tl.barrier_wait",
     "tl.barrier_arrive",

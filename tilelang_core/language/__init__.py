@@ -21,7 +21,7 @@ import tvm.tirx.script.parser as _tirx
 
 import tilelang_core.ir.ops  # noqa: F401 - registers the tl.* ops and the T.tl namespace
 
-from . import allocate, atomics, convolution, dtypes, eager, groups, kernel, layout, loops, misc, parser, tensor, tileops
+from . import allocate, atomics, convolution, dtypes, eager, groups, kernel, layout, loops, misc, parser, reducers, tensor, tileops
 from .allocate import *  # noqa: F401,F403
 from .atomics import *  # noqa: F401,F403
 from .eager import *  # noqa: F401,F403
@@ -32,6 +32,7 @@ from .layout import *  # noqa: F401,F403
 from .loops import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
 from .parser import *  # noqa: F401,F403
+from .reducers import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
 from .tileops import *  # noqa: F401,F403
 
@@ -52,6 +53,7 @@ _OWN_NAMES = [
     *loops.__all__,
     *misc.__all__,
     *parser.__all__,
+    *reducers.__all__,
     *tensor.__all__,
     *tileops.__all__,
     *dtypes.DTYPES,

@@ -172,6 +172,7 @@ class _Inference:
         self.lctx = LayoutContext(ctx.target, threads, self.layouts)
         self.fragments: dict[int, Any] = {}
         self.uses: list = []  # Nest | _Reduce, program order
+        self.reducers: set[int] = set()  # fragments allocated by T.alloc_reducer
         self.order: list = []  # fragments in allocation order
 
         def collect(node):
@@ -259,6 +260,9 @@ class _Inference:
                                                     f"outside T.Parallel (every thread would need every element)")
 
     def tile_op(self, op: TileOp, portable, scratch) -> None:
+        if op.name == "reducer_info":
+            self.reducers.add(buffer_key(op.regions[0].buffer))
+            return
         frag_regions = [r for r in op.regions if r.scope == FRAGMENT and buffer_key(r.buffer) in self.fragments]
         imposed = self.ctx.hooks.infer_layout(op, self.lctx) if self.ctx.hooks is not None else None
         handled = set()
@@ -357,6 +361,14 @@ class _Inference:
                 if layout is not None:
                     self.layouts.impose(use.src, layout, use.origin + " (rows over a warp's lanes)")
                     return True
+        for use in self.uses:
+            found = self.reducer_update(use) if isinstance(use, Nest) else None
+            if found is not None and self.undecided(found[0]):
+                full, kept = found
+                layout = _rows_layout(full, kept, self.threads, warp)
+                if layout is not None:
+                    self.layouts.impose(full, layout, use.origin + " (updates a reducer: rows over a warp's lanes)")
+                    return True
         for buf in self.order:
             if self.undecided(buf):
                 shape = [int(d) for d in buf.shape]
@@ -368,6 +380,26 @@ class _Inference:
                     self.layouts.impose(buf, layout, "default (cyclic over the threads)")
                 return True
         return False
+
+    def reducer_update(self, nest: Nest):
+        """(fragment, kept dims) when `nest` updates a reducer at a subset of its loop
+        variables (`acc[i] += a[i, j]`) and indexes a register fragment by all of them: that
+        fragment's rows (the kept dims) then go over a warp's lanes, so the reducer's
+        projection is replicated only over lanes of a warp."""
+        kept = None
+        for acc in nest.accesses:
+            if acc.write and buffer_key(acc.buffer) in self.reducers:
+                dims = projection_dims(acc, nest)
+                if dims is not None and len(dims) < len(nest.loop_vars):
+                    kept = dims
+        if kept is None:
+            return None
+        everything = list(range(len(nest.loop_vars)))
+        for acc in nest.accesses:
+            if buffer_key(acc.buffer) not in self.reducers and projection_dims(acc, nest) == everything \
+                    and self.layouts.decision(acc.buffer).in_registers:
+                return acc.buffer, kept
+        return None
 
     def verify(self) -> bool:
         """Move fragments with a non-local access to shared memory; True when one moved."""
@@ -432,11 +464,33 @@ def _project(layout: Fragment, dims: list[int], buffer) -> Fragment | None:
 
 
 def _reduce_source_layout(use: _Reduce, threads: int, warp: int) -> Fragment | None:
-    shape = [int(d) for d in use.src.shape]
-    if len(shape) == 2 and use.kept == [0]:
-        return row_fragment(shape[0], shape[1], threads, warp)
-    if len(shape) == 2 and use.kept == [1]:
-        rows = row_fragment(shape[1], shape[0], threads, warp)
+    return _rows_layout(use.src, use.kept, threads, warp, vector=1)
+
+
+def _dtype_bits(buffer) -> int:
+    from tvm import DataType
+
+    return DataType(str(buffer.dtype)).bits
+
+
+def _rows_layout(buffer, kept: list[int], threads: int, warp: int, vector: int | None = None) -> Fragment | None:
+    """A 2-D fragment whose kept dim's rows each lie in consecutive lanes of a warp (see
+    `row_fragment`); `vector` consecutive elements per thread along the other dim (default:
+    16 bytes' worth when the shape allows, else 1)."""
+    shape = [int(d) for d in buffer.shape]
+    if len(shape) != 2 or kept not in ([0], [1]):
+        return None
+    if vector is None:
+        wide = max(1, 16 // max(1, _dtype_bits(buffer) // 8)) if kept == [0] else 1
+        for v in sorted({wide, 1}, reverse=True):
+            found = _rows_layout(buffer, kept, threads, warp, v)
+            if found is not None:
+                return found
+        return None
+    if kept == [0]:
+        return row_fragment(shape[0], shape[1], threads, warp, vector)
+    if kept == [1]:
+        rows = row_fragment(shape[1], shape[0], threads, warp, vector)
         if rows is None:
             return None
         return Fragment(shape, threads, rows.slots, lambda t, s: tuple(reversed(rows.element_of(t, s))),

@@ -16,6 +16,7 @@ __all__ = ["PassContext", "Pipeline", "PipelineError", "default_pipeline", "POIN
 # Named points of the default pipeline, in order. Backends insert passes relative to them.
 POINTS = (
     "check",             # semantic checks with the user's source lines
+    "hoist_allocations",  # buffers allocated in loops move before the outermost loop
     "infer_layout",      # fragment and shared layouts (asks tilelang_infer_layout)
     "plan_pipeline",     # T.Pipelined: stages, or a plain loop where the target has no async copy
     "lower_tile_ops",    # tile ops -> loops (asks tilelang_lower_tile_op, else portable)
@@ -94,6 +95,7 @@ def default_pipeline() -> Pipeline:
         barriers,
         check,
         finalize,
+        hoist,
         layout_inference,
         lower_tile_ops,
         parallel,
@@ -106,6 +108,7 @@ def default_pipeline() -> Pipeline:
 
     return Pipeline([
         ("check", check.check),
+        ("hoist_allocations", hoist.hoist_allocations),
         ("infer_layout", layout_inference.infer_layout),
         ("plan_pipeline", pipeline_planning.plan_pipeline),
         ("lower_tile_ops", lower_tile_ops.lower_tile_ops),

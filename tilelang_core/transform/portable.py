@@ -375,6 +375,51 @@ def lower_device_assert(op: TileOp, ctx) -> tir.Stmt:
     return tir.Evaluate(builtins.device_assert(cond, where + msg))
 
 
+def lower_finalize_reducer(op: TileOp, ctx) -> tir.Stmt:
+    """`tl.finalize_reducer(reducer, dst, op[, init])`: on SIMT targets the replicas of a
+    register reducer combine in place (`reduce_registers.combine_replicas`); then, when `dst`
+    is another buffer or an init value was given, a nest `dst[i] = reducer[i]` (combined with
+    init). A reducer that left registers would have raced in its updates: that is an error."""
+    from .reduce_registers import ACROSS, combine_replicas
+
+    src, dst = op.regions[:2]
+    kind = op.str_arg(2)
+    init = op.args[3] if len(op.args) > 3 else None
+    out: list[tir.Stmt] = []
+    layout = None if ctx.block_serial else ctx.layouts.get(src.buffer)
+    if not ctx.block_serial:
+        decision = ctx.layouts.decision(src.buffer)
+        if not decision.in_registers:
+            raise TileLangCompileError(
+                f"T.finalize_reducer: the reducer {src.buffer.name} could not stay in registers ({decision.reason}), "
+                f"so the threads updating it would race; update it only inside T.Parallel nests that also index "
+                f"a register fragment by every loop variable", op.source)
+    if layout is not None and layout.replicate > 1:
+        if layout.replica_bits() is None:
+            raise TileLangCompileError(
+                f"T.finalize_reducer: the reducer {src.buffer.name} is replicated over threads in a pattern "
+                f"({layout.name}) whose replicas cannot be combined by thread-index bits; use power-of-two "
+                f"tile sizes and thread counts", op.source)
+        reg = ctx.register_buffer(src.buffer)
+        acc = tir.decl_buffer((layout.slots,), str(reg.dtype), name=f"{src.buffer.name}_partial", scope="local")
+        out.append(combine_replicas(
+            ctx, layout, ACROSS[kind], acc,
+            lambda thread: [tir.BufferStore(acc, tir.BufferLoad(reg, [const(d)]), [const(d)]) for d in range(layout.slots)],
+            lambda d, total: tir.BufferStore(reg, total, [const(d)]), src.buffer.name, span=op.stmt.span))
+    if dst.buffer.same_as(src.buffer) and init is None:
+        return seq(out) if out else tir.Evaluate(const(0))
+    shape = _shape_of(dst)
+
+    def body(vs):
+        value = _load(src.buffer, region_indices(src.mins, src.extents, vs), str(dst.buffer.dtype))
+        if init is not None:
+            value = reduce_combine(kind, value, init)
+        return tir.BufferStore(dst.buffer, value, region_indices(dst.mins, dst.extents, vs))
+
+    out.append(loop_nest(shape, body, kind=PAR, span=op.stmt.span) if shape else body([]))
+    return seq(out)
+
+
 def lower_nothing(op: TileOp, ctx) -> tir.Stmt:
     """Hints with no effect on results (rasterization, layout annotations) on this path."""
     return tir.Evaluate(const(0))
@@ -393,6 +438,8 @@ PORTABLE_LOWERINGS = {
     "device_assert": lower_device_assert,
     "use_swizzle": lower_nothing,
     "annotate_layout": lower_nothing,
+    "reducer_info": lower_nothing,
+    "finalize_reducer": lower_finalize_reducer,
 }
 
 

@@ -23,7 +23,7 @@ from ..codegen import builtins
 from ..ir import TileOp
 from .irutil import const, seq
 
-__all__ = ["lower_register_reduce", "ACROSS"]
+__all__ = ["lower_register_reduce", "combine_replicas", "ACROSS"]
 
 # across threads the partial results combine by the outer operation
 ACROSS = {"max": "max", "min": "min", "sum": "sum", "abssum": "sum", "absmax": "max",
@@ -66,9 +66,6 @@ def lower_register_reduce(op: TileOp, ctx) -> tir.Stmt | None:
     kind, clear = op.str_arg(2), bool(op.int_arg(4))
     across = ACROSS[kind]
     dtype = str(dst.buffer.dtype)
-    warp = int(ctx.caps.warp_size)
-    lane_bits = bits & (warp - 1) if "warp_shuffle" in ctx.caps.features else 0
-    block_bits = bits & ~lane_bits
     src_reg, dst_reg = ctx.register_buffer(src.buffer), ctx.register_buffer(dst.buffer)
     acc = tir.decl_buffer((g.slots,), dtype, name=f"{kind}_acc", scope="local")
 
@@ -76,8 +73,8 @@ def lower_register_reduce(op: TileOp, ctx) -> tir.Stmt | None:
         v = tir.BufferLoad(src_reg, [s])
         return v if str(src_reg.dtype) == dtype else tir.Cast(dtype, v)
 
-    def partials(thread):
-        out = [tir.AllocBuffer(acc)]
+    def own_rows(thread):
+        out = []
         for d, slots in enumerate(feeds):
             # a balanced tree: independent combines the hardware can overlap
             terms = [reduce_combine(kind, reduce_init(kind, dtype), value(s)) if kind in ("abssum", "absmax")
@@ -86,11 +83,6 @@ def lower_register_reduce(op: TileOp, ctx) -> tir.Stmt | None:
                 terms = [reduce_combine(across, terms[i], terms[i + 1]) if i + 1 < len(terms) else terms[i]
                          for i in range(0, len(terms), 2)]
             out.append(tir.BufferStore(acc, terms[0], [d]))
-        for b in range(warp.bit_length()):
-            if lane_bits & (1 << b):
-                for d in range(g.slots):
-                    mine = tir.BufferLoad(acc, [d])
-                    out.append(tir.BufferStore(acc, reduce_combine(across, mine, builtins.shfl_xor(mine, 1 << b)), [d]))
         return out
 
     def store(d, result):
@@ -98,20 +90,47 @@ def lower_register_reduce(op: TileOp, ctx) -> tir.Stmt | None:
             return tir.BufferStore(dst_reg, result, [d])
         return tir.BufferStore(dst_reg, reduce_combine(across, tir.BufferLoad(dst_reg, [d]), result), [d])
 
-    if not block_bits:
-        return ctx.per_thread(lambda t: seq(partials(t) + [store(d, tir.BufferLoad(acc, [d])) for d in range(g.slots)]),
-                              span=op.stmt.span)
+    return combine_replicas(ctx, g, across, acc, own_rows, store, kind, span=op.stmt.span)
 
-    scratch = tir.decl_buffer((g.slots, ctx.threads), dtype, name=f"{kind}_partials", scope="shared.dyn")
+
+def combine_replicas(ctx, layout, across: str, acc: tir.Buffer, prepare, store, name: str, span=None) -> tir.Stmt:
+    """Per thread: `prepare(thread)` fills `acc` (a local buffer of `layout.slots` partials),
+    the partials of the threads holding the same elements (`layout.replica_bits()`) combine
+    with `across`, and `store(slot, total)` takes each result. Lanes of a warp combine by a
+    `tl.shfl_xor` butterfly (targets with "warp_shuffle"); warps through a shared scratch
+    tile `<name>_partials` and one barrier (then a second, so the scratch can be reused)."""
+    from .portable import reduce_combine
+
+    bits = layout.replica_bits()
+    warp = int(ctx.caps.warp_size)
+    lane_bits = bits & (warp - 1) if "warp_shuffle" in ctx.caps.features else 0
+    block_bits = bits & ~lane_bits
+    slots = layout.slots
+    dtype = str(acc.dtype)
+
+    def partials(thread):
+        out = [tir.AllocBuffer(acc)] + list(prepare(thread))
+        for b in range(warp.bit_length()):
+            if lane_bits & (1 << b):
+                for d in range(slots):
+                    mine = tir.BufferLoad(acc, [d])
+                    out.append(tir.BufferStore(acc, reduce_combine(across, mine, builtins.shfl_xor(mine, 1 << b)), [d]))
+        return out
+
+    if not block_bits:
+        return ctx.per_thread(lambda t: seq(partials(t) + [store(d, tir.BufferLoad(acc, [d])) for d in range(slots)]),
+                              span=span)
+
+    scratch = tir.decl_buffer((slots, ctx.threads), dtype, name=f"{name}_partials", scope="shared.dyn")
     others = [m for m in range(1, block_bits + 1) if m & block_bits == m]
 
     def publish(thread):
         return seq(partials(thread) + [tir.BufferStore(scratch, tir.BufferLoad(acc, [d]), [const(d), thread])
-                                       for d in range(g.slots)])
+                                       for d in range(slots)])
 
     def gather(thread):
         out = []
-        for d in range(g.slots):
+        for d in range(slots):
             total = tir.BufferLoad(scratch, [const(d), thread])
             for m in others:
                 total = reduce_combine(across, total, tir.BufferLoad(scratch, [const(d), tir.bitwise_xor(thread, const(m))]))
@@ -120,5 +139,5 @@ def lower_register_reduce(op: TileOp, ctx) -> tir.Stmt | None:
 
     from .simt import sync_threads
 
-    return seq([tir.AllocBuffer(scratch), ctx.per_thread(publish, span=op.stmt.span), sync_threads(),
-                ctx.per_thread(gather, span=op.stmt.span), sync_threads()])
+    return seq([tir.AllocBuffer(scratch), ctx.per_thread(publish, span=span), sync_threads(),
+                ctx.per_thread(gather, span=span), sync_threads()])
