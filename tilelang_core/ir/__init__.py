@@ -50,6 +50,10 @@ Tile ops
     tl.use_swizzle    panel_size, order ("row" | "col")
     tl.print          value (a PrimExpr) or region(1), msg
     tl.device_assert  cond, msg
+    tl.reducer_info   reducer(2), op ("sum", "max", ...)  -- right after T.alloc_reducer: the
+                      fragment's updates from many threads combine (see language/reducers.py)
+    tl.finalize_reducer  reducer(3), dst(2) (the reducer itself for the in-place form), op[,
+                      init]  -- combines the partials; dst gets the result (with init once)
     tl.init_barriers  barriers(2) (a whole "shared.barrier" buffer), arrive count of each
                       -- emitted by T.alloc_barrier where it stands
     tl.barrier_wait   BufferLoad barrier, parity  -- until the phase of that parity completed

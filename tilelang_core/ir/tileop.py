@@ -43,7 +43,8 @@ class TileOp:
     atomic_elem(kind, BufferLoad dst, value, memory_order) ·
     use_swizzle(panel_size, order) · print(value or region, msg) · device_assert(cond, msg) ·
     init_barriers(barriers, *arrive_counts) · barrier_wait(BufferLoad barrier, parity) ·
-    barrier_arrive(BufferLoad barrier) · tma_copy(src, dst, BufferLoad barrier).
+    barrier_arrive(BufferLoad barrier) · tma_copy(src, dst, BufferLoad barrier) ·
+    reducer_info(reducer, op) · finalize_reducer(reducer, dst, op[, init]).
     """
 
     name: str
