@@ -15,7 +15,8 @@ bf16 / fp32 / int8 inputs in all four transpose combinations and sizes that are 
 multiples of the tile, every reduction, cumsum, atomics, symbolic dims, math, T.print and
 T.device_assert), plus atomic max/min, and the functions of several launches of
 `tests/jit/multi_launch_programs.py` (split/combine decoding through `T.alloc_global`
-workspaces). `PROGRAMS` is also what `test_cuda_programs.py` compiles.
+workspaces), and TileLang's dequantizing GEMV (`dequant_programs.py`: an imported lop3
+decoder, `T.dp4a`, a warp allreduce). `PROGRAMS` is also what `test_cuda_programs.py` compiles.
 
 bfloat16 arrays are stored as their uint16 bit patterns (NumPy has no bfloat16); case.json
 names the dtype.
@@ -433,13 +434,35 @@ def _language_programs() -> list[Program]:
     ]
 
 
+def _dequant_programs() -> list[Program]:
+    dq = _import("tilelang_dequant_programs", HERE / "dequant_programs.py")
+    N, K = 256, 1024
+
+    def case(rng, in_dtype, decode):
+        if in_dtype == "int8":
+            a = Tensor(rng.integers(-128, 128, (1, K)).astype(np.int8), "int8")
+        else:
+            a = rand(rng, (1, K), "float16")
+        b = Tensor(rng.integers(-128, 128, (N, K // 2)).astype(np.int8), "int8")
+        out = Out((1, N), "int32" if in_dtype == "int8" else "float16")
+        return Run([a, b, out], {2: dq.reference(a.array, b.array, decode)})
+
+    return [
+        Program(f"dequant_gemv_{in_dtype}_{decode}",
+                lambda in_dtype=in_dtype, decode=decode: dq.gemv(N, K, in_dtype, decode=decode),
+                lambda rng, in_dtype=in_dtype, decode=decode: case(rng, in_dtype, decode))
+        for in_dtype, decode in (("float16", "lop3"), ("float16", "tir"), ("int8", "tir"))
+    ]
+
+
 def programs() -> dict[str, Program]:
     """Every program of the CUDA test set, by name."""
     from tests.run import kernels as run_kernels
 
     found = (_example_programs() + _language_programs() + _gemm_programs(run_kernels)
              + _reduce_programs(run_kernels) + _cumsum_programs(run_kernels)
-             + _atomic_programs(run_kernels) + _misc_run_programs(run_kernels) + _multi_launch_programs())
+             + _atomic_programs(run_kernels) + _misc_run_programs(run_kernels) + _multi_launch_programs()
+             + _dequant_programs())
     table = {p.name: p for p in found}
     assert len(table) == len(found), "duplicate program names"
     return table

@@ -24,6 +24,8 @@ functions:
   of lane `src % width` of its segment, of lane l - delta (l + delta for _down) when that lane
   is in its segment, else its own v. Every lane of the warp must take part and `mask` must
   name them all.
+- `tl.dp4a(a, b, c)` (`dp4a.s32.s32`, PTX ISA): `*c` plus the four products of the signed
+  bytes at `a` and `b`, wrapping in 32 bits.
 - `tl::pack_b16x2(lo, hi)`: two 16-bit patterns in one 32-bit word, lo in the low half;
   `reinterpret` of a 16-bit value gives its pattern.
 
@@ -228,6 +230,15 @@ class _Machine:
                 p = ptr(th)
                 return _Pointer(p.array, p.index + int(off(th)))
             return access
+        if name == "tl.dp4a":  # dp4a.s32.s32: c += the 4 products of signed bytes, wrapping in 32 bits
+            a, b, c = (self.compile(arg) for arg in e.args)
+
+            def dp4a(th):
+                dot = int(np.dot(a(th).raw(4).view(np.int8).astype(np.int64), b(th).raw(4).view(np.int8).astype(np.int64)))
+                acc = c(th).raw(4).view(np.int32)
+                acc[0] = np.int64(int(acc[0]) + dot).astype(np.uint32).view(np.int32)
+                return 0
+            return dp4a
         if name == "prim.likely":
             return self.compile(e.args[0])
         if name == "tirx.reinterpret" and str(e.ty.dtype) == "uint16":

@@ -15,6 +15,7 @@ passes build them with the constructors below. Argument orders:
 | `tl.atomic_store` | (dst: BufferLoad, value, order) | void |
 | `tl.printf` | (fmt: StringImm, *args) | int32 |
 | `tl.device_assert` | (cond: bool, msg: StringImm) | void |
+| `tl.dp4a` | (a, b: `tvm_access_ptr`s to 4 int8 each, c: to one int32) | void: `*c += a[0]*b[0] + a[1]*b[1] + a[2]*b[2] + a[3]*b[3]` (int32, wrapping) |
 | `tl.shfl_xor` | (value, lane_mask: int32) | `value` of the lane whose index is this lane's xor `lane_mask` (every lane of the warp calls it) |
 
 `order` is a memory order, an int32 numbered as C11's `memory_order` and GCC's `__ATOMIC_*`
@@ -44,6 +45,7 @@ __all__ = [
     "printf",
     "device_assert",
     "shfl_xor",
+    "dp4a",
 ]
 
 # name -> number of inputs (-1: variadic); add/max/min/or take an optional order after them
@@ -59,6 +61,7 @@ BUILTIN_OPS = {
     "tl.printf": -1,
     "tl.device_assert": 2,
     "tl.shfl_xor": 2,
+    "tl.dp4a": 3,
 }
 
 # index = the memory order's number in the IR (C11 memory_order, GCC __ATOMIC_*, TileLang's ids)
@@ -68,8 +71,9 @@ _OPAQUE = int(tirx.CallEffectKind.Opaque.value)
 
 
 def _has_attr(name: str, key: str) -> bool:
+    # `Op.has_attr` answers whether any op has `key`, not this one: read the value
     try:
-        return bool(ir.Op.get(name).has_attr(key))
+        return ir.Op.get(name).get_attr(key) is not None
     except Exception:  # the op does not exist yet
         return False
 
@@ -173,3 +177,9 @@ def shfl_xor(value, lane_mask):
     "warp_shuffle" feature prints it; all lanes of the warp must reach the call)."""
     mask = tirx.const(lane_mask, "int32") if isinstance(lane_mask, int) else lane_mask
     return tirx.call_intrin(_dtype(value), "tl.shfl_xor", value, mask)
+
+
+def dp4a(a_ptr, b_ptr, c_ptr):
+    """`tl.dp4a(a, b, c)`: `*c += ` the dot product of the 4 int8 at `a` and at `b` (pointers
+    from `tvm_access_ptr`; `c`'s carries the write bit, so barrier placement sees the write)."""
+    return tirx.call_intrin("void", "tl.dp4a", a_ptr, b_ptr, c_ptr)

@@ -439,6 +439,7 @@ class CExprPrinter:
             "tl.printf": lambda e: (self.printf_call(e.args), PREC_ATOM),
             "tirx.reinterpret": self._reinterpret,
             "tl.shfl_xor": self._shuffle_xor,
+            "tl.dp4a": self._dp4a,
         }
 
     def _shuffle_xor(self, e) -> tuple[str, int]:
@@ -447,6 +448,14 @@ class CExprPrinter:
         if fmt is None:
             raise CodegenError(f"warp shuffles are not supported by the {self.language} dialect")
         return fmt.format(self.expr(e.args[0]), self.expr(e.args[1])), PREC_ATOM
+
+    def _dp4a(self, e) -> tuple[str, int]:
+        """`tl.dp4a(a, b, c)`: `dp4a_format`, else the portable helper `tl_dp4a`."""
+        a, b, c = (self.expr(arg) for arg in e.args)
+        if self.dp4a_format is None:
+            self.used_helpers.add("dp4a")
+            return f"tl_dp4a({a}, {b}, {c})", PREC_ATOM
+        return self.dp4a_format.format(a, b, c), PREC_ATOM
 
     def _reinterpret(self, e) -> tuple[str, int]:
         """Bit cast; `reinterpret_format` over {0}: value, {1}: source type, {2}: target type."""
@@ -472,11 +481,12 @@ class CExprPrinter:
         return f"&{self.buffer_ref(load.source, load.indices)}", PREC_UNARY
 
     def _access_ptr(self, e) -> tuple[str, int]:
+        """`tvm_access_ptr(type, data, offset, extent, mask)`: `data` (a buffer's base or
+        `address_of` an element) plus `offset` elements."""
         _, data, offset, _, _ = e.args
-        base = self.expr(data)
         if isinstance(offset, tirx.IntImm) and offset.value == 0:
-            return base, PREC_ATOM
-        return f"{base} + {self._paren(offset, PREC_ADD, right=True)}", PREC_ADD
+            return self._expr(data)
+        return f"{self._paren(data, PREC_ADD)} + {self._paren(offset, PREC_ADD, right=True)}", PREC_ADD
 
     def _atomic(self, kind: str, e) -> tuple[str, int]:
         """`tl.atomic_<kind>(dst[, value][, order])` through `atomic_ops` and `memory_orders`."""

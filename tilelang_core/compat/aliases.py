@@ -20,7 +20,8 @@ lacks them. This honours every name that kept its meaning across the rename (for
 `subspace_divide`, ... all present in `tvm.sym`); names 0.27 removed or moved elsewhere
 (`tvm.tirx.stmt_functor`, whose work `tvm_ffi.structural_map` does now, and `tvm.tirx.Call`)
 are not bridged: using one is an AttributeError, never a silent substitute. A class that only
-changed its name (`TVM_NAME_RENAMES`) is bridged under its old name.
+changed its name (`TVM_NAME_RENAMES`) is bridged under its old name, and `expr.dtype`, which
+0.27 keeps only on buffer variables, answers on every expression (`exprs.add_expr_dtype`).
 """
 from __future__ import annotations
 

@@ -280,8 +280,9 @@ class _RenamingLoader(importlib.abc.Loader):
 
 
 def add_tvm_renames(tvm: types.ModuleType) -> None:
-    """Make `tvm.tir`/`tvm.arith` the renamed modules, where the installed TVM lacks them, and
-    give renamed classes their old names (`TVM_NAME_RENAMES`)."""
+    """Make `tvm.tir`/`tvm.arith` the renamed modules, where the installed TVM lacks them, give
+    renamed classes their old names (`TVM_NAME_RENAMES`) and expressions their `dtype`
+    (`exprs.add_expr_dtype`)."""
     for old, new in TVM_RENAMES.items():
         child = old.partition(".")[2]
         if getattr(tvm, child, None) is not None or old in sys.modules:
@@ -295,6 +296,9 @@ def add_tvm_renames(tvm: types.ModuleType) -> None:
         owner = importlib.import_module(old_module)
         if not hasattr(owner, old_name):
             setattr(owner, old_name, getattr(importlib.import_module(new_module), new_name))
+    from .exprs import add_expr_dtype
+
+    add_expr_dtype()
 
 
 _LOCK = threading.Lock()

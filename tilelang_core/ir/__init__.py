@@ -87,6 +87,15 @@ Loops
     per extent (the innermost annotated "coalesced_width" if given). `T.serial/unroll/
     vectorized/grid` and `range` as in tirx.
 
+Imported source and pointers
+    `T.import_source(text)` -> the PrimFunc attribute `pragma_import_c` (a list of texts, each
+    once, in order; see `imports.py`), printed ahead of the kernel; the kernel calls into it with
+    `T.call_extern`. `T.access_ptr(base, "r"|"w"|"rw", offset=, extent=)` ->
+    `tvm_access_ptr(type_annotation(dtype), address_of(buf[indices]), 0, extent, rw_mask)`.
+    `T.dp4a(a, b, c)` -> `tl.dp4a` over three such pointers (`codegen.builtins`).
+    `T.thread_binding(...)` inside `T.Kernel` -> the launched thread index itself: the parser
+    merges the THREAD_BINDING loop into the launch (`language/bindings.py`).
+
 Source lines
     The 0.27 parser attaches a `Span` (file, line) to every statement it builds, tile ops and
     each loop of a `T.Parallel` nest included; `source_of(stmt)` returns `(file, line)`

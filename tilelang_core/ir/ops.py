@@ -142,6 +142,12 @@ class TLScriptNamespace:
         return builtins.atomic_store(dst, value, order)
 
     @staticmethod
+    def dp4a(a_ptr, b_ptr, c_ptr):
+        from tilelang_core.codegen import builtins
+
+        return builtins.dp4a(a_ptr, b_ptr, c_ptr)
+
+    @staticmethod
     def use_swizzle(panel_size, order):
         return make_call("use_swizzle", panel_size, order)
 

@@ -21,10 +21,12 @@ import tvm.tirx.script.parser as _tirx
 
 import tilelang_core.ir.ops  # noqa: F401 - registers the tl.* ops and the T.tl namespace
 
-from . import allocate, atomics, convolution, dtypes, eager, groups, kernel, layout, loops, misc, parser, reducers, tensor, tileops
+from . import allocate, atomics, bindings, convolution, dtypes, eager, extern, groups, kernel, layout, loops, misc, parser, reducers, tensor, tileops
 from .allocate import *  # noqa: F401,F403
 from .atomics import *  # noqa: F401,F403
+from .bindings import *  # noqa: F401,F403
 from .eager import *  # noqa: F401,F403
+from .extern import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 from .groups import *  # noqa: F401,F403
 from .kernel import *  # noqa: F401,F403
@@ -45,7 +47,9 @@ _NOT_FROM_TIRX = {"jit", "Optional", "constexpr", "Ptr", "register_script_namesp
 _OWN_NAMES = [
     *allocate.__all__,
     *atomics.__all__,
+    *bindings.__all__,
     *eager.__all__,
+    *extern.__all__,
     *convolution.__all__,
     *groups.__all__,
     *kernel.__all__,

@@ -15,7 +15,10 @@ from tvm.error import DiagnosticError
 from tvm.script.parser._core import parse, utils
 from tvm.tirx import PrimFunc
 
+from tilelang_core.ir.imports import hoist_import_sources
+
 from . import kernel as _kernel
+from .bindings import bind_thread_loops
 
 __all__ = ["KernelSyntaxError", "prim_func"]
 
@@ -44,6 +47,11 @@ def _parse(func: Callable, outer_stack: list, check_well_formed: bool) -> PrimFu
             "parses the source text, so define kernels in a .py file or a notebook cell, "
             "not in exec() or `python -c`"
         ) from None
+    result = hoist_import_sources(result)  # T.import_source: markers -> the function's attribute
+    try:
+        result = bind_thread_loops(result)  # T.thread_binding: the kernel's own thread index
+    except ValueError as err:
+        raise KernelSyntaxError(f"error: {err}") from None
     setattr(result, "__name__", func.__name__)
     return result
 

@@ -17,6 +17,9 @@ What the generated file looks like:
   of such a value stays a 16/8-bit move.
 - Math uses the precise functions (`expf`, `exp2f`, ...); with `fast_math` the intrinsics
   (`__expf`, `__logf`, ...), which is also what nvcc's --use_fast_math would pick.
+- Texts of `T.import_source` come after the includes, before the kernel (the header
+  defines `uint`, which TileLang's imported helpers use); `tl.dp4a` is the header's
+  `tl_dp4a` (`__dp4a`).
 - `T.alloc_barrier`'s buffers (scope "shared.barrier") are `__shared__` arrays of 64-bit
   mbarrier words; `tl.sync_group(id, count)`, the barrier of one `T.ws` range, is the
   named barrier `bar.sync id, count`.
@@ -141,6 +144,8 @@ class CUDACodegen(CStyleCodegen):
     printf_name = "printf"
     reinterpret_format = "__builtin_bit_cast({2}, {0})"
     shuffle_xor_format = "__shfl_xor_sync(0xffffffffu, {0}, {1})"
+    dp4a_format = "tl_dp4a({0}, {1}, {2})"  # tl_cuda_common.h: __dp4a
+    addressed_local_format = "__align__(16) "
     reserved_names = CStyleCodegen.reserved_names + (
         "blockDim", "gridDim", "warpSize", "tl", "half", "half_t", "bfloat16_t", "half2_t",
         "bfloat162_t", "fp8_e4_t", "fp8_e5_t", "dim3", "uint", "memcpy", "__syncthreads")

@@ -44,6 +44,9 @@ using bfloat162_t = __nv_bfloat162;
 using fp8_e4_t = __nv_fp8_e4m3;
 using fp8_e5_t = __nv_fp8_e5m2;
 #endif
+// TileLang's device helpers (code a kernel brings with T.import_source, e.g. the lop3
+// dequantizers) say `uint`; glibc's <sys/types.h> has the same typedef under nvcc.
+typedef unsigned int uint;
 
 namespace tl {
 
@@ -180,6 +183,18 @@ TL_DEVICE half_t tl_atomic_min(half_t* address, half_t val) {
 }
 TL_DEVICE bfloat16_t tl_atomic_min(bfloat16_t* address, bfloat16_t val) {
   return tl::detail::atomic_cas_loop<bfloat16_t, unsigned short>(address, val, tl::detail::HalfMinOp());
+}
+
+// ---------------------------------------------------------------- dp4a
+
+// T.dp4a: *c += a[0]*b[0] + ... + a[3]*b[3] over signed bytes, one IDP4A (sm_61+). The
+// bytes are gathered with memcpy, which makes no alignment demand on a and b (an int8 local
+// array is only byte-aligned) and still compiles to one 32-bit move where they are aligned.
+TL_DEVICE void tl_dp4a(const int8_t* a, const int8_t* b, int32_t* c) {
+  int a4, b4;
+  memcpy(&a4, a, 4);
+  memcpy(&b4, b, 4);
+  *c = __dp4a(a4, b4, *c);
 }
 
 // ---------------------------------------------------------------- device assert
