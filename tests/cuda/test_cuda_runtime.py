@@ -238,3 +238,14 @@ def test_gpu_smoke_script_passes(torch_cuda, tmp_path):
     done = subprocess.run([PYTHON, str(HERE / "gpu_smoke.py"), str(tmp_path)], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+
+
+def test_kernels_share_one_runtime_per_process():
+    # per-device state (contexts, the 256 MB L2-flush buffer of do_bench) is held once for
+    # the process: a runtime per kernel ran an autotuner of hundreds of candidates out of
+    # GPU memory
+    from tilelang_cuda.plugin import tilelang_runtime
+
+    first = tilelang_runtime(target=None)
+    assert isinstance(first, CUDARuntime)
+    assert tilelang_runtime(target=None) is first

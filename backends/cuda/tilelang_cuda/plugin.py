@@ -76,9 +76,12 @@ def tilelang_cache_key(target, options):
 
 @hookimpl
 def tilelang_runtime(target):
-    from .runtime import CUDARuntime
+    """One runtime per process: its contexts and the L2-flush scratch buffer are per device,
+    so kernels share them (a runtime per kernel once held a 256 MB buffer per kernel, and an
+    autotuner that timed hundreds of candidates ran the GPU out of memory)."""
+    from .runtime import shared_runtime
 
-    return CUDARuntime()
+    return shared_runtime()
 
 
 @hookimpl

@@ -468,3 +468,13 @@ class CUDARuntime(Runtime):
                 self._scratch[device] = scratch
             _check(cu.cuMemsetD32Async(scratch, self._flush_value, _L2_FLUSH_BYTES // 4,
                                        getattr(stream, "cuda_stream", stream)), "cuMemsetD32Async")
+
+
+_SHARED: list[CUDARuntime] = []
+
+
+def shared_runtime() -> CUDARuntime:
+    """The process's CUDA runtime (created on first use)."""
+    if not _SHARED:
+        _SHARED.append(CUDARuntime())
+    return _SHARED[0]

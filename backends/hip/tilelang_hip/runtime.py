@@ -17,6 +17,7 @@ __all__ = ["HIPRuntime", "HIPRuntimeOnDemand", "HIPKernel", "HIPEventTimer", "HI
 _COMPILE_ONLY = "the HIP backend can compile here (conformance level: compile)"
 _DEFAULT_LDS = 64 * 1024  # gfx90a and gfx942: 64 KiB of LDS per workgroup
 _FLUSH_BYTES = 512 << 20  # larger than MI300X's 256 MiB Infinity Cache
+_FLUSH_BUFFERS: dict = {}  # device index -> the process's flush buffer
 
 
 class HIPRuntimeUnavailable(RuntimeError):
@@ -209,7 +210,6 @@ class HIPRuntime(Runtime):
             device_index = self._torch.cuda.current_device() if self._torch is not None else 0
         self.device_index = int(device_index)
         _check(self._hip, self._hip.hipSetDevice(self.device_index), "hipSetDevice")
-        self._flush_buffer: Any = None
 
     def load(self, binary: bytes, meta: KernelMeta) -> HIPKernel:
         hip = self._hip
@@ -260,17 +260,12 @@ class HIPRuntime(Runtime):
     def flush_l2(self) -> None:
         """Overwrite a buffer larger than the L2 and Infinity Cache on the current stream."""
         hip = self._hip
-        if self._flush_buffer is None:
-            self._flush_buffer = _check(hip, hip.hipMalloc(_FLUSH_BYTES), "hipMalloc")
-        _check(hip, hip.hipMemsetAsync(self._flush_buffer, 0, _FLUSH_BYTES,
+        buffer = _FLUSH_BUFFERS.get(self.device_index)  # one per device for the process, not per kernel
+        if buffer is None:
+            buffer = _FLUSH_BUFFERS[self.device_index] = _check(hip, hip.hipMalloc(_FLUSH_BYTES), "hipMalloc")
+        _check(hip, hip.hipMemsetAsync(buffer, 0, _FLUSH_BYTES,
                                        self.current_stream(self.device_index)), "hipMemsetAsync")
 
-    def __del__(self) -> None:
-        if getattr(self, "_flush_buffer", None) is not None:
-            try:
-                self._hip.hipFree(self._flush_buffer)
-            except Exception:  # noqa: BLE001
-                pass
 
 
 class HIPRuntimeOnDemand(Runtime):
