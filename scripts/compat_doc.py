@@ -715,7 +715,9 @@ def examples_section(data: dict | None, examples: list[str], previous: str | Non
             lines.append(f"| `{example}` | not run | | |")
             continue
         seconds = record.get("seconds")
-        lines.append(f"| `{example}` | {record.get('outcome', '?')} | {'' if seconds is None else seconds} "
+        where = record.get("device")
+        outcome = record.get("outcome", "?") + (f" (on {where})" if where and where != data.get("device") else "")
+        lines.append(f"| `{example}` | {outcome} | {'' if seconds is None else seconds} "
                      f"| {_cell(record.get('error') or '')} |")
     lines.append(EXAMPLES_END)
     return "\n".join(lines)

@@ -2,6 +2,7 @@
 
     python scripts/tilelang_examples.py --examples PATH/TO/tilelang/examples --json out.json
     python scripts/tilelang_examples.py --examples ... --only gemm/example_gemm.py quickstart.py
+    python scripts/tilelang_examples.py --merge part1.json part2.json --json all.json
 
 Each example runs in its own process through `tilelang run` (so `import tilelang` resolves to
 tilelang-core for that process only), from its own folder, with a time limit. An example passes
@@ -102,14 +103,47 @@ def _device() -> str:
     return f"no GPU ({platform.machine()})"
 
 
+def merge(paths: list[Path]) -> dict:
+    """One record file from several runs (e.g. split over device calls): the newest record of
+    each example, in the acceptance order, each keeping the device it ran on; the file's date
+    and device are those of the most records."""
+    runs = [json.loads(p.read_text()) for p in paths]
+    latest: dict[str, dict] = {}
+    for run in runs:
+        for record in run.get("records", []):
+            latest[record["example"]] = {**record, "device": record.get("device") or run.get("device", "")}
+    order = [e for e in EXAMPLES if e in latest] + [e for e in latest if e not in EXAMPLES]
+    records = [latest[e] for e in order]
+
+    def most(key: str) -> str:
+        values = [r.get(key) or "" for r in records] if key == "device" else [run.get(key, "") for run in runs]
+        return max(set(values), key=values.count) if values else ""
+
+    return {"date": max(run.get("date", "") for run in runs), "device": most("device"),
+            "tilelang_revision": most("tilelang_revision"), "records": records}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--examples", type=Path, required=True, help="TileLang's examples/ folder")
+    parser.add_argument("--merge", nargs="+", type=Path, help="combine these record files into --json; run nothing")
+    parser.add_argument("--examples", type=Path, help="TileLang's examples/ folder")
     parser.add_argument("--only", nargs="*", help="run these (paths relative to --examples)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per example")
     parser.add_argument("--json", type=Path, help="write the records here")
     parser.add_argument("--revision", default="", help="the TileLang commit the examples are from")
     args = parser.parse_args(argv)
+    if args.merge:
+        if not args.json:
+            parser.error("--merge writes its result to --json")
+        merged = merge(args.merge)
+        if args.revision:
+            merged["tilelang_revision"] = args.revision
+        args.json.write_text(json.dumps(merged, indent=1))
+        passed = sum(r["outcome"] == "pass" for r in merged["records"])
+        print(f"{passed} of {len(merged['records'])} records pass")
+        return 0
+    if args.examples is None:
+        parser.error("--examples is required (TileLang's examples/ folder)")
     chosen = args.only or EXAMPLES
     unknown = [rel for rel in chosen if not (args.examples / rel).is_file()]
     if unknown:
