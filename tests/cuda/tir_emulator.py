@@ -26,6 +26,8 @@ functions:
   name them all.
 - `tl.dp4a(a, b, c)` (`dp4a.s32.s32`, PTX ISA): `*c` plus the four products of the signed
   bytes at `a` and `b`, wrapping in 32 bits.
+- TVM's `ptx_legacy.ldmatrix` / `ptx_legacy.mma` (TileLang's `T.ptx_ldmatrix` / `T.ptx_mma`):
+  the same ldmatrix / mma.sync, with pointers plus element offsets (`buf.data` is element 0).
 - `tl::pack_b16x2(lo, hi)`: two 16-bit patterns in one 32-bit word, lo in the low half;
   `reinterpret` of a 16-bit value gives its pattern.
 
@@ -223,6 +225,9 @@ class _Machine:
             load = e.args[0]
             buf, flat = load.source, self.compile_flat(load.source, load.indices)
             return lambda th: _Pointer(th.machine.buffer_array(th, buf), flat(th))
+        if name == "tirx.buffer_data":  # `buf.data`: a pointer to element 0
+            buf = e.args[0]
+            return lambda th: _Pointer(th.machine.buffer_array(th, buf), 0)
         if name == "tirx.tvm_access_ptr":
             ptr, off = self.compile(e.args[1]), self.compile(e.args[2])
 
@@ -315,6 +320,8 @@ class _Machine:
                 yield ("sync",)
             elif isinstance(value, ir.Call) and value.op.name == "tirx.call_extern":
                 yield from self.extern(str(value.args[0].value), [self.ev(a, th) for a in value.args[1:]], th)
+            elif isinstance(value, ir.Call) and value.op.name in _PTX_BUILTINS:
+                yield _PTX_BUILTINS[value.op.name](self, value, th)
             elif isinstance(value, ir.Call):
                 self.ev(value, th)
         else:
@@ -449,6 +456,43 @@ class _Machine:
             for v in range(4):
                 off = cute_offset(CUTE_LAYOUTS["C"], lane, v)
                 out[d_ptr.index + v] = d[off % 16, off // 16]
+
+
+def _at(m: _Machine, ptr, offset, th) -> _Pointer:
+    """`ptr + offset` (elements of the pointed-to array), both IR expressions."""
+    p = m.ev(ptr, th)
+    return _Pointer(p.array, p.index + int(m.ev(offset, th)))
+
+
+def _text(value) -> str:
+    return str(value.value) if isinstance(value, ir.StringImm) else str(value)
+
+
+def _ptx_ldmatrix(m: _Machine, call, th) -> tuple:
+    """TVM's `ptx_legacy.ldmatrix(trans, num, ".b16", dst, dst_off, src, src_off)`."""
+    trans, num, dtype, dst, dst_off, src, src_off = call.args
+    assert _text(dtype).lstrip(".") == "b16", f"ldmatrix of {_text(dtype)}"
+    name = f"tl::ldmatrix_x{int(num)}" + ("_trans" if int(trans) else "")
+    return ("warp", name, (_at(m, dst, dst_off, th), _at(m, src, src_off, th)))
+
+
+# TVM / TileLang spellings of mma.sync operand types -> the kinds `_Machine.mma` decodes
+_MMA_KINDS = {"fp16": "f16", "float16": "f16", "bf16": "bf16", "bfloat16": "bf16", "int8": "s8", "s8": "s8",
+              "fp32": "f32", "float32": "f32", "int32": "s32", "s32": "s32"}
+
+
+def _ptx_mma(m: _Machine, call, th) -> tuple:
+    """TVM's `ptx_legacy.mma(shape, "row", "col", A, B, C, a, a_off, b, b_off, c, c_off, saturate)`:
+    d = c, the accumulator at c_off, updated in place."""
+    shape, a_layout, b_layout, a_type, b_type, c_type, a, a_off, b, b_off, c, c_off, saturate = call.args[:13]
+    assert (_text(a_layout), _text(b_layout)) == ("row", "col") and not int(saturate) and len(call.args) == 13
+    kind, acc = _MMA_KINDS[_text(a_type)], _MMA_KINDS[_text(c_type)]
+    assert _MMA_KINDS[_text(b_type)] == kind and _text(shape).startswith("m16n8k")
+    acc_ptr = _at(m, c, c_off, th)
+    return ("warp", f"tl::mma_{_text(shape)}_{kind}_{acc}", (acc_ptr, _at(m, a, a_off, th), _at(m, b, b_off, th), acc_ptr))
+
+
+_PTX_BUILTINS = {"tirx.ptx_legacy.ldmatrix": _ptx_ldmatrix, "tirx.ptx_legacy.mma": _ptx_mma}
 
 
 def _bits16(dtype: str):

@@ -264,3 +264,56 @@ def test_register_targets_spelling_clash_marks_second_broken():
     assert "second" not in manager.registry.kinds
     assert manager.registry.spellings["shared_name"].owner == "first"
     assert str(manager.parse_target("shared_name")) == "first/a1"
+
+
+def _language_backend(name: str, names) -> types.ModuleType:
+    """A backend declaring kind `name` whose `tilelang_language_names` returns `names` (or
+    raises it, when it is an exception)."""
+    mod = types.ModuleType(f"fake_language_{name}")
+
+    @hookimpl
+    def tilelang_register_targets(registry):
+        registry.add_kind(TargetKind(name, {"a1": Capabilities(kind=name, arch="a1")}, "a1"))
+
+    @hookimpl
+    def tilelang_language_names():
+        if isinstance(names, Exception):
+            raise names
+        return names
+
+    mod.tilelang_register_targets = tilelang_register_targets
+    mod.tilelang_language_names = tilelang_language_names
+    return mod
+
+
+def test_hook_tilelang_language_names():
+    manager = PluginManager(entry_points=[])
+    own, shared_a, shared_b = object(), object(), object()
+    backends = {
+        "gpu_a": {"vendor_mma": own, "shared_op": shared_a},
+        "gpu_b": {"shared_op": shared_b},
+        "gpu_c": RuntimeError("no table"),
+    }
+    for name, names in backends.items():
+        manager.backends[name] = info = BackendInfo(name, f"tilelang-{name}", "1.0", name)
+        manager.register_plugin(info, _language_backend(name, names))
+    offered, withheld = manager.language_names()
+    assert offered == {"vendor_mma": own}  # offered twice: given to neither
+    assert withheld["shared_op"] == "T.shared_op is offered by backends 'gpu_a' and 'gpu_b'; uninstall one of the two"
+    assert "backend 'gpu_c': tilelang_language_names failed: RuntimeError: no table" in withheld[""]
+
+
+def test_language_reads_backend_names(monkeypatch):
+    """`T.<name>` falls back to the installed backends' names; the core's own names win."""
+    import tilelang_core.plugin as plugin_package
+    from tilelang_core import language as T
+
+    manager = PluginManager(entry_points=[])
+    marker = object()
+    manager.backends["gpu_a"] = info = BackendInfo("gpu_a", "tilelang-gpu_a", "1.0", "gpu_a")
+    manager.register_plugin(info, _language_backend("gpu_a", {"vendor_mma": marker, "copy": marker}))
+    monkeypatch.setattr(plugin_package, "get_plugin_manager", lambda: manager)
+    assert T.vendor_mma is marker
+    assert T.copy is not marker
+    with pytest.raises(AttributeError, match="T.vendor_mmaa is not part of the tilelang_core language"):
+        T.vendor_mmaa  # noqa: B018

@@ -11,6 +11,9 @@ the IR holds a (1,)-shaped "local.var" buffer. Writing `x[0]` is not supported.
 
 Importing this module imports TVM, registers the `tl.*` ops and the `T.tl` script namespace
 (so printed kernels parse back), and teaches the tirx parser `for ... in T.Parallel(a, b)`.
+
+A name this package does not define may come from an installed backend (the
+`tilelang_language_names` hook: TileLang's `T.ptx_mma` where the CUDA backend is installed).
 """
 from __future__ import annotations
 
@@ -82,8 +85,18 @@ __all__ = sorted(set(_OWN_NAMES) | _FROM_TIRX)
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
+    from tilelang_core.plugin import get_plugin_manager
+
+    # names installed backends add (TileLang's instructions for their hardware)
+    offered, withheld = get_plugin_manager().language_names()
+    if name in offered:
+        return offered[name]
+    if name in withheld:
+        raise AttributeError(withheld[name])
     close = difflib.get_close_matches(name, __all__, n=3, cutoff=0.7)
     hint = f"; did you mean {', '.join('T.' + c for c in close)}?" if close else ""
+    if "" in withheld:  # a backend's hook raised: its names may be the missing ones
+        hint += f" ({withheld['']})"
     raise AttributeError(f"T.{name} is not part of the tilelang_core language{hint}")
 
 

@@ -230,3 +230,21 @@ def tilelang_compat_modules():
     Called the first time a program run through the aliasing imports a TileLang module that
     the core does not provide; must not import a driver or probe a device.
     """
+
+
+@hookspec
+def tilelang_language_names():
+    """Names this backend adds to the kernel language, so that `T.<name>` finds them: the
+    instructions TileLang's language offers for this backend's hardware and its programs call
+    directly (TileLang's `T.ptx_mma` and `T.ptx_ldmatrix` on NVIDIA GPUs).
+
+    All implementations are called; their mappings are merged. The core's own names always
+    win; a name offered by two backends is given to neither, and reading it says so.
+
+    :returns: a mapping from a name to the object `T.<name>` gives (typically a function that
+        builds a call of a builtin this backend's printer prints; other targets reject the
+        call at code generation, naming it).
+
+    Called the first time a kernel reads a `T.<name>` that the core does not define; must not
+    import a driver or probe a device.
+    """

@@ -89,6 +89,7 @@ class PluginManager:
         self.registry.manager = self
         self.backends: dict[str, BackendInfo] = {}
         self._detections: list[Detection] | None = None
+        self._language_names: tuple[dict, dict] | None = None
         self._load(entry_points)
 
     # -- loading ---------------------------------------------------------------------------
@@ -138,6 +139,7 @@ class PluginManager:
 
     def register_plugin(self, info: BackendInfo, plugin: Any) -> None:
         """Register one backend module and let it declare its targets."""
+        self._language_names = None  # collected again with this backend's names
         try:
             self.pm.register(plugin, name=info.name)
         except BaseException as exc:  # noqa: BLE001
@@ -248,6 +250,36 @@ class PluginManager:
                     continue
                 found[path] = CompatModule(path, module, info.name)
         return found, problems
+
+    def language_names(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """What `tilelang_language_names` of every loaded backend offers: name -> object, and
+        name -> why it is withheld (a hook that raised is reported under the name "", a name
+        two backends offer is given to neither). Collected once per manager."""
+        if self._language_names is not None:
+            return self._language_names
+        found: dict[str, Any] = {}
+        owner: dict[str, str] = {}
+        withheld: dict[str, str] = {}
+        for info in self.backends.values():
+            impl = getattr(info.plugin, "tilelang_language_names", None)
+            if info.broken or impl is None:
+                continue
+            try:
+                declared = dict(impl() or {})
+            except Exception as exc:  # noqa: BLE001 - reported when a name is missing
+                withheld[""] = f"backend {info.name!r}: tilelang_language_names failed: {_describe(exc)}"
+                continue
+            for name, value in declared.items():
+                if name in found or name in withheld:
+                    other = owner.pop(name, None)
+                    found.pop(name, None)
+                    if other is not None:
+                        withheld[name] = (f"T.{name} is offered by backends {other!r} and {info.name!r}; "
+                                          f"uninstall one of the two")
+                    continue
+                found[name], owner[name] = value, info.name
+        self._language_names = (found, withheld)
+        return self._language_names
 
     def parse_target(self, spec: Any = None, options=None) -> Target:
         """Parse a target (see `TargetRegistry.parse`); None means `TILELANG_TARGET` (default `auto`)."""

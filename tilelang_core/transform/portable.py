@@ -20,6 +20,7 @@ from tvm.sym import Analyzer
 
 from ..codegen import builtins
 from ..ir import Region, TileOp, dtype_of
+from ..ir.constants import SCOPE_LOCAL
 from .errors import TileLangCompileError
 from .irutil import const, in_bounds, is_global, loop_nest, region_indices, seq, squeeze_extents
 
@@ -128,7 +129,10 @@ def lower_fill(op: TileOp, ctx) -> tir.Stmt:
 
     if not shape:
         return body([])
-    return loop_nest(shape, body, kind=PAR, span=op.stmt.span)
+    # a T.alloc_local array is each thread's own: every thread fills all of it (unrolled, so
+    # the indices are constants and the array can stay in registers), not a share of it
+    kind = tir.ForKind.UNROLLED if dst.buffer.scope() == SCOPE_LOCAL else PAR
+    return loop_nest(shape, body, kind=kind, span=op.stmt.span)
 
 
 # --- gemm -----------------------------------------------------------------------------------

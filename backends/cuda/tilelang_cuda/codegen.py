@@ -26,6 +26,8 @@ What the generated file looks like:
 - `tl.atomic_*` become the header's overloaded `tl_atomic_add/max/min`, `tl.printf` is
   `printf`, `tl.device_assert` is `tl_device_assert(cond, "file:line: msg", kernel)` (prints,
   then traps: the launch fails and the runtime reports it at the next synchronize).
+- TVM's `ptx_legacy.mma` / `ptx_legacy.ldmatrix` (TileLang's `T.ptx_mma` / `T.ptx_ldmatrix`)
+  are `tl_cuda_mma.h`'s mma.sync / ldmatrix helpers (`codegen_ptx`).
 - Counted loops nested in fully unrolled ones get an explicit, bounded unroll factor
   (`UNROLL_BUDGET`), which keeps ptxas from spending minutes on one basic block.
 
@@ -40,6 +42,8 @@ from tilelang_core.codegen.analysis import buffer_info, dtype_of, iter_exprs
 from tilelang_core.codegen.cexpr import PREC_ATOM, c_string_literal
 from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
 from tilelang_core.ir.constants import SCOPE_BARRIER
+
+from .codegen_ptx import PTX_OPS, ptx_call_handlers
 
 __all__ = ["CUDACodegen", "CUDA_TYPES", "CUDA_MATH_OPS", "CUDA_FAST_MATH_OPS"]
 
@@ -208,6 +212,8 @@ class CUDACodegen(CStyleCodegen):
         if op_name in ("tirx.call_extern", "tirx.call_pure_extern"):
             if str(call.args[0].value).startswith(MMA_HEADER_PREFIXES):
                 self.used_helpers.add("mma")
+        elif op_name in PTX_OPS:  # TVM's PTX builtins print as tl_cuda_mma.h helpers
+            self.used_helpers.add("mma")
 
     def file_header(self) -> list[str]:
         head = super().file_header()
@@ -298,6 +304,7 @@ class CUDACodegen(CStyleCodegen):
     def call_handlers(self) -> dict:
         handlers = dict(super().call_handlers())
         handlers["tl.sync_group"] = self._sync_group
+        handlers.update(ptx_call_handlers(self))
         for op_name, function in self.WARP_SHUFFLES.items():
             handlers[op_name] = lambda e, function=function: self._warp_shuffle(function, e)
         return handlers

@@ -31,6 +31,14 @@ def tilelang_compat_modules():
 
 
 @hookimpl
+def tilelang_language_names():
+    # TileLang's T.ptx_mma / T.ptx_ldmatrix (its language is the CUDA dialect)
+    from .language import LANGUAGE_NAMES
+
+    return dict(LANGUAGE_NAMES)
+
+
+@hookimpl
 def tilelang_detect_targets():
     return _detect.detect()
 

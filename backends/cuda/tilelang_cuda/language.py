@@ -1,0 +1,100 @@
+"""TileLang's CUDA instructions in the kernel language: `T.ptx_mma` and `T.ptx_ldmatrix`.
+
+The plugin offers both as `T.<name>` (the `tilelang_language_names` hook), with TileLang's
+signatures and meanings; each builds a call of TVM's own builtin, which `codegen_ptx` prints:
+
+- `T.ptx_mma(dtype, shape, A_layout, B_layout, A_dtype, B_dtype, C_dtype, a, a_index, b,
+  b_index, c, c_index, saturate[, operator])` is `tirx.ptx_legacy.mma` (TVM's `ptx_mma`):
+  one `mma.sync.aligned` of the warp. `a`, `b`, `c` are buffer pointers (`A_local.data`) and
+  the indexes count elements of those buffers; `c` is both the accumulator and the result.
+- `T.ptx_ldmatrix(trans, num, src_access_ptr, dst_access_ptr)` is `tirx.ptx_legacy.ldmatrix`
+  (TVM's `ptx_ldmatrix(trans, num, ".b16", dst, 0, src, 0)`): `num` 8x8 b16 matrices of
+  shared memory into the warp's registers, lane l giving the address of row l % 8 of matrix
+  l // 8 (PTX ISA, "ldmatrix").
+
+`MMA_INSTRUCTIONS` lists the mma.sync forms the backend prints: (shape, A, B, C) in TileLang's
+spellings -> the `tl_cuda_mma.h` helper and the C type of its accumulator.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from tvm import ir, tirx
+
+__all__ = ["MMA_INSTRUCTIONS", "mma_instruction", "ptx_ldmatrix", "ptx_mma", "LANGUAGE_NAMES"]
+
+# TileLang's, TVM's and PTX's spellings of an operand type -> one name
+_OPERAND_TYPES = {
+    "fp16": "fp16", "float16": "fp16", "f16": "fp16",
+    "bf16": "bf16", "bfloat16": "bf16",
+    "fp32": "fp32", "float32": "fp32", "f32": "fp32",
+    "int8": "int8", "s8": "int8",
+    "int32": "int32", "s32": "int32",
+}
+
+# (shape, A, B, C/D) -> (helper of tl_cuda_mma.h, C type of its accumulator pointer)
+MMA_INSTRUCTIONS = {
+    ("m16n8k16", "fp16", "fp16", "fp32"): ("tl::mma_m16n8k16_f16_f32", "float"),
+    ("m16n8k16", "bf16", "bf16", "fp32"): ("tl::mma_m16n8k16_bf16_f32", "float"),
+    ("m16n8k16", "fp16", "fp16", "fp16"): ("tl::mma_m16n8k16_f16_f16", "uint32_t"),
+    ("m16n8k32", "int8", "int8", "int32"): ("tl::mma_m16n8k32_s8_s32", "int32_t"),
+}
+
+
+def _text(value: Any) -> str:
+    return str(value.value) if isinstance(value, ir.StringImm) else str(value)
+
+
+def _supported() -> str:
+    return ", ".join(f"{s}.{a}.{b}.{c}" for s, a, b, c in MMA_INSTRUCTIONS)
+
+
+def mma_instruction(shape: Any, a_layout: Any, b_layout: Any, a_dtype: Any, b_dtype: Any, c_dtype: Any,
+                    saturate: Any = False) -> tuple[str, str]:
+    """(helper, accumulator C type) of one mma.sync form; ValueError naming the form and the
+    supported ones when it is not printed."""
+    layouts = (_text(a_layout), _text(b_layout))
+    if layouts != ("row", "col"):
+        raise ValueError(f"ptx_mma: layouts A={layouts[0]!r}, B={layouts[1]!r}; mma.sync for these types "
+                         f"takes A 'row' and B 'col' (transpose the operands when loading them)")
+    types = tuple(_OPERAND_TYPES.get(_text(t), _text(t)) for t in (a_dtype, b_dtype, c_dtype))
+    key = (_text(shape), *types)
+    if key not in MMA_INSTRUCTIONS:
+        raise ValueError(f"ptx_mma: {'.'.join(key)} (shape.A.B.C) is not supported on CUDA; "
+                         f"supported: {_supported()}")
+    if isinstance(saturate, tirx.IntImm):
+        saturate = bool(saturate.value)
+    if not isinstance(saturate, bool) or saturate:
+        raise ValueError(f"ptx_mma: saturate={saturate!r}; only saturate=False is supported")
+    return MMA_INSTRUCTIONS[key]
+
+
+def ptx_mma(dtype: Any, shape: str, A_layout: str, B_layout: str, A_dtype: str, B_dtype: str,  # noqa: N803
+            C_dtype: str, multiplicand_a: Any, a_index: Any, multiplicand_b: Any, b_index: Any,
+            accumulator: Any, c_index: Any, saturate: Any = False, operator: Any = None) -> ir.Call:
+    """TileLang's `T.ptx_mma`: `c[c_index:] = a[a_index:] * b[b_index:] + c[c_index:]` for one
+    warp's `mma.sync.aligned.<shape>.row.col` (fragments as in the PTX ISA's "Matrix
+    fragments for mma.<shape>"); `dtype` is the accumulator's dtype (TileLang passes it first)."""
+    mma_instruction(shape, A_layout, B_layout, A_dtype, B_dtype, C_dtype, saturate)
+    if operator is not None:
+        raise ValueError(f"ptx_mma: operator={operator!r}; only plain multiply-add is supported (no operator)")
+    args = [shape, A_layout, B_layout, A_dtype, B_dtype, C_dtype, multiplicand_a, a_index, multiplicand_b,
+            b_index, accumulator, c_index, tirx.const(bool(saturate), "bool")]
+    return tirx.call_intrin("", "tirx.ptx_legacy.mma", *args)
+
+
+def ptx_ldmatrix(trans: Any, num: Any, src_access_ptr: Any, dst_access_ptr: Any) -> ir.Call:
+    """TileLang's `T.ptx_ldmatrix`: `ldmatrix.sync.aligned.m8n8.x<num>[.trans].shared.b16` from
+    `src_access_ptr` (this lane's row address in shared memory) to `dst_access_ptr` (`num`
+    32-bit registers of this lane, e.g. `T.access_ptr(A_local[i * 8], "w")`)."""
+    count = int(num.value) if isinstance(num, tirx.IntImm) else num
+    if count not in (1, 2, 4):
+        raise ValueError(f"ptx_ldmatrix: num={num!r}; ldmatrix loads 1, 2 or 4 matrices")
+    transposed = bool(trans.value) if isinstance(trans, tirx.IntImm) else trans
+    if not isinstance(transposed, bool):
+        raise ValueError(f"ptx_ldmatrix: trans must be a constant bool, got {trans!r}")
+    return tirx.call_intrin("int8", "tirx.ptx_legacy.ldmatrix", tirx.const(transposed, "bool"),
+                            tirx.const(count, "int32"), ".b16", dst_access_ptr, 0, src_access_ptr, 0)
+
+
+LANGUAGE_NAMES = {"ptx_mma": ptx_mma, "ptx_ldmatrix": ptx_ldmatrix}
