@@ -67,8 +67,10 @@ def test_guarded_calls_still_check_everything(kernel):
 
 def test_scalars_convert_like_the_checked_path(kernel):
     x, y = np.arange(16, dtype=np.float32), np.zeros(16, np.float32)
-    kernel(x, y, 3, 2.9)  # an int for a float parameter, a float for an int one (truncated)
+    kernel(x, y, 3, 2.0)  # an int for a float parameter, an integral float for an int one
     np.testing.assert_array_equal(y, x * 3 + 2)
+    with pytest.raises(KernelCallError, match=r"'k'.*2\.9 is not an integer"):  # never truncated (issue 14)
+        kernel(x, y, 3, 2.9)
     kernel(x, y, True, 1)  # bool goes through the checked path: a number
     np.testing.assert_array_equal(y, x + 1)
 

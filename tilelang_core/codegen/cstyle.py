@@ -221,6 +221,10 @@ class CStyleCodegen(CExprPrinter):
             "calling_convention": self.calling_convention,
             "dyn_shared_offsets": {self.buffer_names[b]: off for b, off in self.dyn_shared_offsets.items()},
             "helpers": sorted(self.used_helpers),
+            # positions of the tensor parameters the kernel may write (the call path refuses
+            # read-only arrays there)
+            "written_params": ",".join(str(i) for i, p in enumerate(func.params)
+                                       if tirx.is_buffer_var(p) and p in self.written_buffers),
         }
         return KernelSource(
             source=source, entry=self.entry, language=self.language,

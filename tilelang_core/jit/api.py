@@ -139,6 +139,9 @@ def _build_launches(func, plan, target, options: CompileOptions, out_idx: tuple[
         report.extend(facts.get("layout_report", []))
     alignments = [int(m.extra["tensor_alignment"]) for m in launches if "tensor_alignment" in m.extra]
     extra: dict[str, Any] = {"language": launches[0].extra.get("language", ""), "layout_report": json.dumps(report)}
+    if all("written_params" in m.extra for m in launches):  # the user's parameters any launch writes
+        written = {int(i) for m in launches for i in str(m.extra["written_params"]).split(",") if i}
+        extra["written_params"] = ",".join(str(i) for i in sorted(written) if i < len(func.params))
     if alignments:
         extra["tensor_alignment"] = max(alignments)
     meta = KernelMeta(

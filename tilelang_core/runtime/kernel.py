@@ -22,6 +22,7 @@ being handed out to other work before the launches on that stream are done.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Sequence
 
 from . import tensors
@@ -32,6 +33,13 @@ __all__ = ["Kernel"]
 
 _MAX_GUARDS = 8
 _INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
+# the values an integer scalar parameter takes: anything else would be truncated or wrapped
+_INT_RANGES = {"bool": (0, 1), **{f"int{b}": (-(1 << (b - 1)), (1 << (b - 1)) - 1) for b in (8, 16, 32, 64)},
+               **{f"uint{b}": (0, (1 << b) - 1) for b in (8, 16, 32, 64)}}
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38}
+# Symbolic dims are int32 parameters and the element offsets computed from them are int32:
+# a tensor with a symbolic dim holds at most this many elements.
+INDEX_MAX = (1 << 31) - 1
 
 
 class Kernel:
@@ -53,6 +61,9 @@ class Kernel:
         # per parameter: its shape when fully static (the fast path of the shape check)
         self._static_shapes = [tuple(p.shape) if all(isinstance(d, int) for d in p.shape) else None
                                for p in meta.params]
+        # the tensor parameters the kernel writes (None: not recorded, e.g. an older export)
+        written = meta.extra.get("written_params")
+        self._written = None if written is None else {int(i) for i in str(written).split(",") if i}
         self._grid, self._block = compile_launch_dims(meta)
         # per workspace: its dims as functions of the symbol values
         self._workspace_dims = [[compile_launch_expr(d) for d in w.shape] for w in meta.workspaces]
@@ -224,6 +235,12 @@ class Kernel:
             if view is None or dim >= len(view.shape):
                 continue  # reported by _launch_args with the parameter's name
             values[name] = int(view.shape[dim])
+            if values[name] > INDEX_MAX:
+                raise KernelCallError(
+                    f"argument {self.meta.params[p_index].name!r} of {self.meta.entry}: its dim {dim} "
+                    f"({name!r}) is {values[name]}, past the kernel's 32-bit index width (at most "
+                    f"{INDEX_MAX}: symbolic dims and element offsets are int32); split the tensor into "
+                    f"pieces of at most {INDEX_MAX} elements and call the kernel on each")
         return values
 
     def _launch_args(self, full: list[Any], values: dict[str, int]) -> list[int | float]:
@@ -247,6 +264,7 @@ class Kernel:
         if (view.shape == self._static_shapes[index] and view.dtype == param.dtype
                 and view.device_type == self.runtime.dlpack_device_type
                 and (param.strides is not None or view.strides == _contiguous_strides(view.shape))):
+            self._check_writable(index, where, arg)
             return self._aligned(where, view.data_ptr)
         if len(view.shape) != len(param.shape):
             raise KernelCallError(f"{where}: expected rank {len(param.shape)} with shape {_fmt(param.shape)}, got rank {len(view.shape)} {view.shape}")
@@ -263,7 +281,28 @@ class Kernel:
                 f"type {view.device_type}; move it there first (e.g. tensor.to(device))")
         if param.strides is None and not is_contiguous(view):
             raise KernelCallError(f"{where}: expected a contiguous row-major tensor, got strides {view.strides}; pass .contiguous() / np.ascontiguousarray(...)")
+        self._check_writable(index, where, arg)
+        if self._static_shapes[index] is None:
+            size = 1
+            for d in view.shape:
+                size *= int(d)
+            if size > INDEX_MAX:
+                raise KernelCallError(
+                    f"{where}: the tensor holds {size} elements, past the kernel's 32-bit index width "
+                    f"(at most {INDEX_MAX}: symbolic dims and element offsets are int32); split it into "
+                    f"pieces of at most {INDEX_MAX} elements and call the kernel on each")
         return self._aligned(where, view.data_ptr)
+
+    def _check_writable(self, index: int, where: str, arg: Any) -> None:
+        """A tensor the kernel writes must accept writes (a read-only NumPy array, one over
+        `bytes`, is refused rather than written through)."""
+        if self._written is not None and index not in self._written:
+            return
+        flags = getattr(arg, "flags", None)
+        if flags is not None and not getattr(flags, "writeable", True):
+            raise KernelCallError(
+                f"{where}: the kernel writes this tensor, but the array is read-only (writeable=False, "
+                f"e.g. a view of bytes or a broadcast); pass a writable copy (np.array(x) / x.copy())")
 
     def _aligned(self, where: str, pointer: int) -> int:
         if pointer % self._alignment:
@@ -274,9 +313,42 @@ class Kernel:
         return pointer
 
     def _check_scalar(self, index: int, param, arg: Any) -> int | float:
-        if view_of(arg) is not None or not isinstance(arg, (int, float, bool)):
-            raise KernelCallError(f"argument {param.name!r} (parameter {index}) of {self.meta.entry}: expected a {param.dtype} scalar, got {type(arg).__name__}")
-        return int(arg) if param.dtype in _INT_DTYPES else float(arg)
+        """The value passed for a scalar parameter: exactly the argument, or an error (never
+        truncated, wrapped or rounded to infinity)."""
+        where = f"argument {param.name!r} (parameter {index}) of {self.meta.entry}"
+        if type(arg).__module__ == "numpy" and getattr(arg, "ndim", None) == 0:
+            arg = arg.item()  # a NumPy scalar (np.int64(7), np.float32(0.5)) as the Python number
+        if view_of(arg) is not None or isinstance(arg, (str, bytes)):
+            raise KernelCallError(f"{where}: expected a {param.dtype} scalar, got {type(arg).__name__}")
+        if param.dtype in _INT_RANGES:
+            try:
+                value = operator.index(arg)  # int, bool, NumPy integers
+            except TypeError:
+                try:
+                    number = float(arg)
+                except (TypeError, ValueError):
+                    raise KernelCallError(f"{where}: expected a {param.dtype} scalar, got {type(arg).__name__}") from None
+                if not number.is_integer():
+                    raise KernelCallError(
+                        f"{where}: the parameter is {param.dtype} and {arg!r} is not an integer (it would be "
+                        f"truncated); pass an int, e.g. round({arg!r}) or int({arg!r}) if truncation is meant") from None
+                value = int(number)
+            low, high = _INT_RANGES[param.dtype]
+            if not low <= value <= high:
+                raise KernelCallError(
+                    f"{where}: {value} does not fit the parameter's dtype {param.dtype} (range {low}..{high}; it "
+                    f"would wrap); pass a value in range, or declare the parameter wider (e.g. T.int64)")
+            return value
+        try:
+            value = float(arg)
+        except (TypeError, ValueError):
+            raise KernelCallError(f"{where}: expected a {param.dtype} scalar, got {type(arg).__name__}") from None
+        limit = _FLOAT_MAX.get(param.dtype)
+        if limit is not None and abs(value) > limit and value not in (float("inf"), float("-inf")):
+            raise KernelCallError(
+                f"{where}: {value!r} is past the largest finite {param.dtype} ({limit:g}; it would become "
+                f"infinity); pass a smaller value, or declare the parameter float64")
+        return value
 
 
 def _fmt(shape) -> str:
@@ -334,10 +406,20 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
             continue
         name = f"x{position[index]}"
         if param.kind != "tensor":
+            if param.dtype in _INT_RANGES:
+                if tp is not int:  # floats and bools take the checked path (integral? 0 or 1?)
+                    return None
+                low, high = _INT_RANGES[param.dtype]
+                fail_unless([f"type({name}) is T{index}", f"{low} <= {name} <= {high}"])
+                pointers.append(name)
+                continue
             if tp not in (int, float):
                 return None
-            fail_unless([f"type({name}) is T{index}"])
-            pointers.append(f"{'int' if param.dtype in _INT_DTYPES else 'float'}({name})")
+            checks = [f"type({name}) is T{index}"]
+            if param.dtype in _FLOAT_MAX:  # past it (or inf, nan): the checked path decides
+                checks.append(f"-{_FLOAT_MAX[param.dtype]!r} <= {name} <= {_FLOAT_MAX[param.dtype]!r}")
+            fail_unless(checks)
+            pointers.append(f"float({name})")
             continue
         if library is None or any(isinstance(d, str) and d not in meta.symbols for d in param.shape):
             return None
@@ -346,6 +428,8 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
         if library == "numpy":
             if param.strides is None:
                 checks.append(f"{name}.flags.c_contiguous")
+            if kernel._written is None or index in kernel._written:
+                checks.append(f"{name}.flags.writeable")
             tensors.numpy_data_ptr(arg)  # checks the struct offset on the process's first array
             pointers.append(_numpy_pointer(name, env))
         else:
@@ -358,6 +442,8 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
         if kernel._alignment > 1:
             checks.append(f"({pointers[-1]}) % {kernel._alignment} == 0")
         fresh = [d for d in dict.fromkeys(param.shape) if isinstance(d, str) and d not in symbols]
+        if any(isinstance(d, str) for d in param.shape):  # within the 32-bit index width
+            checks.append(f"{name}.{'size' if library == 'numpy' else 'numel()'} <= {INDEX_MAX}")
         if not fresh:
             checks.append(f"{name}.shape == {shape_of(param)}")
             fail_unless(checks)
@@ -369,6 +455,7 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
             if dim in fresh and dim not in symbols:
                 symbols[dim] = f"v{len(symbols)}"
                 lines.append(f"    {symbols[dim]} = {name}.shape[{d}]")
+                compare.append(f"{symbols[dim]} <= {INDEX_MAX}")
             else:
                 compare.append(f"{name}.shape[{d}] == {dim if isinstance(dim, int) else symbols[dim]}")
         fail_unless(compare)
