@@ -2,7 +2,7 @@
 Triton in one run, reported as ratios. Compile here, run there:
 
     # on a machine with the compiler (no GPU needed): cubins + launch metadata, ~3 MB
-    .venv/bin/python bench/gemm.py --export /tmp/gemm_bench [--arch sm_90a] [--quick]
+    .venv/bin/python bench/gemm.py --export /tmp/gemm_bench [--arch sm_90a] [--quick] [--engine both]
 
     # on the GPU machine (torch + cuda-python + numpy, triton optional; TVM not needed)
     python bench/gemm.py --run /tmp/gemm_bench
@@ -12,6 +12,12 @@ Triton in one run, reported as ratios. Compile here, run there:
 (`torch.matmul`) and a Triton matmul (written below), with ours/cuBLAS and ours/Triton;
 then the per-call host overhead of launching a tiny kernel beside `torch.add(out=)`.
 Exit status: 0 when every kernel matched the reference, 1 otherwise, 2 without a GPU.
+
+`--engine` picks T.gemm's tensor-core path on a target that has both: `wgmma` (the default
+there), `mma` (mma.sync, pass config `tl.disable_wgmma`) or `both` (each config exported
+twice, names ending in `_wgmma` / `_mma`; the best of each engine is reported per problem).
+An exported kernel's engine is read from its source, so a config wgmma cannot take shows as
+`mma`.
 """
 from __future__ import annotations
 
@@ -45,23 +51,30 @@ PANEL = 10  # T.use_swizzle(panel_size=10): block rasterization
 # ---------------------------------------------------------------------------- export
 
 
-def export(out: Path, arch: str, quick: bool) -> None:
+ENGINES = {"wgmma": {}, "mma": {"tl.disable_wgmma": True}}
+
+
+def export(out: Path, arch: str, quick: bool, engine: str = "both") -> None:
     import tilelang_core
     from kernels import elementwise_add, matmul
 
     out.mkdir(parents=True, exist_ok=True)
     entries = []
     configs = QUICK_CONFIGS if quick else CONFIGS
+    engines = list(ENGINES) if engine == "both" else [engine]
     for dtype, cfgs in (("float16", configs), ("bfloat16", configs[:2])):
         for size in SIZES:
-            for bm, bn, bk, stages, threads in cfgs:
-                name = f"gemm_{dtype}_{size}_{bm}x{bn}x{bk}_s{stages}_t{threads}"
+            for (bm, bn, bk, stages, threads), eng in ((c, e) for c in cfgs for e in engines):
                 start = time.perf_counter()
                 func = matmul(size, size, size, bm, bn, bk, dtype, "float32", num_stages=stages, threads=threads)
-                kernel = tilelang_core.compile(func, target=f"cuda/{arch}")
+                kernel = tilelang_core.compile(func, target=f"cuda/{arch}", pass_configs=ENGINES[eng])
+                used = "wgmma" if "tl::wgmma_m64n" in kernel.get_kernel_source() else "mma"
+                name = f"gemm_{dtype}_{size}_{bm}x{bn}x{bk}_s{stages}_t{threads}_{used}"
+                if any(e["name"] == name for e in entries):
+                    continue  # wgmma could not take this config: the mma kernel is there already
                 kernel.export(out / name)
                 entries.append({"name": name, "kind": "gemm", "dtype": dtype, "M": size, "N": size, "K": size,
-                                "tile": [bm, bn, bk], "stages": stages, "threads": threads,
+                                "tile": [bm, bn, bk], "stages": stages, "threads": threads, "engine": used,
                                 "shared_memory": kernel.meta.shared_memory})
                 print(f"exported {name} ({kernel.meta.shared_memory // 1024} KB shared, "
                       f"{len(kernel.binary) // 1024} KB cubin) in {time.perf_counter() - start:.1f} s", flush=True)
@@ -175,7 +188,7 @@ def run(root: Path, only: str | None) -> int:
     dtypes = {"float16": torch.float16, "bfloat16": torch.bfloat16}
     failures, rows = 0, []
     best: dict[tuple, float] = {}
-    header = (f"{'kernel':<40} {'err':>8} {'ours':>8} {'cuBLAS':>8} {'Triton':>8} "
+    header = (f"{'kernel':<46} {'err':>8} {'ours':>8} {'cuBLAS':>8} {'Triton':>8} "
               f"{'ours/cuBLAS':>11} {'ours/Triton':>11}   (TFLOP/s)")
     print(header)
     refs: dict[tuple, tuple] = {}
@@ -210,18 +223,19 @@ def run(root: Path, only: str | None) -> int:
                     print(f"  (Triton failed: {type(exc).__name__}: {str(exc)[:120]})")
             refs[key] = (cublas, trit)
         cublas, trit = refs[key]
-        best[key] = max(best.get(key, 0.0), ours)
+        engine = entry.get("engine", "mma")
+        best[key + (engine,)] = max(best.get(key + (engine,), 0.0), ours)
         tri_text = f"{trit:8.1f}" if trit else f"{'-':>8}"
         ratio_t = f"{ours / trit:11.2f}" if trit else f"{'-':>11}"
-        line = (f"{entry['name']:<40} {err:8.1e} {ours:8.1f} {cublas:8.1f} {tri_text} "
+        line = (f"{entry['name']:<46} {err:8.1e} {ours:8.1f} {cublas:8.1f} {tri_text} "
                 f"{ours / cublas:11.2f} {ratio_t}{'' if ok else '   WRONG RESULT'}")
         rows.append(line)
         print(line, flush=True)
     print("\nbest config per problem:")
-    for (dtype, size), tflops in sorted(best.items()):
+    for (dtype, size, engine), tflops in sorted(best.items()):
         cublas, trit = refs[(dtype, size)]
         extra = f", {tflops / trit:.2f}x Triton" if trit else ""
-        print(f"  {dtype} {size}^3: {tflops:.1f} TFLOP/s = {tflops / cublas:.2f}x cuBLAS{extra}")
+        print(f"  {dtype} {size}^3 ({engine}): {tflops:.1f} TFLOP/s = {tflops / cublas:.2f}x cuBLAS{extra}")
     _launch_overhead(root, manifest, torch, tilelang_core)
     print("all results match torch.matmul" if not failures else f"{failures} kernel(s) gave wrong results")
     return 1 if failures else 0
@@ -271,9 +285,11 @@ def main() -> int:
     parser.add_argument("--arch", default="sm_90a", help="CUDA arch to compile for (default sm_90a)")
     parser.add_argument("--quick", action="store_true", help="export two tile configurations only")
     parser.add_argument("--only", help="run only the kernels whose name contains this")
+    parser.add_argument("--engine", choices=["both", *ENGINES], default="both",
+                        help="T.gemm's tensor-core path to export: wgmma, mma (mma.sync) or both (default)")
     args = parser.parse_args()
     if args.export:
-        export(args.export, args.arch, args.quick)
+        export(args.export, args.arch, args.quick, args.engine)
         return 0
     return run(args.run, args.only)
 

@@ -302,8 +302,9 @@ def _sass_ops(kernel) -> dict[str, int]:
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8"])
 def test_gemm_compiles_to_tensor_core_sass(arch, dtype):
+    # the mma.sync path; on sm_90a f16/bf16 take wgmma unless disabled (test_cuda_wgmma.py)
     kernel = tilelang_core.compile(gemm_kernel(1024, 1024, 1024, 128, 128, 32, dtype, stages=3),
-                                   target=f"cuda/{arch}", cache=False)
+                                   target=f"cuda/{arch}", cache=False, pass_configs={"tl.disable_wgmma": True})
     ops = _sass_ops(kernel)
     assert ops.get("IMMA" if dtype == "int8" else "HMMA", 0) >= 32
     assert ops.get("LDSM", 0) > 0, "operands should come through ldmatrix"
@@ -424,7 +425,8 @@ def test_pipelined_flash_attention_keeps_barriers_in_the_compute():
 
     B, S, H, D = 1, 128, 1, 32
     func = flashattn(B, H, S, D, False, 64, 64, 2)
-    low = lower(func, get_plugin_manager().parse_target("cuda/sm_90a"), CompileOptions())
+    # the mma.sync path (tir_emulator has no wgmma: test_cuda_wgmma.py runs that one)
+    low = lower(func, get_plugin_manager().parse_target("cuda/sm_90a"), CompileOptions(disable_wgmma=True))
     rng = np.random.default_rng()
     q, k, v = (rng.uniform(-1, 1, (B, S, H, D)).astype(np.float16) for _ in range(3))
     out = np.full((B, S, H, D), np.nan, np.float16)
@@ -479,7 +481,7 @@ def test_flash_attention_main_loop_sass_has_no_shared_round_trip_for_p():
     # with fast math, as TileLang's example compiles it (without, ptxas keeps 4 loop invariants
     # on the stack at 128 registers: its choice, not a fragment)
     kernel = tilelang_core.compile(flashattn(1, 2, 256, 64, False, 64, 64, num_stages=2), target="cuda/sm_90a",
-                                   cache=False, pass_configs={"tl.enable_fast_math": True})
+                                   cache=False, pass_configs={"tl.enable_fast_math": True, "tl.disable_wgmma": True})
     ops = _main_loop_ops(kernel)
     assert ops.get("HMMA", 0) == 2 * 4 * 8  # each gemm: 4 k-steps x 8 n-blocks per warp
     assert ops.get("LDL", 0) == 0 and ops.get("STL", 0) == 0, ops

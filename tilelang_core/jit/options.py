@@ -92,6 +92,7 @@ for _name, _key in _TILELANG_KEYS.items():
 _MEANINGFUL: dict[str, tuple[str, Any]] = {
     PassConfigKey.TL_DISABLE_TMA_LOWER: ("disable_tma", bool),
     PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: ("disable_warp_specialized", bool),
+    PassConfigKey.TL_DISABLE_WGMMA: ("disable_wgmma", bool),
     PassConfigKey.TL_ENABLE_FAST_MATH: ("fast_math", bool),
     PassConfigKey.TL_DISABLE_FAST_MATH: ("fast_math", lambda v: not bool(v)),
     PassConfigKey.TL_DEBUG_DUMP: ("debug_dump", bool),
@@ -106,6 +107,7 @@ class CompileOptions:
     fast_math: bool = False
     disable_tma: bool = False
     disable_warp_specialized: bool = False
+    disable_wgmma: bool = False  # a target's warpgroup matrix instructions are not used
     debug_dump: bool = False
     extra_flags: tuple[str, ...] = ()
     # TileLang keys given that have no effect here (not part of equality or the cache key)

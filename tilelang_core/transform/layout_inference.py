@@ -54,12 +54,15 @@ FRAGMENT_LAYOUTS = "fragment_layouts"
 
 @dataclass
 class LayoutContext:
-    """What `tilelang_infer_layout` may read: the target, the block's thread count and the
-    layouts decided so far (`layouts.get(buffer)`)."""
+    """What `tilelang_infer_layout` may read: the target, the block's thread count, the
+    layouts decided so far (`layouts.get(buffer)`), the compile options (or None) and, inside a
+    `T.ws` scope, its thread range (None: the whole block)."""
 
     target: Any
     threads: int
     layouts: FragmentLayouts
+    options: Any = None
+    thread_range: Any = None
 
     @property
     def caps(self):
@@ -169,7 +172,7 @@ class _Inference:
         self.range_of: dict[int, ThreadRange] = {}  # id(use) -> its thread range, when not the block
         self.fragment_ranges: dict[int, set] = {}  # fragment -> the ranges it is used in
         self.layouts: FragmentLayouts = ctx.facts[FRAGMENT_LAYOUTS]
-        self.lctx = LayoutContext(ctx.target, threads, self.layouts)
+        self.lctx = LayoutContext(ctx.target, threads, self.layouts, ctx.options)
         self.fragments: dict[int, Any] = {}
         self.uses: list = []  # Nest | _Reduce, program order
         self.reducers: set[int] = set()  # fragments allocated by T.alloc_reducer
@@ -202,7 +205,8 @@ class _Inference:
             if is_thread_groups(s):
                 outer = (self.range, self.lctx, scratch)
                 self.range = thread_range(s, self.ctx.caps, self.ctx.target, self.threads)
-                self.lctx = LayoutContext(self.ctx.target, self.range.extent, self.layouts)
+                self.lctx = LayoutContext(self.ctx.target, self.range.extent, self.layouts, self.ctx.options,
+                                          self.range)
                 scratch = LowerContext(self.ctx.target, self.range.extent, False, {}, self.range)
                 first = len(self.uses)
                 visit(s.body)

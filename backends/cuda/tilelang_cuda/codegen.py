@@ -107,6 +107,19 @@ CUDA_FAST_MATH_OPS = {
 # cp.async, ...): tl_cuda_common.h's own helpers are printed by this dialect, never called
 # through call_extern.
 MMA_HEADER_PREFIXES = ("tl::",)
+# ... and those of tl_cuda_wgmma.h (sm_90a warpgroup MMA, descriptors, proxy fences).
+WGMMA_HEADER_PREFIXES = ("tl::wgmma", "tl::fence_proxy_async")
+WGMMA_SHARED_ALIGNMENT = 1024
+
+
+def _calls_extern(func, name: str) -> bool:
+    from tvm import ir
+    from tilelang_core.transform.irutil import walk
+
+    found = []
+    walk(func.body, lambda c: found.append(c) if getattr(c.op, "name", None) == "tirx.call_extern"
+         and str(c.args[0].value) == name else None, (ir.Call,))
+    return bool(found)
 
 # How many copies of a loop body nested unrolling may make (see `CUDACodegen.loop_pragmas`).
 UNROLL_BUDGET = 512
@@ -212,6 +225,8 @@ class CUDACodegen(CStyleCodegen):
         if op_name in ("tirx.call_extern", "tirx.call_pure_extern"):
             if str(call.args[0].value).startswith(MMA_HEADER_PREFIXES):
                 self.used_helpers.add("mma")
+            if str(call.args[0].value).startswith(WGMMA_HEADER_PREFIXES):
+                self.used_helpers.add("wgmma")
         elif op_name in PTX_OPS:  # TVM's PTX builtins print as tl_cuda_mma.h helpers
             self.used_helpers.add("mma")
 
@@ -219,7 +234,16 @@ class CUDACodegen(CStyleCodegen):
         head = super().file_header()
         if "mma" in self.used_helpers:
             head.insert(head.index(self.preamble[0]) + 1, '#include "tl_cuda_mma.h"')
+        if "wgmma" in self.used_helpers:
+            head.insert(head.index(self.preamble[0]) + 1, '#include "tl_cuda_wgmma.h"')
         return head
+
+    def plan_allocations(self, allocs: list) -> None:
+        # a wgmma descriptor's swizzle is taken from the absolute shared address: tiles it
+        # reads start on a 1024-byte boundary (one 128-byte swizzle pattern, 8 rows)
+        wgmma = _calls_extern(self.func, "tl::wgmma_desc")
+        self.dyn_shared_alignment = WGMMA_SHARED_ALIGNMENT if wgmma else type(self).dyn_shared_alignment
+        super().plan_allocations(allocs)
 
     # -- loops ----------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 | tile op / loop | CUDA lowering | module |
 |---|---|---|
+| `T.gemm(A_shared, B_shared, C_fragment)`, f16/bf16 -> f32 on a target with wgmma | wgmma m64nNk16, descriptors over swizzled tiles; C in the warpgroup D layout (`tl.disable_wgmma` keeps mma.sync) | `lower_wgmma.py` |
 | `T.gemm(A_shared or A_fragment, B_shared, C_fragment)` | mma.sync m16n8k{16,32,8} + ldmatrix; C in the accumulator layout, a fragment A in the A-operand layout | `lower_gemm.py` |
 | `T.copy(global, shared)` | cp.async, 16 bytes per instruction, zero-filled tails | `lower_copy.py` |
 | `T.Pipelined(n, num_stages>=2)` over such copies | multi-stage cp.async pipeline | `lower_pipeline.py` |
@@ -18,6 +19,9 @@ from __future__ import annotations
 
 from tilelang_core.ir.source import source_of
 from tilelang_core.transform.errors import TileLangCompileError
+from tilelang_core.transform.irutil import seq
+
+from .lower_wgmma import has_wgmma, needs_proxy_fence, proxy_fence
 
 __all__ = ["lower_tile_op", "infer_layout", "edit_pipeline"]
 
@@ -39,6 +43,12 @@ def lower_tile_op(target, op, ctx):
     placed = ctx.facts.get(SHARED_LAYOUTS, {})
     unfit = [placed[key] for key in (r.buffer.__chandle__() for r in op.regions)
              if key in placed and not placed[key].keeps_chunks]
+    if op.name == "gemm" and has_wgmma(ctx.caps, op):
+        from .lower_wgmma import lower_wgmma
+
+        lowered = lower_wgmma(op, ctx)  # None unless layout inference chose wgmma for C
+        if lowered is not None:
+            return lowered
     if op.name == "gemm" and _has_mma(ctx.caps, op):
         from .lower_gemm import lower_gemm
 
@@ -51,7 +61,10 @@ def lower_tile_op(target, op, ctx):
     if op.name == "copy" and "cp.async" in ctx.caps.copy_engines and not unfit:
         from .lower_copy import lower_async_copy
 
-        return lower_async_copy(op, swizzles, ctx.facts.get(ANALYZER))
+        lowered = lower_async_copy(op, swizzles, ctx.facts.get(ANALYZER))
+        if lowered is not None and needs_proxy_fence(ctx.facts, [op.regions[1].buffer]):
+            lowered = seq([lowered, proxy_fence()])  # wgmma reads the tile next
+        return lowered
     if op.name in _BARRIER_OPS and ctx.caps.has_barrier("mbarrier"):
         from .lower_barrier import lower_barrier_op
 
@@ -68,6 +81,15 @@ def infer_layout(target, op, ctx):
     """`tilelang_infer_layout`: the mma accumulator layout a tensor-core T.gemm imposes on C,
     and the A-operand layout on A when A is a fragment (reductions, elementwise loops and
     copies follow from the core's inference)."""
+    # inside T.ws scopes tiles arrive through cp.async completing on mbarriers, whose writers
+    # cannot fence for wgmma's async proxy: those gemms keep mma.sync for now
+    if op.name == "gemm" and has_wgmma(ctx.caps, op) and not getattr(ctx.options, "disable_wgmma", False) \
+            and getattr(ctx, "thread_range", None) is None:
+        from .lower_wgmma import wgmma_layouts
+
+        layouts = wgmma_layouts(op, ctx.threads)
+        if layouts is not None:
+            return layouts
     if op.name == "gemm" and _has_mma(ctx.caps, op):
         from .lower_gemm import gemm_layouts
 
@@ -86,6 +108,10 @@ def edit_pipeline(target, pipeline) -> None:
     pipeline.insert_after("infer_layout", "cuda.rasterize_blocks", rasterize_blocks)
     pipeline.insert_after("cuda.rasterize_blocks", "cuda.plan_shared_layouts", plan_shared_layouts)
     pipeline.insert_after("cuda.plan_shared_layouts", "cuda.plan_swizzles", plan_swizzles)
+    if any(mi.family == "wgmma" for mi in target.capabilities.matrix_instructions):
+        from .lower_wgmma import place_wgmma_operands
+
+        pipeline.insert_after("cuda.plan_shared_layouts", "cuda.place_wgmma_operands", place_wgmma_operands)
     pipeline.insert_before("vectorize", "cuda.apply_shared_layouts", apply_shared_layouts)
     if "cp.async" in target.capabilities.copy_engines:
         pipeline.insert_before("plan_pipeline", "cuda.pipeline_async_copies", pipeline_async_copies)

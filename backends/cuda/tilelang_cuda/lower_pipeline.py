@@ -43,6 +43,7 @@ from .lower_copy import CopyPlan, async_copy_nest, commit, launch_analyzer, plan
 from .lower_gemm import SHARED_SCOPES, plan_gemm
 from .lower_barrier import plan_tma_copy
 from .lower_raster import BLOCK_RANGES
+from .lower_wgmma import WGMMA_OPERANDS, proxy_fence
 
 __all__ = ["SWIZZLES", "sync_placed", "plan_swizzles", "pipeline_async_copies"]
 
@@ -256,7 +257,7 @@ def _single_assignments(func: tir.PrimFunc) -> dict[int, object]:
 
 
 def _pipeline(split: _Loop, swizzles: dict, ana, known: dict | None = None,
-              placed: dict | None = None) -> tuple[tir.Stmt, dict[int, object]]:
+              placed: dict | None = None, wgmma: set | None = None) -> tuple[tir.Stmt, dict[int, object]]:
     from tvm import ir
 
     loop, stages = split.loop, split.stages
@@ -281,6 +282,8 @@ def _pipeline(split: _Loop, swizzles: dict, ana, known: dict | None = None,
             swizzles[_key(staged[_key(buf)])] = swizzles[_key(buf)]
         if _key(buf) in placed:  # the user's placement of each stage (the stage dim leads)
             placed[_key(staged[_key(buf)])] = placed[_key(buf)]
+        if wgmma is not None and _key(buf) in wgmma:
+            wgmma.add(_key(staged[_key(buf)]))
     var, lo, n = loop.loop_var, loop.min, loop.extent
     ana.bind(var, ir.Range.from_min_extent(for_proofs(lo), for_proofs(n)))
 
@@ -307,8 +310,11 @@ def _pipeline(split: _Loop, swizzles: dict, ana, known: dict | None = None,
         prologue += [guarded(tir.const(s, "int32") < n, tir.const(s, "int32"), tir.const(s, "int32")), commit()]
     it = var - lo if not (isinstance(lo, tir.IntImm) and int(lo) == 0) else var
     ahead = it + (stages - 1)
+    # wgmma reads through the async proxy: each thread fences its landed cp.async writes
+    fence = [proxy_fence()] if wgmma and any(_key(p.dst.buffer) in wgmma for _, p in split.producers) else []
     body = [
         wait(stages - 2),
+        *fence,
         tir.Evaluate(sync_threads()),
         guarded(ahead < n, ahead, tir.floormod(ahead, stages)),
         commit(),
@@ -367,7 +373,7 @@ def pipeline_async_copies(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             return loop  # a staged tile is used outside the loop
         try:
             stmt, staged = _pipeline(split, swizzles, launch_analyzer(func, ctx.facts.get(BLOCK_RANGES)), known,
-                                     placed)
+                                     placed, ctx.facts.get(WGMMA_OPERANDS))
         except _NotPipelined:
             return loop
         replaced.update(staged)

@@ -1,0 +1,246 @@
+"""`T.gemm(A_shared, B_shared, C_fragment)` on wgmma (sm_90a), both operands in shared memory
+through matrix descriptors (the "ss" form).
+
+Chosen at layout inference when the target declares the `wgmma` family for the operand and
+accumulator dtypes (f16/bf16 -> f32), the block has whole warpgroups, C is a whole (M, N)
+fragment that splits into m64nN instructions, and each operand is a whole 2-D shared tile
+that a descriptor can read (`layout_wgmma.wgmma_tile`); the pass config
+`tl.disable_wgmma` keeps mma.sync. Anything else takes the mma.sync lowering.
+
+- `tilelang_infer_layout` imposes the wgmma D layout on C (`wgmma_accumulator_layout`).
+- `place_wgmma_operands` (after the user's shared layouts are read) stores A and B in the
+  swizzled placement the descriptors need, through the same machinery as `T.annotate_layout`
+  (`ctx.facts[SHARED_LAYOUTS]`): every access, cp.async copies included, goes to the
+  swizzled place. A tile that already has the user's placement cannot be read by a
+  descriptor: that is a compile error naming the fix.
+- The lowering, per thread of the warpgroup: `wgmma.fence`, for each k-step of 16 and each
+  of its instructions a descriptor pair and one `wgmma.mma_async`, then `commit_group` and
+  `wait_group 0` (the accumulators are final when T.gemm returns).
+
+Shared memory written by cp.async (the generic proxy) is fenced (`fence.proxy.async`) by the
+writing threads after their cp.async wait, before the barrier that precedes the gemm
+(`needs_proxy_fence`, used by the copy and pipeline lowerings).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tvm import tirx as tir
+
+from tilelang_core.ir import Region, TileOp, collect_tile_ops
+from tilelang_core.ir.source import source_of
+from tilelang_core.transform.errors import TileLangCompileError
+from tilelang_core.transform.irutil import seq
+from tilelang_core.transform.kernel_info import launch_info
+from tilelang_core.transform.thread_ranges import ranges_of
+
+from .layout_wgmma import WARPGROUP, WGMMA_DTYPES, WarpgroupTiling, WgmmaTile, choose_warpgroups, \
+    wgmma_accumulator_layout, wgmma_tile
+
+__all__ = ["WgmmaPlan", "WGMMA_OPERANDS", "has_wgmma", "plan_wgmma", "wgmma_layouts", "place_wgmma_operands",
+           "lower_wgmma", "needs_proxy_fence", "proxy_fence"]
+
+WGMMA_OPERANDS = "cuda.wgmma_operands"  # ctx.facts key: handles of shared tiles wgmma reads
+SHARED_SCOPES = ("shared", "shared.dyn")
+UNROLL = tir.ForKind.UNROLLED
+
+
+@dataclass(frozen=True)
+class WgmmaPlan:
+    tiling: WarpgroupTiling
+    k: int
+    kind: str  # "f16" / "bf16"
+    trans_a: bool  # A is (K, M): MN-major
+    trans_b: bool  # B is (N, K): K-major
+    a_tile: WgmmaTile
+    b_tile: WgmmaTile
+
+    @property
+    def k_steps(self) -> int:
+        return self.k // 16
+
+    @property
+    def function(self) -> str:
+        return f"tl::wgmma_m64n{self.tiling.inst_n}k16_f32_{self.kind}<{int(self.trans_a)}, {int(not self.trans_b)}>"
+
+
+def has_wgmma(caps, op) -> bool:
+    a, _, c = op.regions[:3]
+    return any(mi.family == "wgmma" and mi.supports(a.dtype, c.dtype) for mi in caps.matrix_instructions)
+
+
+def _tile_dims(region: Region) -> tuple[int, int] | None:
+    """(rows, cols) when the region is a whole 2-D shared tile (leading dims of extent 1, such
+    as a pipeline stage), else None."""
+    shape = region.buffer.ty.shape
+    if region.scope not in SHARED_SCOPES or len(shape) < 2 or not all(isinstance(d, tir.IntImm) for d in shape):
+        return None
+    ext = [int(e) if isinstance(e, tir.IntImm) else -1 for e in region.extents]
+    if ext[:-2] != [1] * (len(ext) - 2) or ext[-2:] != [int(shape[-2]), int(shape[-1])]:
+        return None
+    if not all(isinstance(lo, tir.IntImm) and int(lo) == 0 for lo in region.mins[-2:]):
+        return None
+    return int(shape[-2]), int(shape[-1])
+
+
+def plan_wgmma(op: TileOp, threads: int) -> WgmmaPlan | None:
+    """The wgmma plan of a `tl.gemm`, or None when this lowering does not apply."""
+    a, b, c = op.regions[:3]
+    kind = WGMMA_DTYPES.get((a.dtype, c.dtype))
+    if kind is None or a.dtype != b.dtype or c.scope != "local.fragment" or threads % WARPGROUP:
+        return None
+    a_dims, b_dims = _tile_dims(a), _tile_dims(b)
+    c_shape = c.buffer.ty.shape
+    if a_dims is None or b_dims is None or len(c_shape) != 2 or not all(isinstance(d, tir.IntImm) for d in c_shape):
+        return None
+    m, n = (int(d) for d in c_shape)
+    if [int(e) if isinstance(e, tir.IntImm) else -1 for e in c.extents] != [m, n] or \
+            not all(isinstance(lo, tir.IntImm) and int(lo) == 0 for lo in c.mins):
+        return None
+    trans_a, trans_b = bool(op.int_arg(3)), bool(op.int_arg(4))
+    k = op.args[9]
+    if not isinstance(k, tir.IntImm) or int(k) % 16:
+        return None
+    k = int(k)
+    if a_dims != ((k, m) if trans_a else (m, k)) or b_dims != ((n, k) if trans_b else (k, n)):
+        return None
+    size = 2
+    a_tile, b_tile = wgmma_tile(*a_dims, size), wgmma_tile(*b_dims, size)
+    if a_tile is None or b_tile is None:
+        return None
+    # an MN-major operand is read slab by slab: instructions and warpgroups start on slabs
+    if trans_a and 64 % a_tile.slab:
+        return None
+    tiling = choose_warpgroups(m, n, threads // WARPGROUP, 8 if trans_b else b_tile.slab)
+    if tiling is None:
+        return None
+    return WgmmaPlan(tiling, k, kind, trans_a, trans_b, a_tile, b_tile)
+
+
+def wgmma_layouts(op: TileOp, threads: int) -> dict | None:
+    plan = plan_wgmma(op, threads)
+    return None if plan is None else {op.regions[2].buffer: wgmma_accumulator_layout(plan.tiling)}
+
+
+# ---------------------------------------------------------------------------- placement
+
+
+def _index_map(tile: WgmmaTile):
+    return tir.IndexMap.from_func(lambda r, c: list(tile.physical(r, c)), ndim=2, index_dtype="int32")
+
+
+def place_wgmma_operands(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
+    """Give the shared operands of every wgmma gemm the swizzled placement (module docstring)."""
+    from .lower_layout import SHARED_LAYOUTS, SharedLayout
+
+    placed = ctx.facts.setdefault(SHARED_LAYOUTS, {})
+    operands = ctx.facts.setdefault(WGMMA_OPERANDS, set())
+    layouts = ctx.facts.get("fragment_layouts")
+    if layouts is None or getattr(ctx.options, "disable_wgmma", False):
+        return func
+    threads = launch_info(func).threads
+    ranges = ranges_of(func.body, (tir.Evaluate,), ctx.caps, ctx.target, threads)
+    for op in collect_tile_ops(func):
+        if op.name != "gemm" or not has_wgmma(ctx.caps, op):
+            continue
+        if ranges.get(op.stmt.__chandle__()) is not None:
+            continue  # T.ws scopes keep mma.sync (see lower.infer_layout)
+        plan = plan_wgmma(op, threads)
+        if plan is None or layouts.get(op.regions[2].buffer) != wgmma_accumulator_layout(plan.tiling):
+            continue
+        line = source_of(op.stmt)
+        for region, tile in ((op.regions[0], plan.a_tile), (op.regions[1], plan.b_tile)):
+            key = region.buffer.__chandle__()
+            origin = f"T.gemm on wgmma at line {line[1]}" if line else "T.gemm on wgmma"
+            old = placed.get(key)
+            if old is not None and not old.origin.startswith("T.gemm on wgmma"):
+                raise TileLangCompileError(
+                    f"T.gemm on wgmma reads {region.buffer.name} through a matrix descriptor, which needs its own "
+                    f"swizzled placement, but {old.origin} places it otherwise; drop the annotation, or keep "
+                    f"mma.sync with pass_configs={{'tl.disable_wgmma': True}}", line)
+            if old is None:
+                placed[key] = SharedLayout(_index_map(tile), (tile.rows, tile.cols), (tile.rows, tile.cols), True,
+                                           origin)
+            operands.add(key)
+    return func
+
+
+def needs_proxy_fence(facts: dict, buffers) -> bool:
+    """Whether any of `buffers` (shared tiles written through the generic proxy) is read by wgmma."""
+    operands = facts.get(WGMMA_OPERANDS) or ()
+    return any(b.__chandle__() in operands for b in buffers)
+
+
+def proxy_fence() -> tir.Stmt:
+    return tir.Evaluate(tir.call_extern("void", "tl::fence_proxy_async"))
+
+
+# ---------------------------------------------------------------------------- lowering
+
+
+def _extern(name: str, *args) -> tir.Stmt:
+    return tir.Evaluate(tir.call_extern("void", name, *args))
+
+
+def _loop(var, extent: int, body) -> tir.Stmt:
+    return tir.For(var, tir.const(0, "int32"), tir.const(extent, "int32"), UNROLL, body)
+
+
+def _descriptor(region: Region, tile: WgmmaTile, mn_major: bool, mn, kk):
+    """The descriptor of the 16-k slice `kk` of `region` from row/column `mn` of M or N."""
+    idx = list(region.mins)
+    row, col = (kk * 16, mn) if mn_major else (mn, kk * 16)
+    idx[-2], idx[-1] = idx[-2] + row, idx[-1] + col
+    lbo, sbo = tile.descriptor_offsets(mn_major)
+    address = tir.address_of(tir.BufferLoad(region.buffer, idx))
+    return tir.call_extern("uint64", "tl::wgmma_desc", address, tir.const(lbo, "uint32"),
+                           tir.const(sbo, "uint32"), tir.const(tile.mode, "uint32"))
+
+
+def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
+    """The wgmma lowering of `op` (C already in the D layout), or None when it does not apply."""
+    plan = plan_wgmma(op, ctx.threads)
+    if plan is None:
+        return None
+    a, b, c = op.regions[:3]
+    if ctx.layout_of(c.buffer) != wgmma_accumulator_layout(plan.tiling):
+        return None
+    # C's D layout may also be an mma.sync layout (4 warps stacked along M): wgmma was chosen
+    # only where its operands were placed for descriptors
+    operands = ctx.facts.get(WGMMA_OPERANDS) or set()
+    if not all(r.buffer.__chandle__() in operands for r in (a, b)):
+        return None
+    t = plan.tiling
+    acc = ctx.register_buffer(c.buffer)
+    group = tir.Var("warpgroup", "int32")
+    row0, col0 = tir.Var("group_row", "int32"), tir.Var("group_col", "int32")
+    kk, mi, ni = (tir.Var(name, "int32") for name in ("kk", "mi", "ni"))
+    gr, gc = t.group_origin(group)
+    fence_acc = _extern(f"tl::wgmma_fence_operands<{t.slots}>", tir.address_of(tir.BufferLoad(acc, [0])))
+    mma = _extern(plan.function, tir.address_of(tir.BufferLoad(acc, [t.slot(mi, ni)])),
+                  _descriptor(a, plan.a_tile, plan.trans_a, row0 + mi * 64, kk),
+                  _descriptor(b, plan.b_tile, not plan.trans_b, col0 + ni * t.inst_n, kk),
+                  tir.const(1, "int32"))
+
+    def per_thread(thread):
+        body = []
+        if op.int_arg(6):  # clear_accum
+            s = tir.Var("s", "int32")
+            body.append(_loop(s, t.slots, tir.BufferStore(acc, tir.const(0, acc.dtype), [s])))
+        body += [
+            tir.Bind(group, thread // WARPGROUP),
+            tir.Bind(row0, gr),
+            tir.Bind(col0, gc),
+            fence_acc,
+            # the tiles' writers fence too (after their cp.async wait); this one covers writers
+            # that could not (cp.async completing on an mbarrier)
+            _extern("tl::fence_proxy_async"),
+            _extern("tl::wgmma_fence"),
+            _loop(kk, plan.k_steps, _loop(mi, t.mi, _loop(ni, t.ni, mma))),
+            _extern("tl::wgmma_commit"),
+            _extern("tl::wgmma_wait<0>"),
+            fence_acc,
+        ]
+        return seq(body)
+
+    return ctx.per_thread(per_thread, span=op.stmt.span)

@@ -1,0 +1,206 @@
+"""The TIR emulator (`tir_emulator.py`) with sm_90a's wgmma, for `T.gemm` on warpgroup MMA.
+Semantics from the PTX ISA (9.7.15, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"),
+written here independently of the lowering's layout functions:
+
+- Shared memory is one address space: each shared buffer starts at a 1024-byte boundary
+  (as the CUDA printer places tiles a descriptor reads), in the order first addressed.
+- `tl::wgmma_desc(ptr, lbo, sbo, mode)`: the 64-bit matrix descriptor (9.7.15.5.1.1): start
+  address >> 4 in bits 0-13, LBO >> 4 in 16-29, SBO >> 4 in 32-45, swizzle mode in 62-63
+  (1: 128B, 2: 64B, 3: 32B, 0: none).
+- `tl::wgmma_m64n{N}k16_f32_{f16,bf16}<tnspA, tnspB>(d, desc_a, desc_b, scale_d)`: a
+  collective of the 128 threads of a warpgroup (4 consecutive warps from a multiple of 4).
+  Element (r, k) of A (r < 64) or B (r < N), 2-byte elements, is read at
+
+      K-major (tnsp 0):  start + (r // 8) * SBO + (r % 8) * W + 2 k
+      MN-major (tnsp 1): start + (r // (W / 2)) * LBO + (k // 8) * SBO + (k % 8) * W + 2 (r % (W / 2))
+
+  with W the swizzle width in bytes, and then the swizzle of the absolute address: bits
+  4 .. 4+b-1 XOR bits 7 .. 7+b-1 (b = 3, 2, 1 for 128B, 64B, 32B; "Shared Memory Matrix
+  Layout" 9.7.15.5.1). D (64 x N, f32): value i of thread t is at row
+  16 (t / 32) + (t % 32) / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (t % 4) + i % 2
+  ("Register fragments", wgmma .m64nNk16 D). D = A B + (scale_d ? D : 0).
+- `wgmma.fence`, `commit_group`, `wait_group`, `fence.proxy.async` and the operand fences are
+  ordering only: the emulated wgmma completes when the warpgroup issues it.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from tvm import tirx
+
+from tir_emulator import _launch, _Machine, _Thread
+
+__all__ = ["run_kernel", "swizzled_address"]
+
+_NO_OPS = ("tl::wgmma_fence", "tl::wgmma_commit", "tl::wgmma_wait", "tl::fence_proxy_async",
+           "tl::wgmma_fence_operands")
+_WIDTH = {1: 128, 2: 64, 3: 32}
+_WGMMA = re.compile(r"tl::wgmma_m64n(\d+)k16_f32_(f16|bf16)<(\d), (\d)>")
+
+
+def swizzled_address(start: int, lbo: int, sbo: int, width: int, mn_major: bool, r: int, k: int) -> int:
+    """The shared address of element (r, k) of a descriptor's 16-bit operand (module doc)."""
+    if mn_major:
+        per = width // 2
+        addr = start + (r // per) * lbo + (k // 8) * sbo + (k % 8) * width + 2 * (r % per)
+    else:
+        addr = start + (r // 8) * sbo + (r % 8) * width + 2 * k
+    bits = {128: 3, 64: 2, 32: 1}[width]
+    return addr ^ (((addr >> 7) & ((1 << bits) - 1)) << 4)
+
+
+class _Machine3(_Machine):
+    def __init__(self, func, arrays, threads, code) -> None:
+        super().__init__(func, arrays, threads, code)
+        self.bases: dict[int, tuple[int, np.ndarray]] = {}  # id(array) -> (base, array)
+        self.next_base = 1024
+
+    def address(self, pointer) -> int:
+        entry = self.bases.get(id(pointer.array))
+        if entry is None:
+            entry = (self.next_base, pointer.array)
+            self.bases[id(pointer.array)] = entry
+            self.next_base += -(-pointer.array.nbytes // 1024) * 1024 + 1024
+        return entry[0] + pointer.index * pointer.array.itemsize
+
+    def load16(self, addr: int) -> np.ndarray:
+        for base, array in self.bases.values():
+            if base <= addr < base + array.nbytes:
+                raw = array.reshape(-1).view(np.uint8)
+                return raw[addr - base:addr - base + 2]
+        raise AssertionError(f"wgmma reads shared address {addr:#x}, outside every shared tile")
+
+    def compile_call(self, e):
+        if e.op.name == "tirx.call_extern" and str(e.args[0].value) == "tl::wgmma_desc":
+            ptr, lbo, sbo, mode = (self.compile(a) for a in e.args[1:])
+
+            def desc(th):
+                addr = th.machine.address(ptr(th))
+                return (((addr & 0x3FFFF) >> 4) | (((int(lbo(th)) & 0x3FFFF) >> 4) << 16)
+                        | (((int(sbo(th)) & 0x3FFFF) >> 4) << 32) | ((int(mode(th)) & 3) << 62))
+            return desc
+        return super().compile_call(e)
+
+    def extern(self, name: str, args, th):
+        if name.startswith(_NO_OPS):
+            return
+        if _WGMMA.fullmatch(name):
+            yield ("wg", name, args)
+            return
+        yield from super().extern(name, args, th)
+
+    def operand(self, desc: int, rows: int, mn_major: bool, kind: str) -> np.ndarray:
+        """The (rows, 16) operand a descriptor names, as float64."""
+        start, lbo = (desc & 0x3FFF) << 4, ((desc >> 16) & 0x3FFF) << 4
+        sbo, mode = ((desc >> 32) & 0x3FFF) << 4, (desc >> 62) & 3
+        assert mode in _WIDTH, "emulator: wgmma without swizzle is not modelled"
+        out = np.zeros((rows, 16))
+        for r in range(rows):
+            for k in range(16):
+                raw = self.load16(swizzled_address(start, lbo, sbo, _WIDTH[mode], mn_major, r, k))
+                if kind == "f16":
+                    out[r, k] = float(raw.view(np.float16)[0])
+                else:
+                    out[r, k] = float((raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)[0])
+        return out
+
+    def wgmma(self, name: str, lane_args) -> None:
+        n, kind, ta, tb = _WGMMA.fullmatch(name).groups()
+        n = int(n)
+        descs = {(int(a[1]), int(a[2]), int(a[3])) for a in lane_args}
+        assert len(descs) == 1, "wgmma: the threads of a warpgroup give different descriptors or scale-d"
+        desc_a, desc_b, scale = descs.pop()
+        a = self.operand(desc_a, 64, ta == "1", kind)  # (M, K)
+        b = self.operand(desc_b, n, tb == "1", kind)  # (N, K)
+        d = np.zeros((64, n))
+        for t, args in enumerate(lane_args):
+            for i in range(n // 2):
+                row, col = 16 * (t // 32) + (t % 32) // 4 + 8 * ((i // 2) % 2), 8 * (i // 4) + 2 * (t % 4) + i % 2
+                d[row, col] = args[0].array.reshape(-1)[args[0].index + i]
+        d = a @ b.T + (d if scale else 0)
+        for t, args in enumerate(lane_args):
+            out = args[0].array.reshape(-1)
+            for i in range(n // 2):
+                row, col = 16 * (t // 32) + (t % 32) // 4 + 8 * ((i // 2) % 2), 8 * (i // 4) + 2 * (t % 4) + i % 2
+                out[args[0].index + i] = d[row, col]
+
+
+def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray) -> None:
+    """Run a lowered kernel on NumPy arrays (one per buffer parameter, written in place)."""
+    arrays = {p: t for p, t in zip(func.params, tensors)}
+    grid, threads = _launch(func)
+    assert threads % 128 == 0, "wgmma kernels run whole warpgroups"
+    axes = list(grid.items())
+    code: dict = {}
+    for flat_block in range(int(np.prod([n for _, n in axes])) if axes else 1):
+        env, rest = {}, flat_block
+        for var, n in axes:
+            env[var], rest = rest % n, rest // n
+        _run_block(_Machine3(func, arrays, threads, code), env, threads)
+
+
+def _run_block(m: _Machine3, env: dict, threads: int) -> None:
+    """tir_emulator's scheduler (lowest warp first, barriers of the whole block) plus
+    warpgroup collectives, which run when all 128 threads of the warpgroup wait at one."""
+    states = [_Thread(t, env) for t in range(threads)]
+    for th in states:
+        th.machine = m
+    gens = [m.run(m.func.body, th) for th in states]
+    waiting: list = [None] * threads
+    done = [False] * threads
+
+    def advance(t):
+        try:
+            waiting[t] = next(gens[t])
+        except StopIteration:
+            done[t] = True
+            waiting[t] = None
+
+    for t in range(threads):
+        advance(t)
+    while not all(done):
+        progressed = False
+        for g in range(threads // 128):
+            lanes = range(g * 128, g * 128 + 128)
+            events = [waiting[t] for t in lanes]
+            if all(e is not None and e[0] == "wg" for e in events):
+                names = {e[1] for e in events}
+                assert len(names) == 1, f"warpgroup {g}: threads diverge at {names}"
+                m.wgmma(events[0][1], [e[2] for e in events])
+                for t in lanes:
+                    advance(t)
+                progressed = True
+                break
+        if progressed:
+            continue
+        for w in range(threads // 32):
+            lanes = range(w * 32, w * 32 + 32)
+            events = [waiting[t] for t in lanes]
+            if any(e is None for e in events) or events[0][0] != "warp":
+                continue
+            names = {e[1] for e in events}
+            assert len(names) == 1, f"warp {w}: lanes diverge at {names}"
+            name, args = events[0][1], [e[2] for e in events]
+            if name.startswith("tl::ldmatrix"):
+                _Machine.ldmatrix(name, args)
+            elif name.startswith("tl::warp_allreduce"):
+                _Machine.allreduce(name, args)
+            elif name == "shfl":
+                _Machine.shuffle(args)
+            else:
+                _Machine.mma(name, args)
+            for t in lanes:
+                advance(t)
+            progressed = True
+            break
+        if progressed:
+            continue
+        live = [t for t in range(threads) if not done[t]]
+        if live and all(waiting[t] == ("sync",) for t in live):
+            assert len(live) == threads, "__syncthreads reached by only some threads"
+            for t in range(threads):
+                advance(t)
+            continue
+        blocked = {str(waiting[t][:2]) for t in live}
+        raise AssertionError(f"deadlock: threads wait on {blocked}")
