@@ -24,6 +24,7 @@ Exit status: 0 when every kernel matched, 1 otherwise, 2 without a GPU.
 from __future__ import annotations
 
 import argparse
+import itertools
 import importlib.util
 import json
 import subprocess
@@ -69,7 +70,10 @@ def _load_factory(source: str, start: str, end: str, out: Path, name: str, heade
     return module
 
 
-def export(out: Path, arch: str, checkout: Path, quick: bool) -> None:
+def export(out: Path, arch: str, checkout: Path, quick: bool, engine: str = "default") -> None:
+    """Export the kernels; `engine` "mma" compiles T.gemm on mma.sync (pass config
+    tl.disable_wgmma), "both" exports each config twice (names ending in _wgmma / _mma),
+    "default" lets the backend choose (wgmma where the target and the gemm allow it)."""
     import tilelang_core
 
     out.mkdir(parents=True, exist_ok=True)
@@ -77,21 +81,22 @@ def export(out: Path, arch: str, checkout: Path, quick: bool) -> None:
                         "def flashattn", "def ref_program", out, "example_mha_fwd_bhsd")
     entries = []
     configs = CONFIGS[:1] if quick else CONFIGS
-    for causal in (False, True):
-        for bm, bn, stages, threads in configs:
-            name = f"mha_{'causal' if causal else 'full'}_{bm}x{bn}_s{stages}_t{threads}"
-            start = time.perf_counter()
-            func = mha.flashattn(SHAPE["batch"], SHAPE["heads"], SHAPE["seq"], SHAPE["seq"], SHAPE["dim"], causal,
-                                 block_M=bm, block_N=bn, num_stages=stages, threads=threads)
-            kernel = tilelang_core.compile(func, target=f"cuda/{arch}",  # the output passed in: poisoned first
-                                            pass_configs={"tl.enable_fast_math": True})  # as the example
-            kernel.export(out / name)
-            entries.append({"name": name, "kind": "mha", "causal": causal, "config": [bm, bn, stages, threads],
-                            **SHAPE, "shared_memory": kernel.meta.shared_memory})
-            print(f"exported {name} ({kernel.meta.shared_memory // 1024} KB shared) in "
-                  f"{time.perf_counter() - start:.1f} s", flush=True)
-    # TileLang's example_gqa_decode.py defines its split-kv kernel with T.alloc_global, which
-    # our language does not have yet: the decode kernel is ours (the same algorithm, no split)
+    engines = {"default": [("", False)], "mma": [("", True)], "both": [("_wgmma", False), ("_mma", True)]}[engine]
+    for causal, (suffix, no_wgmma), (bm, bn, stages, threads) in itertools.product((False, True), engines, configs):
+        name = f"mha_{'causal' if causal else 'full'}_{bm}x{bn}_s{stages}_t{threads}{suffix}"
+        start = time.perf_counter()
+        func = mha.flashattn(SHAPE["batch"], SHAPE["heads"], SHAPE["seq"], SHAPE["seq"], SHAPE["dim"], causal,
+                             block_M=bm, block_N=bn, num_stages=stages, threads=threads)
+        kernel = tilelang_core.compile(func, target=f"cuda/{arch}",  # the output passed in: poisoned first
+                                        pass_configs={"tl.enable_fast_math": True,  # as the example
+                                                      "tl.disable_wgmma": no_wgmma})
+        kernel.export(out / name)
+        entries.append({"name": name, "kind": "mha", "causal": causal, "config": [bm, bn, stages, threads],
+                        **SHAPE, "shared_memory": kernel.meta.shared_memory})
+        print(f"exported {name} ({kernel.meta.shared_memory // 1024} KB shared) in "
+              f"{time.perf_counter() - start:.1f} s", flush=True)
+    # TileLang's example_gqa_decode.py splits the kv sequence over two launches; the decode
+    # kernel timed here is ours (the same algorithm, no split): one launch against SDPA
     from attention_decode import gqa_decode
 
     block_n, block_h, stages, threads = DECODE_CONFIG
@@ -235,11 +240,13 @@ def main(argv=None) -> int:
     parser.add_argument("--arch", default="sm_90a")
     parser.add_argument("--tilelang", type=Path, default=MIRROR, help="a TileLang checkout (git dir or work tree)")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--engine", choices=("default", "wgmma", "mma", "both"), default="default",
+                        help="T.gemm's tensor-core path on sm_90a (wgmma = default)")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--rep", type=int, default=30)
     args = parser.parse_args(argv)
     if args.export:
-        export(args.export, args.arch, args.tilelang, args.quick)
+        export(args.export, args.arch, args.tilelang, args.quick, "default" if args.engine == "wgmma" else args.engine)
     if args.run:
         return run(args.run, args.warmup, args.rep)
     if not (args.export or args.run):
