@@ -164,11 +164,11 @@ def test_tilelang_cuda_intrinsics_are_the_cuda_backends():
 UNPROVIDED = [
     ("import tilelang.engine", "ModuleNotFoundError",
      "TileLang module 'tilelang.engine' is not provided by tilelang-core nor claimed by an installed backend"),
-    ("import tilelang.cuda.intrinsics.macro", "ModuleNotFoundError",
+    ("import tilelang.cuda.intrinsics.macro.wgmma_macro_generator", "ModuleNotFoundError",
      "backend 'cuda' stands in for 'tilelang.cuda' with 'tilelang_cuda.compat', which has no "
-     "'tilelang_cuda.compat.intrinsics.macro'"),
-    ("from tilelang.cuda.intrinsics import TensorCoreIntrinEmitter", "ImportError",
-     "cannot import name 'TensorCoreIntrinEmitter'"),
+     "'tilelang_cuda.compat.intrinsics.macro.wgmma_macro_generator'"),
+    ("from tilelang.cuda.intrinsics import TensorCoreIntrinEmitterWithLadderTransform", "ImportError",
+     "cannot import name 'TensorCoreIntrinEmitterWithLadderTransform'"),
     ("import tilelang.rocm", "ModuleNotFoundError", "it belongs to backend 'hip'"),
     ("import tilelang.contrib.nvcc", "ModuleNotFoundError", "it belongs to backend 'cuda'"),
 ]

@@ -6,7 +6,7 @@ make_mma_swizzle_layout` finds `tilelang_cuda.compat.intrinsics`. Provided so fa
 
 | TileLang module | names |
 |---|---|
-| `tilelang.cuda.intrinsics` | `make_mma_swizzle_layout`, `get_swizzle_layout` |
+| `tilelang.cuda.intrinsics` | `make_mma_swizzle_layout`, `get_swizzle_layout`, `TensorCoreIntrinEmitter` |
 | `tilelang.cuda.intrinsics.layout[.mma_layout]` | the same two |
 | `tilelang.cuda.intrinsics.macro[.mma_macro_generator]` | `TensorCoreIntrinEmitter` (mma.sync GEMMs over `T.alloc_local` registers) |
 

@@ -1,7 +1,9 @@
 """TileLang's `tilelang.cuda.intrinsics`: the shared-memory layouts of hand-written tensor-core
-kernels (see `tilelang_cuda.compat` for what is provided)."""
+kernels and the emitter of their mma.sync code (see `tilelang_cuda.compat` for what is
+provided)."""
 from __future__ import annotations
 
 from .layout import get_swizzle_layout, make_mma_swizzle_layout
+from .macro import TensorCoreIntrinEmitter
 
-__all__ = ["get_swizzle_layout", "make_mma_swizzle_layout"]
+__all__ = ["TensorCoreIntrinEmitter", "get_swizzle_layout", "make_mma_swizzle_layout"]
