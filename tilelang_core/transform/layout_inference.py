@@ -32,7 +32,7 @@ memory.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -55,14 +55,17 @@ FRAGMENT_LAYOUTS = "fragment_layouts"
 @dataclass
 class LayoutContext:
     """What `tilelang_infer_layout` may read: the target, the block's thread count, the
-    layouts decided so far (`layouts.get(buffer)`), the compile options (or None) and, inside a
-    `T.ws` scope, its thread range (None: the whole block)."""
+    layouts decided so far (`layouts.get(buffer)`), the compile options (or None), inside a
+    `T.ws` scope its thread range (None: the whole block), and the compile's `facts` (the
+    PassContext's: a backend's own pass that runs before `infer_layout` may leave kernel-wide
+    notes there for its hook, e.g. which gemms read an operand from registers)."""
 
     target: Any
     threads: int
     layouts: FragmentLayouts
     options: Any = None
     thread_range: Any = None
+    facts: dict = field(default_factory=dict)
 
     @property
     def caps(self):
@@ -172,7 +175,7 @@ class _Inference:
         self.range_of: dict[int, ThreadRange] = {}  # id(use) -> its thread range, when not the block
         self.fragment_ranges: dict[int, set] = {}  # fragment -> the ranges it is used in
         self.layouts: FragmentLayouts = ctx.facts[FRAGMENT_LAYOUTS]
-        self.lctx = LayoutContext(ctx.target, threads, self.layouts, ctx.options)
+        self.lctx = LayoutContext(ctx.target, threads, self.layouts, ctx.options, facts=ctx.facts)
         self.fragments: dict[int, Any] = {}
         self.uses: list = []  # Nest | _Reduce, program order
         self.reducers: set[int] = set()  # fragments allocated by T.alloc_reducer
@@ -206,7 +209,7 @@ class _Inference:
                 outer = (self.range, self.lctx, scratch)
                 self.range = thread_range(s, self.ctx.caps, self.ctx.target, self.threads)
                 self.lctx = LayoutContext(self.ctx.target, self.range.extent, self.layouts, self.ctx.options,
-                                          self.range)
+                                          self.range, facts=self.ctx.facts)
                 scratch = LowerContext(self.ctx.target, self.range.extent, False, {}, self.range)
                 first = len(self.uses)
                 visit(s.body)

@@ -117,9 +117,13 @@ def plan_wgmma(op: TileOp, threads: int) -> WgmmaPlan | None:
     return WgmmaPlan(tiling, k, kind, trans_a, trans_b, a_tile, b_tile)
 
 
-def wgmma_layouts(op: TileOp, threads: int) -> dict | None:
+def wgmma_layouts(op: TileOp, threads: int, one_m64_per_warpgroup: bool = False) -> dict | None:
+    """C's wgmma accumulator layout, or None when the gemm stays on mma.sync (no plan, or
+    `one_m64_per_warpgroup` and a warpgroup would hold several m64 blocks of rows)."""
     plan = plan_wgmma(op, threads)
-    return None if plan is None else {op.regions[2].buffer: wgmma_accumulator_layout(plan.tiling)}
+    if plan is None or (one_m64_per_warpgroup and plan.tiling.mi > 1):
+        return None
+    return {op.regions[2].buffer: wgmma_accumulator_layout(plan.tiling)}
 
 
 # ---------------------------------------------------------------------------- placement
