@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import re as _re
 from typing import Any
 
 from tvm import ir
@@ -94,10 +95,21 @@ def to_dtype(dtype: Any) -> DType:
     try:
         canonical = str(ir.PrimType(text).dtype)
     except Exception as err:  # TVM raises its own error type for bad names
-        raise TypeError(
-            f"unknown dtype {dtype!r}; use e.g. 'float16', T.float32 or torch.int8"
-        ) from err
+        raise TypeError(f"unknown dtype {dtype!r}{_did_you_mean(text)}; use e.g. 'float16', T.float32 or "
+                        "torch.int8") from err
+    if _re.fullmatch(r"(float|bfloat|int|uint)x\d+", text):
+        # TVM reads "floatx32" as 32 lanes of float32: a typo far more often than a vector
+        raise TypeError(f"unknown dtype {dtype!r}{_did_you_mean(text)}; a vector dtype names its element "
+                        f"bits before the lanes (e.g. 'float32x4')")
     return DType(canonical)
+
+
+def _did_you_mean(text: str) -> str:
+    import difflib
+
+    names = [n for n in globals().get("DTYPES", ()) if not _re.search(r"x\d+$", n)]  # scalars only
+    close = difflib.get_close_matches(text, names, n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
 def _numpy_name(dtype: Any, default: str) -> str:

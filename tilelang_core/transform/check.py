@@ -3,15 +3,18 @@
 Before: tile IR straight from the parser.
 After: unchanged IR, or a `TileLangCompileError` / `CapabilityError` naming the line, what
 was seen and what to do: a dtype the target lacks, too many threads per block, explicit
-thread indices mixed with tile ops on a block-serial target. One rewrite: on a block-serial
-target a kernel written without `with T.Kernel(...)` (TileLang accepts that for CPU targets)
-runs as one block of one thread, so its body is wrapped in that launch frame.
+thread indices mixed with tile ops on a block-serial target, and the value checks of
+`check_values` (launch parameters, nested kernels, indices out of static bounds, lossy
+tile-op conversions). One rewrite: on a block-serial target a kernel written without
+`with T.Kernel(...)` (TileLang accepts that for CPU targets) runs as one block of one thread,
+so its body is wrapped in that launch frame.
 """
 from __future__ import annotations
 
 from tvm import tirx as tir
 
 from ..ir import SCOPE_BARRIER, TileOp, is_tile_op, source_of
+from .check_values import check_constant_bounds, check_launch_parameters, check_lossy_tile_ops
 from .errors import CapabilityError, TileLangCompileError
 from .irutil import walk
 from .kernel_info import launch_info
@@ -42,6 +45,9 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     walk(func.body, visit, (tir.AllocBuffer,))
 
     _check_layout_annotations(func)
+    check_launch_parameters(func)
+    check_constant_bounds(func)
+    check_lossy_tile_ops(func)
     info = launch_info(func)
     if not info.extents:
         if caps.execution_model != "block-serial":

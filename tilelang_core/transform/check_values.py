@@ -1,0 +1,221 @@
+"""Checks of the values a kernel states, run by the `check` pass on the tile IR from the parser.
+
+Each raises `TileLangCompileError` at the user's line, naming the value seen and the fix:
+- launch parameters: every `T.Kernel` extent and `threads=` at least 1, `num_stages` of
+  `T.Pipelined` at least 0, no `T.Kernel` inside another;
+- indices the compiler can bound: an unguarded store or load whose index, over the constant
+  ranges of its enclosing loops and launch indices, leaves a static buffer dimension
+  (`A[100]` of a 64-element tensor, `T.Parallel(128)` over 64 elements). Accesses under an
+  `if`, a `while` or a `T.if_then_else`/`Select`, and indices over any other variable, are
+  left to run time;
+- lossy conversions a tile op would make silently: `T.copy` from floats into integers, or
+  into a narrower integer type, and `T.gemm` of float operands into an integer accumulator.
+  Float-to-float copies (fp32 -> fp16, as TileLang allows) and widening integer copies pass.
+"""
+from __future__ import annotations
+
+from tvm import ir
+from tvm import tirx as tir
+from tvm.sym import Analyzer
+
+from ..ir import TileOp, is_tile_op, source_of
+from .errors import TileLangCompileError
+from .irutil import walk
+
+__all__ = ["check_launch_parameters", "check_constant_bounds", "check_lossy_tile_ops"]
+
+_ANN_NUM_STAGES = "num_stages"
+
+
+def _int(value) -> int | None:
+    return int(value.value) if isinstance(value, tir.IntImm) else None
+
+
+def check_launch_parameters(func: tir.PrimFunc) -> None:
+    """Launch extents >= 1, num_stages >= 0, and one `T.Kernel` per launch."""
+
+    def visit(stmt, open_tags: dict):
+        if isinstance(stmt, tir.AttrStmt) and stmt.attr_key == "thread_extent":
+            tag = stmt.node.thread_tag
+            value = _int(stmt.value)
+            if value is not None and value < 1:
+                if tag.startswith("blockIdx"):
+                    what = f"T.Kernel launches {value} blocks along {tag}"
+                    fix = "give every grid dimension of T.Kernel at least 1 block"
+                else:
+                    what = f"T.Kernel asks for threads={value} ({tag})"
+                    fix = "pass threads= at least 1 (e.g. threads=128)"
+                raise TileLangCompileError(f"{what}; a launch extent must be at least 1: {fix}", source_of(stmt))
+            if tag.startswith("blockIdx") and tag in open_tags:
+                raise TileLangCompileError(
+                    f"a T.Kernel is nested inside another (both launch {tag}; the outer one at line "
+                    f"{(open_tags[tag] or ('?', '?'))[1]}); a kernel launches once: write the inner "
+                    "loops as T.Parallel / T.serial, or launch the kernels one after another", source_of(stmt))
+            inner = {**open_tags, tag: source_of(stmt)} if tag.startswith("blockIdx") else open_tags
+            visit(stmt.body, inner)
+            return
+        if isinstance(stmt, tir.For):
+            stages = stmt.annotations.get(_ANN_NUM_STAGES) if stmt.annotations else None
+            value = _int(stages) if stages is not None and not isinstance(stages, int) else stages
+            if value is not None and int(value) < 0:
+                raise TileLangCompileError(
+                    f"T.Pipelined(num_stages={int(value)}): the number of pipeline stages cannot be negative; "
+                    "pass num_stages=0 (no pipelining) or more (e.g. 2 or 3)", source_of(stmt))
+        for child in _children(stmt):
+            visit(child, open_tags)
+
+    visit(func.body, {})
+
+
+def _children(stmt) -> list:
+    if isinstance(stmt, tir.SeqStmt):
+        return list(stmt.seq)
+    if isinstance(stmt, tir.IfThenElse):
+        return [stmt.then_case] + ([stmt.else_case] if stmt.else_case is not None else [])
+    if isinstance(stmt, (tir.For, tir.While, tir.AttrStmt)):
+        return [stmt.body]
+    return []
+
+
+def _static_shape(buffer) -> list[int | None]:
+    return [_int(d) for d in buffer.ty.shape]
+
+
+def _vars_of(expr) -> list:
+    """The scalar variables `expr` reads (buffer variables of its loads left out)."""
+    found: list = []
+    walk(expr, lambda v: found.append(v) if isinstance(v.ty, ir.PrimType) else None, (tir.Var,))
+    return found
+
+
+def _has_conditional(expr) -> bool:
+    found = []
+
+    def visit(node):
+        if isinstance(node, tir.Select) or (isinstance(node, ir.Call) and isinstance(node.op, ir.Op)
+                                            and str(node.op.name).endswith("if_then_else")):
+            found.append(node)
+
+    walk(expr, visit, (tir.Select, ir.Call))
+    return bool(found)
+
+
+def check_constant_bounds(func: tir.PrimFunc) -> None:
+    """Unguarded accesses whose index range, over constant loop and launch ranges, leaves a
+    static buffer dimension."""
+    ana = Analyzer()
+    known: dict[int, str] = {}  # var handle -> how its range was set, for the message
+
+    def bind(var, low: int, extent: int, how: str) -> None:
+        dtype = str(var.ty.dtype)
+        ana.bind(var, ir.Range.from_min_extent(tir.IntImm(dtype, low), tir.IntImm(dtype, extent)), True)
+        known[var.__chandle__()] = f"{var.name} in {low}..{low + extent - 1} ({how})"
+
+    def check_access(buffer, indices, node, kind: str) -> None:
+        shape = _static_shape(buffer)
+        for dim, (index, size) in enumerate(zip(indices, shape)):
+            if size is None or not isinstance(index.ty, ir.PrimType) or index.ty.dtype.lanes != 1:
+                continue
+            variables = _vars_of(index)
+            if any(v.__chandle__() not in known for v in variables):
+                continue
+            bound = ana.const_int_bound(index)
+            low, high = int(bound.min_value), int(bound.max_value)
+            if 0 <= low and high < size:
+                continue
+            seen = str(low) if low == high else f"{low}..{high}"
+            ranges = "; ".join(dict.fromkeys(known[v.__chandle__()] for v in variables))
+            extent = f"{buffer.name} has shape {tuple(shape)}, so dim {dim} takes 0..{size - 1}"
+            raise TileLangCompileError(
+                f"out-of-bounds {kind} {buffer.name}[{', '.join(str(i) for i in indices)}]: the index of dim {dim} "
+                f"is {seen}{f' (with {ranges})' if ranges else ''}, but {extent}; keep the index inside the "
+                "buffer (a smaller loop extent or T.Parallel range), or guard the access with `if`",
+                source_of(node))
+
+    def check_loads(value, node) -> None:
+        if _has_conditional(value):
+            return
+        loads: list = []
+        walk(value, loads.append, (ir.TensorLoad,))
+        for load in loads:
+            check_access(load.source, load.indices, node, "read of")
+
+    def visit(stmt, guarded: bool) -> None:
+        if isinstance(stmt, tir.For):
+            low, extent = _int(stmt.min), _int(stmt.extent)
+            step = getattr(stmt, "step", None)
+            if low is not None and extent is not None and extent > 0 and (step is None or _int(step) == 1):
+                bind(stmt.loop_var, low, extent, "loop")
+            visit(stmt.body, guarded)
+            return
+        if isinstance(stmt, tir.AttrStmt) and stmt.attr_key == "thread_extent":
+            extent = _int(stmt.value)
+            if extent is not None and extent > 0:
+                bind(stmt.node.var, 0, extent, stmt.node.thread_tag)
+            visit(stmt.body, guarded)
+            return
+        if isinstance(stmt, (tir.IfThenElse, tir.While)):
+            for child in _children(stmt):
+                visit(child, True)
+            return
+        if isinstance(stmt, tir.BufferStore) and not guarded:
+            check_access(stmt.buffer, stmt.indices, stmt, "write to")
+            check_loads(stmt.value, stmt)
+            return
+        for child in _children(stmt):
+            visit(child, guarded)
+
+    visit(func.body, False)
+
+
+def _dtype(region) -> str:
+    return str(region.buffer.ty.dtype)
+
+
+def _lossy(src: str, dst: str) -> str | None:
+    """Why converting `src` values to `dst` loses them silently, or None."""
+    if _is_float(src) and _is_int(dst):
+        return "float values are truncated toward zero and wrap when out of range (130.0 -> int8 gives -126)"
+    if _is_int(src) and _is_int(dst) and _bits(dst) < _bits(src):
+        return f"{src} values outside {dst}'s range wrap"
+    return None
+
+
+def _is_float(dtype: str) -> bool:
+    return dtype.startswith(("float", "bfloat"))
+
+
+def _is_int(dtype: str) -> bool:
+    return dtype.startswith(("int", "uint"))
+
+
+def _bits(dtype: str) -> int:
+    digits = "".join(c for c in dtype.split("x")[0] if c.isdigit())
+    return int(digits) if digits else 32
+
+
+def check_lossy_tile_ops(func: tir.PrimFunc) -> None:
+    """`T.copy` that would truncate or wrap, `T.gemm` of floats into an integer accumulator."""
+
+    def visit(node):
+        if not is_tile_op(node):
+            return
+        op = TileOp.from_stmt(node)
+        if op.name == "copy" and len(op.regions) >= 2:
+            src, dst = _dtype(op.regions[0]), _dtype(op.regions[1])
+            why = _lossy(src, dst)
+            if why:
+                raise TileLangCompileError(
+                    f"T.copy from {op.regions[0].buffer.name} ({src}) into {op.regions[1].buffer.name} ({dst}) "
+                    f"converts implicitly and loses values: {why}; convert explicitly where you mean it "
+                    f"(a T.Parallel loop storing T.Cast(\"{dst}\", ...), after rounding or clamping), or copy "
+                    f"into a {src} buffer", op.source)
+        elif op.name == "gemm" and len(op.regions) >= 3:
+            a, b, c = (_dtype(r) for r in op.regions[:3])
+            if (_is_float(a) or _is_float(b)) and _is_int(c):
+                raise TileLangCompileError(
+                    f"T.gemm of {a} x {b} operands into the {c} accumulator {op.regions[2].buffer.name}: each "
+                    f"product would be truncated to an integer; accumulate in float32 (T.alloc_fragment(..., "
+                    f"\"float32\")) and convert the result explicitly, or pass integer operands", op.source)
+
+    walk(func.body, visit, (tir.Evaluate,))
