@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["enabled_backends", "default_target", "cache_dir", "host_c_compiler", "debug"]
+__all__ = ["enabled_backends", "default_target", "cache_dir", "host_c_compiler", "debug", "kernel_memo_size"]
 
 
 def enabled_backends() -> list[str] | None:
@@ -38,3 +38,19 @@ def host_c_compiler() -> str | None:
 def debug() -> bool:
     """`TILELANG_DEBUG=1`: keep intermediate files and print pass dumps."""
     return os.environ.get("TILELANG_DEBUG", "") not in ("", "0")
+
+
+def kernel_memo_size() -> int:
+    """`TILELANG_KERNEL_MEMO_SIZE`: how many compiled kernels `compile` keeps in memory for
+    repeated calls (least recently used dropped first; default 256, 0 keeps none)."""
+    raw = os.environ.get("TILELANG_KERNEL_MEMO_SIZE", "").strip()
+    if not raw:
+        return 256
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"TILELANG_KERNEL_MEMO_SIZE={raw!r} is not an integer; set it to how many kernels "
+                         "to keep (e.g. 256), or 0 to keep none") from None
+    if value < 0:
+        raise ValueError(f"TILELANG_KERNEL_MEMO_SIZE={value} is negative; set it to 0 or more")
+    return value

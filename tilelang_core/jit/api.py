@@ -1,6 +1,7 @@
 """`tilelang_core.compile` and `@tilelang_core.jit`: tile IR in, a callable kernel out."""
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import threading
@@ -14,7 +15,7 @@ from .options import CompileOptions
 # The plugin manager, the cache and TVM load on the first compile, keeping
 # `import tilelang_core` cheap.
 
-__all__ = ["compile", "jit", "JITKernel", "lower"]
+__all__ = ["compile", "jit", "JITKernel", "KernelMemo", "lower"]
 
 
 class JITKernel(Kernel):
@@ -29,7 +30,34 @@ class JITKernel(Kernel):
     ref_latency: float | None = None
 
 
-_MEMO: dict[tuple, JITKernel] = {}
+class KernelMemo(collections.OrderedDict):
+    """The in-process memo of `compile`: at most `capacity` kernels (default
+    `TILELANG_KERNEL_MEMO_SIZE`), the least recently used dropped first, so tuning thousands of
+    candidates does not keep every one loaded. A dropped kernel the caller no longer holds is
+    freed, its loaded code with it; the disk cache still has it."""
+
+    def __init__(self, capacity: int | None = None) -> None:
+        super().__init__()
+        self.capacity = capacity
+
+    def get(self, key, default=None):
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        return default
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        if self.capacity is None:
+            from .. import env
+
+            self.capacity = env.kernel_memo_size()
+        while len(self) > self.capacity:
+            self.popitem(last=False)
+
+
+_MEMO: KernelMemo = KernelMemo()
 _MEMO_LOCK = threading.Lock()
 
 

@@ -39,7 +39,9 @@ class JITFunction:
         if self.is_eager and out_idx is not None:
             raise TypeError(f"@tilelang.jit(out_idx=...) on {func.__qualname__}: an eager-style function names its "
                             "outputs by returning its T.empty tensors; drop out_idx")
-        self._kernels: dict[Any, Any] = {}
+        from .api import KernelMemo
+
+        self._kernels: dict[Any, Any] = KernelMemo()  # bounded like compile's memo
         if not self.is_prim_func:
             functools.update_wrapper(self, func)
 

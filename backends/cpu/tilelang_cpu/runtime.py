@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import tempfile
 import time
 from typing import Any, Sequence
 
 from tilelang_core.runtime.base import KernelMeta, LoadedKernel, Runtime
 
-__all__ = ["CPURuntime", "CPUKernel", "CPUTimer", "DeviceAssertionError", "SCALAR_CTYPES"]
+__all__ = ["CPURuntime", "CPUKernel", "CPUTimer", "DeviceAssertionError", "ForeignCPUError", "SCALAR_CTYPES"]
 
 SCALAR_CTYPES = {
     "bool": ctypes.c_bool,
@@ -36,6 +37,31 @@ SCALAR_CTYPES = {
 
 class DeviceAssertionError(RuntimeError):
     """A `T.device_assert` (or assert statement) failed inside a CPU kernel."""
+
+
+class ForeignCPUError(RuntimeError):
+    """A kernel compiled for a CPU arch this host cannot run (another family, or features
+    the host lacks): loading it would end the process with SIGILL."""
+
+
+def check_host_runs(meta: KernelMeta) -> None:
+    """Refuse a kernel whose target arch this host cannot execute, naming what is missing."""
+    from . import target as _target
+
+    arch = meta.target.split("/", 1)[1].split()[0] if "/" in meta.target else None
+    host = _target.host_arch()
+    if arch is None or arch == host or arch == "generic" or arch not in _target.CPU_ARCHS:
+        return
+    fix = (f"compile it for this host (target='cpu', i.e. cpu/{host}), or run it on a {arch} machine")
+    if _target.arch_family(arch) != _target.arch_family(host):
+        raise ForeignCPUError(f"kernel {meta.entry!r} was compiled for {meta.target}, an instruction set this "
+                              f"host ({host}) cannot execute; {fix}")
+    needed = set(_target.CPU_ARCHS[arch].features) - set(_target.CPU_ARCHS[host].features)
+    missing = sorted(f for f in needed if f not in _target.host_features())
+    if missing:
+        raise ForeignCPUError(f"kernel {meta.entry!r} was compiled for {meta.target}, which needs the CPU "
+                              f"feature(s) {', '.join(missing)} this host ({host}) lacks (running it would stop the "
+                              f"process with SIGILL); {fix}")
 
 
 class CPUKernel(LoadedKernel):
@@ -60,6 +86,19 @@ class CPUKernel(LoadedKernel):
         if self._last_error is not None:
             self._last_error.argtypes = []
             self._last_error.restype = ctypes.c_char_p
+
+    def __del__(self) -> None:
+        # ctypes never unloads a library: without this every kernel ever loaded stays mapped
+        # (about 45 KB and 5 mappings each), which autotuning thousands of candidates cannot afford
+        handle = getattr(getattr(self, "library", None), "_handle", None)
+        if handle and not sys.is_finalizing():
+            import _ctypes
+
+            self.function = self._last_error = None
+            try:
+                _ctypes.dlclose(handle)
+            except OSError:
+                pass
 
     def launch(self, args: Sequence[int | float], grid=None, block=None, shared_memory: int = 0,
                stream: Any = None) -> None:
@@ -94,6 +133,8 @@ class CPURuntime(Runtime):
     dlpack_device_type = 1
 
     def load(self, binary: bytes, meta: KernelMeta) -> CPUKernel:
+        check_host_runs(meta)
+        _pin_runtime_libraries(binary)
         # dlopen needs a file; once loaded the mapping outlives it, so the file is removed
         fd, path = tempfile.mkstemp(prefix=f"tilelang-{meta.entry}-", suffix=".so")
         try:
@@ -130,6 +171,22 @@ class CPURuntime(Runtime):
 
     def synchronize(self) -> None:
         """Kernels run synchronously on the calling thread: nothing to wait for."""
+
+
+# The OpenMP runtimes a kernel library may link. A kernel is unloaded when dropped (see
+# CPUKernel.__del__); were it the last user of its OpenMP runtime, that would be unloaded too,
+# under its idle worker threads (a segfault at their next wake-up). Pinned once, for good.
+_OPENMP_SONAMES = (b"libgomp.so.1", b"libomp.so.5", b"libomp.so", b"libiomp5.so")
+_PINNED: dict[bytes, Any] = {}
+
+
+def _pin_runtime_libraries(binary: bytes) -> None:
+    for soname in _OPENMP_SONAMES:
+        if soname not in _PINNED and soname in binary:
+            try:
+                _PINNED[soname] = ctypes.CDLL(soname.decode())
+            except OSError:
+                _PINNED[soname] = None  # the kernel's own dlopen will say what is missing
 
 
 _NDARRAY: list = [None, None]  # numpy.ndarray, numpy.empty once NumPy is seen (not imported here)
