@@ -156,8 +156,14 @@ def compile_command(cc: str, arch: str | None, c_path: str, so_path: str) -> lis
 def _require_compiler() -> str:
     cc = find_compiler()
     if cc is None:
-        raise CompileError("no C compiler found for the CPU backend: install gcc or clang, or set "
-                           "TILELANG_CC to the compiler's path")
+        named = env.host_c_compiler()
+        if named:  # the advice depends on what is wrong: a name that resolves to nothing
+            raise CompileError(f"the C compiler named by TILELANG_CC (or CC), {named!r}, was not found: it is "
+                               "neither an executable path nor a program on PATH; set TILELANG_CC to the "
+                               "compiler's full path (e.g. /usr/bin/gcc), or unset it to search PATH for cc, "
+                               "gcc and clang")
+        raise CompileError("no C compiler found for the CPU backend (searched PATH for cc, gcc and clang): "
+                           "install gcc or clang, or set TILELANG_CC to the compiler's path")
     return cc
 
 
