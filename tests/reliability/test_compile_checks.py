@@ -133,6 +133,28 @@ def explicit_cast():
     return main
 
 
+def named_rows():
+    # indices through names bound in the kernel (TileLang's layernorm and per-token cast
+    # examples: `row = bx * blk + k; m = Mean[row]`, `row = bx; X_amax[row * 8 + i, g]`):
+    # in bounds, and the check cannot bound `row` statically, so it must not refuse them
+    M, D, blk = 256, 64, 8
+
+    @T.prim_func
+    def main(X: T.Tensor((M, D), "float32"), Mean: T.Tensor((M,), "float32"), Y: T.Tensor((M, D), "float32"),
+             A: T.Tensor((M // 8, 4), "float32")):
+        with T.Kernel(M // blk, 4, threads=32) as (bx, by):
+            for kk in T.serial(blk):
+                row = bx * blk + kk
+                m_v = Mean[row]
+                for j in T.Parallel(D):
+                    Y[row, j] = X[row, j] - m_v
+            r = bx
+            g = by
+            for i in T.Parallel(1):
+                A[r + i, g] = Mean[r]
+    return main
+
+
 def _lower(func, target):
     return tilelang.lower(func, target=target)
 
@@ -172,9 +194,9 @@ def test_bad_program_is_refused_at_its_line(name, make, words, target):
 @pytest.mark.parametrize("make", [
     guarded, lambda: copy("float32", "float16"), lambda: copy("float16", "float32"),
     lambda: copy("int8", "int32"), lambda: copy("int32", "float32"), lambda: gemm("int8", "int32"),
-    lambda: gemm("float16", "float32"), explicit_cast, lambda: stages(0), lambda: stages(3),
+    lambda: gemm("float16", "float32"), explicit_cast, lambda: stages(0), lambda: stages(3), named_rows,
 ], ids=["guarded", "f32->f16", "f16->f32", "i8->i32", "i32->f32", "gemm i8->i32", "gemm f16->f32",
-        "explicit cast", "num_stages=0", "num_stages=3"])
+        "explicit cast", "num_stages=0", "num_stages=3", "named rows"])
 def test_legal_program_still_compiles(make, target):
     _lower(make(), target)
 

@@ -83,7 +83,7 @@ def _static_shape(buffer) -> list[int | None]:
 
 def _vars_of(expr) -> list:
     """The scalar variables `expr` reads (buffer variables of its loads left out)."""
-    found: list = []
+    found: list = [expr] if isinstance(expr, tir.Var) else []  # the walk does not visit its root
     walk(expr, lambda v: found.append(v) if isinstance(v.ty, ir.PrimType) else None, (tir.Var,))
     return found
 
@@ -98,6 +98,9 @@ def _has_conditional(expr) -> bool:
 
     walk(expr, visit, (tir.Select, ir.Call))
     return bool(found)
+
+
+_INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 
 
 def check_constant_bounds(func: tir.PrimFunc) -> None:
@@ -123,6 +126,8 @@ def check_constant_bounds(func: tir.PrimFunc) -> None:
             low, high = int(bound.min_value), int(bound.max_value)
             if 0 <= low and high < size:
                 continue
+            if low <= _INT32_MIN or high >= _INT32_MAX:
+                continue  # a bound as wide as the integer type: something in the index is not known statically
             seen = str(low) if low == high else f"{low}..{high}"
             ranges = "; ".join(dict.fromkeys(known[v.__chandle__()] for v in variables))
             extent = f"{buffer.name} has shape {tuple(shape)}, so dim {dim} takes 0..{size - 1}"
