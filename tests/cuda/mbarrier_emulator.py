@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from tvm import ir, tirx
 
-from tir_emulator import _launch, _Machine, _Thread
+from tir_emulator import _launch, _Machine, _Thread, warp_step
 
 __all__ = ["run_kernel"]
 
@@ -125,7 +125,7 @@ def _run_block(m: _Machine2, env: dict, threads: int) -> None:
         for t in range(w * 32, min(threads, w * 32 + 32)):
             advance(t)
     while not all(done):
-        if _warp_step(warps, threads, waiting, advance):
+        if warp_step(warps, threads, waiting, advance):
             continue
         live = [t for t in range(threads) if not done[t]]
         ready = [t for t in live if waiting[t][0] == "mbar" and waiting[t][1].phase % 2 != waiting[t][2]]
@@ -159,29 +159,3 @@ def _run_block(m: _Machine2, env: dict, threads: int) -> None:
             continue
         blocked = sorted({str(waiting[t][:1] + waiting[t][2:3]) for t in live})
         raise AssertionError(f"deadlock: threads wait on {blocked}")
-
-
-def _warp_step(warps: int, threads: int, waiting: list, advance) -> bool:
-    """Run the lowest warp whose lanes all wait at one warp-collective instruction."""
-    for w in range(warps):
-        lanes = range(w * 32, min(threads, w * 32 + 32))
-        events = [waiting[t] for t in lanes]
-        if any(e is None for e in events) or events[0][0] != "warp":
-            continue
-        names = {e[1] for e in events}
-        if len(names) != 1:
-            raise AssertionError(f"warp {w}: lanes diverge at {names}")
-        name = events[0][1]
-        args = [e[2] for e in events]
-        if name.startswith("tl::ldmatrix"):
-            _Machine.ldmatrix(name, args)
-        elif name.startswith("tl::warp_allreduce"):
-            _Machine.allreduce(name, args)
-        elif name == "shfl":
-            _Machine.shuffle(args)
-        else:
-            _Machine.mma(name, args)
-        for t in lanes:
-            advance(t)
-        return True
-    return False

@@ -592,30 +592,7 @@ def _run_block(m: _Machine, env: dict, threads: int) -> None:
         for t in range(w * 32, min(threads, w * 32 + 32)):
             advance(t)
     while not all(done):
-        progressed = False
-        for w in range(warps):
-            lanes = range(w * 32, min(threads, w * 32 + 32))
-            events = [waiting[t] for t in lanes]
-            if any(e is None for e in events) or events[0][0] != "warp":
-                continue
-            names = {e[1] for e in events}
-            if len(names) != 1:
-                raise AssertionError(f"warp {w}: lanes diverge at {names}")
-            name = events[0][1]
-            args = [e[2] for e in events]
-            if name.startswith("tl::ldmatrix"):
-                _Machine.ldmatrix(name, args)
-            elif name.startswith("tl::warp_allreduce"):
-                _Machine.allreduce(name, args)
-            elif name == "shfl":
-                _Machine.shuffle(args)
-            else:
-                _Machine.mma(name, args)
-            for t in lanes:
-                advance(t)
-            progressed = True
-            break  # lowest warp first
-        if progressed:
+        if warp_step(warps, threads, waiting, advance):  # lowest warp first
             continue
         live = [t for t in range(threads) if not done[t]]
         if live and all(waiting[t] == ("sync",) for t in live):
@@ -627,3 +604,30 @@ def _run_block(m: _Machine, env: dict, threads: int) -> None:
             continue
         blocked = {str(waiting[t][:2]) for t in live}
         raise AssertionError(f"deadlock: threads wait on {blocked}")
+
+
+def warp_step(warps: int, threads: int, waiting: list, advance) -> bool:
+    """Run the lowest warp whose lanes all wait at one warp-collective instruction (ldmatrix,
+    a warp allreduce, a shuffle, an mma); False when no warp is there."""
+    for w in range(warps):
+        lanes = range(w * 32, min(threads, w * 32 + 32))
+        events = [waiting[t] for t in lanes]
+        if any(e is None for e in events) or events[0][0] != "warp":
+            continue
+        names = {e[1] for e in events}
+        if len(names) != 1:
+            raise AssertionError(f"warp {w}: lanes diverge at {names}")
+        name = events[0][1]
+        args = [e[2] for e in events]
+        if name.startswith("tl::ldmatrix"):
+            _Machine.ldmatrix(name, args)
+        elif name.startswith("tl::warp_allreduce"):
+            _Machine.allreduce(name, args)
+        elif name == "shfl":
+            _Machine.shuffle(args)
+        else:
+            _Machine.mma(name, args)
+        for t in lanes:
+            advance(t)
+        return True
+    return False

@@ -29,7 +29,7 @@ import re
 import numpy as np
 from tvm import tirx
 
-from tir_emulator import _launch, _Machine, _Thread
+from tir_emulator import _launch, _Machine, _Thread, warp_step
 
 __all__ = ["run_kernel", "swizzled_address"]
 
@@ -174,27 +174,7 @@ def _run_block(m: _Machine3, env: dict, threads: int) -> None:
                 break
         if progressed:
             continue
-        for w in range(threads // 32):
-            lanes = range(w * 32, w * 32 + 32)
-            events = [waiting[t] for t in lanes]
-            if any(e is None for e in events) or events[0][0] != "warp":
-                continue
-            names = {e[1] for e in events}
-            assert len(names) == 1, f"warp {w}: lanes diverge at {names}"
-            name, args = events[0][1], [e[2] for e in events]
-            if name.startswith("tl::ldmatrix"):
-                _Machine.ldmatrix(name, args)
-            elif name.startswith("tl::warp_allreduce"):
-                _Machine.allreduce(name, args)
-            elif name == "shfl":
-                _Machine.shuffle(args)
-            else:
-                _Machine.mma(name, args)
-            for t in lanes:
-                advance(t)
-            progressed = True
-            break
-        if progressed:
+        if warp_step(threads // 32, threads, waiting, advance):
             continue
         live = [t for t in range(threads) if not done[t]]
         if live and all(waiting[t] == ("sync",) for t in live):
