@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from tvm import ir, tirx
 
-from tir_emulator import _launch, _Machine, _Thread, warp_step
+from tir_emulator import _launch, _Machine, start_threads, warp_step
 
 __all__ = ["run_kernel"]
 
@@ -106,19 +106,7 @@ def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray, mode: str = "late") ->
 
 
 def _run_block(m: _Machine2, env: dict, threads: int) -> None:
-    states = [_Thread(t, env) for t in range(threads)]
-    for th in states:
-        th.machine = m
-    gens = [m.run(m.func.body, th) for th in states]
-    waiting: list = [None] * threads
-    done = [False] * threads
-
-    def advance(t):
-        try:
-            waiting[t] = next(gens[t])
-        except StopIteration:
-            done[t] = True
-            waiting[t] = None
+    waiting, done, advance = start_threads(m, env, threads)
 
     warps = (threads + 31) // 32
     for w in range(warps):

@@ -572,12 +572,15 @@ def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray) -> None:
         _run_block(machine, env, threads)
 
 
-def _run_block(m: _Machine, env: dict, threads: int) -> None:
+def start_threads(m, env: dict, threads: int):
+    """Each thread of a block as a generator on machine `m`: (waiting, done, advance), where
+    `waiting[t]` is the event thread `t` is blocked on, `done[t]` whether it finished, and
+    `advance(t)` runs it to its next event."""
     states = [_Thread(t, env) for t in range(threads)]
     for th in states:
         th.machine = m  # compiled expressions are shared by all blocks: they read it here
     gens = [m.run(m.func.body, th) for th in states]
-    waiting: list = [None] * threads  # the event each thread is blocked on
+    waiting: list = [None] * threads
     done = [False] * threads
 
     def advance(t):
@@ -586,6 +589,12 @@ def _run_block(m: _Machine, env: dict, threads: int) -> None:
         except StopIteration:
             done[t] = True
             waiting[t] = None
+
+    return waiting, done, advance
+
+
+def _run_block(m: _Machine, env: dict, threads: int) -> None:
+    waiting, done, advance = start_threads(m, env, threads)
 
     warps = (threads + 31) // 32
     for w in range(warps):  # the first warp runs until it blocks before the others start

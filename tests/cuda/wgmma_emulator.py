@@ -29,7 +29,7 @@ import re
 import numpy as np
 from tvm import tirx
 
-from tir_emulator import _launch, _Machine, _Thread, warp_step
+from tir_emulator import _launch, _Machine, start_threads, warp_step
 
 __all__ = ["run_kernel", "swizzled_address"]
 
@@ -143,19 +143,7 @@ def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray) -> None:
 def _run_block(m: _Machine3, env: dict, threads: int) -> None:
     """tir_emulator's scheduler (lowest warp first, barriers of the whole block) plus
     warpgroup collectives, which run when all 128 threads of the warpgroup wait at one."""
-    states = [_Thread(t, env) for t in range(threads)]
-    for th in states:
-        th.machine = m
-    gens = [m.run(m.func.body, th) for th in states]
-    waiting: list = [None] * threads
-    done = [False] * threads
-
-    def advance(t):
-        try:
-            waiting[t] = next(gens[t])
-        except StopIteration:
-            done[t] = True
-            waiting[t] = None
+    waiting, done, advance = start_threads(m, env, threads)
 
     for t in range(threads):
         advance(t)
