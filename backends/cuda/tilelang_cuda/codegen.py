@@ -35,6 +35,8 @@ Rendering needs TVM but no driver and no GPU.
 """
 from __future__ import annotations
 
+import json
+
 from tvm import ir, tirx
 
 from tilelang_core.codegen import CodegenError, CStyleCodegen
@@ -109,6 +111,11 @@ CUDA_FAST_MATH_OPS = {
 MMA_HEADER_PREFIXES = ("tl::",)
 # ... and those of tl_cuda_wgmma.h (sm_90a warpgroup MMA, descriptors, proxy fences).
 WGMMA_HEADER_PREFIXES = ("tl::wgmma", "tl::fence_proxy_async")
+# ... and those of tl_cuda_tma.h (sm_90 bulk tensor copies and their mbarrier accounting).
+TMA_HEADER_PREFIXES = ("tl::tma_", "tl::mbarrier_expect_tx")
+# Calls whose first argument is the number of a tensor map parameter (`lower_tma`).
+TENSOR_MAP_CALLS = ("tl::tma_load", "tl::tma_prefetch_map")
+TENSOR_MAP_PARAM = "tl_tensor_map_{}"
 WGMMA_SHARED_ALIGNMENT = 1024
 
 
@@ -183,8 +190,20 @@ class CUDACodegen(CStyleCodegen):
     def kernel_signature(self, entry: str, params: list[tuple]) -> str:
         # `extern "C" __global__ void __launch_bounds__(n) f(...)`: after the return type, the
         # one place both nvcc and NVRTC accept it with C linkage
-        args = ", ".join(self.param_decl(kind, var) for kind, var in params)
-        return f"{self.kernel_prefix}{self.kernel_return_type} {self.thread_bounds(self.launch)}{entry}({args})"
+        decls = [self.param_decl(kind, var) for kind, var in params]
+        # TMA descriptors follow every other parameter, by value in the parameter space
+        decls += [f"const __grid_constant__ tl::tensor_map {TENSOR_MAP_PARAM.format(i)}"
+                  for i in range(len(self.tensor_maps))]
+        return f"{self.kernel_prefix}{self.kernel_return_type} {self.thread_bounds(self.launch)}{entry}({', '.join(decls)})"
+
+    def render(self, module):
+        source = super().render(module)
+        if self.tensor_maps:
+            names = {str(p.name): self.var_names[p] for p in self.func.params if p in self.var_names}
+            maps = [{**m, "shape": [d if isinstance(d, int) else names[d] for d in m["shape"]]}
+                    for m in self.tensor_maps]
+            source.extra["tensor_maps"] = json.dumps(maps)
+        return source
 
     def check_launch(self, launch) -> None:
         limit = self.target.capabilities.max_threads_per_block if self.target is not None else 1024
@@ -227,6 +246,8 @@ class CUDACodegen(CStyleCodegen):
                 self.used_helpers.add("mma")
             if str(call.args[0].value).startswith(WGMMA_HEADER_PREFIXES):
                 self.used_helpers.add("wgmma")
+            if str(call.args[0].value).startswith(TMA_HEADER_PREFIXES):
+                self.used_helpers.add("tma")
         elif op_name in PTX_OPS:  # TVM's PTX builtins print as tl_cuda_mma.h helpers
             self.used_helpers.add("mma")
 
@@ -236,6 +257,8 @@ class CUDACodegen(CStyleCodegen):
             head.insert(head.index(self.preamble[0]) + 1, '#include "tl_cuda_mma.h"')
         if "wgmma" in self.used_helpers:
             head.insert(head.index(self.preamble[0]) + 1, '#include "tl_cuda_wgmma.h"')
+        if "tma" in self.used_helpers:
+            head.insert(head.index(self.preamble[0]) + 1, '#include "tl_cuda_tma.h"')
         return head
 
     def plan_allocations(self, allocs: list) -> None:
@@ -251,9 +274,15 @@ class CUDACodegen(CStyleCodegen):
         super()._reset()
         self._unrolled: list[int] = []  # constant trip counts of the enclosing unrolled loops
         self._used_vars: set[int] = set()
+        self.tensor_maps: list[dict] = []  # `lower_tma.TensorMap` dicts, one parameter each
 
     def _analyze(self, body) -> None:
         super()._analyze(body)
+        from .lower_tma import tensor_maps_of
+
+        self.tensor_maps = tensor_maps_of(self.func)
+        for i in range(len(self.tensor_maps)):
+            self.names.reserve(TENSOR_MAP_PARAM.format(i))
         self._used_vars = {e.__chandle__() for e in iter_exprs(body) if isinstance(e, ir.Var)}
 
     def loop_pragmas(self, s) -> list[str]:
@@ -328,10 +357,26 @@ class CUDACodegen(CStyleCodegen):
     def call_handlers(self) -> dict:
         handlers = dict(super().call_handlers())
         handlers["tl.sync_group"] = self._sync_group
+        for name in ("tirx.call_extern", "tirx.call_pure_extern"):
+            handlers[name] = self._call_extern_with_maps(handlers[name])
         handlers.update(ptx_call_handlers(self))
         for op_name, function in self.WARP_SHUFFLES.items():
             handlers[op_name] = lambda e, function=function: self._warp_shuffle(function, e)
         return handlers
+
+    def _call_extern_with_maps(self, base):
+        """`base`, except that the calls of `TENSOR_MAP_CALLS` name their tensor map (a
+        parameter of the kernel) by its number."""
+        def handler(e) -> tuple[str, int]:
+            name = str(e.args[0].value)
+            if name not in TENSOR_MAP_CALLS:
+                return base(e)
+            index = int(e.args[1].value)
+            if not 0 <= index < len(self.tensor_maps):
+                raise CodegenError(f"{name} names tensor map {index}, but the kernel has {len(self.tensor_maps)}")
+            args = [f"&{TENSOR_MAP_PARAM.format(index)}", *(self.expr(a) for a in e.args[2:])]
+            return f"{name}({', '.join(args)})", PREC_ATOM
+        return handler
 
     def _sync_group(self, e) -> tuple[str, int]:
         barrier_id, count = (int(a.value) for a in e.args)

@@ -5,6 +5,7 @@
 | `T.gemm(A_shared, B_shared, C_fragment)`, f16/bf16 -> f32 on a target with wgmma | wgmma m64nNk16, descriptors over swizzled tiles; C in the warpgroup D layout (`tl.disable_wgmma` keeps mma.sync) | `lower_wgmma.py` |
 | `T.gemm(A_shared or A_fragment, B_shared, C_fragment)` | mma.sync m16n8k{16,32,8} + ldmatrix; C in the accumulator layout, a fragment A in the A-operand layout | `lower_gemm.py` |
 | `T.copy(global, shared)` | cp.async, 16 bytes per instruction, zero-filled tails | `lower_copy.py` |
+| `T.Pipelined(n, num_stages>=2)` over copies into wgmma operands, on a target with TMA | TMA loads on full/empty mbarriers, wgmma overlapped across iterations (`tl.disable_tma_lower` keeps cp.async) | `lower_tma.py` |
 | `T.Pipelined(n, num_stages>=2)` over such copies | multi-stage cp.async pipeline | `lower_pipeline.py` |
 | shared tiles only those two touch | XOR-swizzled 16-byte chunks (no ldmatrix bank conflicts) | `lower_pipeline.py` |
 | `T.use_swizzle(panel, order)` | block rasterization in panels (L2 reuse) | `lower_raster.py` |
@@ -140,5 +141,14 @@ def edit_pipeline(target, pipeline) -> None:
 
         pipeline.insert_after("cuda.plan_shared_layouts", "cuda.place_wgmma_operands", place_wgmma_operands)
     pipeline.insert_before("vectorize", "cuda.apply_shared_layouts", apply_shared_layouts)
+    if "tma" in target.capabilities.copy_engines and any(
+            mi.family == "wgmma" for mi in target.capabilities.matrix_instructions):
+        from .lower_tma import pipeline_tma_loads
+
+        # first: the cp.async pipeline takes the loops this one leaves
+        pipeline.insert_before("plan_pipeline", "cuda.pipeline_tma_loads", pipeline_tma_loads)
+        from .lower_tma import specialize_warps
+
+        pipeline.insert_after("insert_barriers", "cuda.specialize_warps", specialize_warps)
     if "cp.async" in target.capabilities.copy_engines:
         pipeline.insert_before("plan_pipeline", "cuda.pipeline_async_copies", pipeline_async_copies)

@@ -226,6 +226,13 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
                   _descriptor(b, plan.b_tile, not plan.trans_b, col0 + ni * t.inst_n, kk),
                   tir.const(1, "int32"))
 
+    # `wg_wait`, `drain` (set by the TMA pipeline, `lower_tma`): leave up to `wg_wait` groups
+    # in flight after this one, none when `drain` holds (the last iteration)
+    pending, drain = (op.int_arg(10), op.args[11]) if len(op.args) > 11 else (0, None)
+    wait = _extern("tl::wgmma_wait<0>")
+    if pending:
+        wait = tir.IfThenElse(drain, wait, _extern(f"tl::wgmma_wait<{pending}>"))
+
     def per_thread(thread):
         body = []
         if op.int_arg(6):  # clear_accum
@@ -237,12 +244,12 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
             tir.Bind(col0, gc),
             fence_acc,
             # the tiles' writers fence too (after their cp.async wait); this one covers writers
-            # that could not (cp.async completing on an mbarrier)
-            _extern("tl::fence_proxy_async"),
+            # that could not (cp.async completing on an mbarrier); TMA-fed gemms need none
+            *([] if pending else [_extern("tl::fence_proxy_async")]),
             _extern("tl::wgmma_fence"),
             _loop(kk, plan.k_steps, _loop(mi, t.mi, _loop(ni, t.ni, mma))),
             _extern("tl::wgmma_commit"),
-            _extern("tl::wgmma_wait<0>"),
+            wait,
             fence_acc,
         ]
         return seq(body)

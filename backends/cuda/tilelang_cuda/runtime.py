@@ -15,6 +15,8 @@ from typing import Any, Sequence
 
 from tilelang_core.runtime import KernelCallError, KernelMeta, LoadedKernel, Runtime
 
+from .tensor_maps import tensor_map_slots
+
 __all__ = ["CUDADriverError", "CUDAKernel", "CUDARuntime", "CUDATimer", "device_available"]
 
 # Above this, dynamic shared memory must be opted into per function (CUDA C Programming
@@ -200,8 +202,12 @@ class CUDAKernel(LoadedKernel):
             self._function = _check(cu.cuModuleGetFunction(self._module, meta.entry.encode()),
                                     "cuModuleGetFunction",
                                     f"kernel {meta.entry!r} is not in the cubin (is it declared extern \"C\"?)")
-            self._shared_limit = _DEFAULT_DYNAMIC_SHARED
-            if meta.shared_memory > _DEFAULT_DYNAMIC_SHARED:
+            # without the opt-in, static and dynamic shared memory share the default 48 KB
+            # (mbarriers are static __shared__ arrays beside the dynamic tiles)
+            static = _check(cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                                  self._function), "cuFuncGetAttribute")
+            self._shared_limit = _DEFAULT_DYNAMIC_SHARED - int(static)
+            if meta.shared_memory > self._shared_limit:
                 self._allow_shared_memory(meta.shared_memory)
 
         slots = [_param_slot(p.kind, p.dtype) for p in meta.params]
@@ -209,10 +215,11 @@ class CUDAKernel(LoadedKernel):
         self._cvalues = [c for _, c in slots]  # kept alive: the driver reads them
         self._is_pointer = [p.kind == "tensor" for p in meta.params]
         self._nparams = len(meta.params)
-        self._param_array = (ctypes.c_void_p * max(1, self._nparams))(
-            *[ctypes.addressof(c) for c in self._cvalues]
-        )
-        self._param_address = ctypes.addressof(self._param_array) if self._nparams else 0
+        # TMA descriptors follow the parameters (tensor_maps.py)
+        self._tensor_maps = tensor_map_slots(meta)
+        addresses = [ctypes.addressof(c) for c in self._cvalues] + [m.address for m in self._tensor_maps]
+        self._param_array = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
+        self._param_address = ctypes.addressof(self._param_array) if addresses else 0
         self._launch_kernel = cu.cuLaunchKernel
 
     def _allow_shared_memory(self, nbytes: int) -> None:
@@ -238,6 +245,8 @@ class CUDAKernel(LoadedKernel):
             raise KernelCallError(f"kernel {self.meta.entry!r} takes {self._nparams} arguments, got {len(args)}")
         for slot, is_pointer, value in zip(self._slots, self._is_pointer, args):
             slot.value = _pointer_of(value) if is_pointer and type(value) is not int else value
+        for tensor_map in self._tensor_maps:
+            tensor_map.update(self._slots[tensor_map.param].value, args)
         if shared_memory > self._shared_limit:
             self._allow_shared_memory(shared_memory)
         if stream is None:

@@ -1,0 +1,559 @@
+"""`T.Pipelined` on Hopper: tiles loaded by TMA (`cp.async.bulk.tensor`) completing on
+mbarriers, and wgmma overlapped across iterations.
+
+`pipeline_tma_loads` runs before the cp.async pipeline (`lower_pipeline.pipeline_async_copies`)
+and takes a `T.Pipelined(n, num_stages=S)` loop (S >= 2) when the target has the `tma` copy
+engine and mbarriers, `tl.disable_tma_lower` is off, and the loop body is
+
+- *loads*: `T.copy(global, shared)` of whole 2-D tiles that wgmma reads through descriptors
+  (placed by `lower_wgmma.place_wgmma_operands`), from a tensor parameter whose strides are
+  static multiples of 16 bytes (`plan_tma_load`), and
+- *consumers*: everything else, writing no shared memory and no loaded tensor.
+
+Each loaded tile X becomes X[S, ...]; the kernel gets 2*S mbarriers, `full[s]` (one
+arrival: thread 0's `expect_tx`, plus the bytes of the stage) and `empty[s]` (one arrival per
+warp), and with `lag` L (1 when the consumers are one wgmma gemm, else 0):
+
+    thread 0: init the barriers; barrier;  thread 0: load iterations 0 .. S-1-L into stages 0 ..
+    for it in 0 .. n-1:
+        s = it % S;  wait full[s] (parity (it / S) % 2)
+        consumers on stage s          # L = 1: the gemm commits, waits until 1 group is pending
+                                      # (0 in the last iteration): wgmma(it - 1) is done
+        lane 0 of each warp: arrive empty[(it - L) % S]           (when it >= L)
+        thread 0: j = it + S - L; if j < n: wait empty[j % S] for its previous use, then
+                  expect_tx + the TMA loads of iteration j into stage j % S
+
+A stage is loaded again only after every warp released it, and read only after its bytes
+landed; with L = 1 the tensor cores work on iteration it while iteration it - 1's wgmma
+drains. The tensor maps the loads use (`TensorMap`) are recorded on the PrimFunc as
+`TENSOR_MAPS_ATTR` (JSON): the codegen appends one `const __grid_constant__` parameter per map
+and the runtime builds them per call (`cuTensorMapEncodeTiled`). The result sits in an
+`ATTR_SYNC_PLACED` region: the core adds no barrier in it.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import tvm
+from tvm import ir as _ir
+from tvm import tirx as tir
+
+from tilelang_core.codegen.builtins import sync_group, sync_threads
+from tilelang_core.ir import Region, TileOp, is_tile_op, make_call
+from tilelang_core.ir.constants import ANN_NUM_STAGES, ATTR_SYNC_RESUME, SCOPE_BARRIER
+from tilelang_core.transform.irutil import analyzer, map_stmts, seq, substitute
+from tilelang_core.transform.kernel_info import launch_info
+
+from .layout_wgmma import wgmma_accumulator_layout, wgmma_tile
+from .lower_layout import SHARED_LAYOUTS
+from .lower_pipeline import _key, _loads_buffers, _nodes, _references, _restage, _shared_written, _statements, \
+    _user_synchronized, _whole, _writes, sync_placed
+from .lower_wgmma import WGMMA_OPERANDS, plan_wgmma
+
+__all__ = ["TENSOR_MAPS_ATTR", "ATTR_WARP_SPECIALIZED", "TensorMap", "TmaLoad", "plan_tma_load", "pipeline_tma_loads",
+           "specialize_warps", "tensor_maps_of"]
+
+TENSOR_MAPS_ATTR = "cuda.tensor_maps"
+# AttrStmt around a warp-specialized pipeline; its value is the number of consumer threads
+ATTR_WARP_SPECIALIZED = "cuda.warp_specialized"
+WARP = 32
+SYNC_ALL_ID = 2  # bar.sync id of the one barrier the loading warp joins (1: the consumers')
+SYNC_CONSUMERS_ID = 1
+MAX_RANK = 5
+MAX_BOX = 256
+_PIPELINE_KEYS = ("num_stages", "tl_pipeline_order", "tl_pipeline_stage", "tl_pipeline_sync", "tl_pipeline_group")
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """One TMA descriptor: the tensor parameter `param` (its index among the kernel's
+    parameters) of `dtype` and `shape` (outermost first; an int, or the name of a symbolic
+    dimension), read in boxes of `box` elements (outermost first) with a `swizzle` of 128, 64,
+    32 or 0 bytes. The tensor is contiguous, row-major."""
+
+    param: int
+    dtype: str
+    shape: tuple
+    box: tuple
+    swizzle: int
+
+    def to_dict(self) -> dict:
+        return {"param": self.param, "dtype": self.dtype, "shape": list(self.shape), "box": list(self.box),
+                "swizzle": self.swizzle}
+
+
+@dataclass(frozen=True)
+class TmaLoad:
+    """A `T.copy(global, shared)` that TMA does: its source region, destination tile, the
+    tile's swizzled placement and the tensor map (not yet numbered)."""
+
+    op: TileOp
+    src: Region
+    dst: Region
+    rows: int
+    cols: int
+    slab: int  # columns per box (one swizzle slab)
+    map: TensorMap
+
+    @property
+    def boxes(self) -> int:
+        return self.cols // self.slab
+
+    @property
+    def bytes(self) -> int:
+        return self.rows * self.cols * tvm.runtime.DataType(self.map.dtype).bits // 8
+
+
+def tensor_maps_of(func) -> list[dict]:
+    """The tensor maps recorded on `func` (`TENSOR_MAPS_ATTR`), as dicts; [] when none."""
+    attrs = func.attrs
+    if attrs is None or TENSOR_MAPS_ATTR not in attrs:
+        return []
+    return json.loads(str(attrs[TENSOR_MAPS_ATTR]))
+
+
+def _ints(values) -> list[int] | None:
+    out = []
+    for v in values:
+        if not isinstance(v, tir.IntImm):
+            return None
+        out.append(int(v))
+    return out
+
+
+def plan_tma_load(op: TileOp, params: dict[int, int], operands: set, placed: dict) -> TmaLoad | None:
+    """The TMA plan of a `T.copy`, or None: the copy must move a whole 2-D shared tile placed
+    for wgmma descriptors (a 128/64/32-byte swizzle) from a tensor parameter of the same dtype
+    whose every stride is a static multiple of 16 bytes."""
+    if op.name != "copy":
+        return None
+    src, dst = op.regions[:2]
+    if src.scope != "global" or dst.scope not in ("shared", "shared.dyn") or src.dtype != dst.dtype:
+        return None
+    key = _key(dst.buffer)
+    layout = placed.get(key)
+    if key not in operands or layout is None or not layout.origin.startswith("T.gemm on wgmma"):
+        return None
+    tile_shape = _ints(dst.buffer.ty.shape)
+    if tile_shape is None or len(tile_shape) != 2 or not _whole(dst):
+        return None
+    rows, cols = tile_shape
+    param = params.get(_key(src.buffer))
+    shape = list(src.buffer.ty.shape)
+    if param is None or not 2 <= len(shape) <= MAX_RANK:
+        return None
+    extents = _ints(src.extents)
+    if extents is None or extents[-2:] != [rows, cols] or any(e != 1 for e in extents[:-2]):
+        return None
+    if any(_loads_buffers(m) for m in src.mins):
+        return None
+    element = tvm.runtime.DataType(src.dtype).bits // 8
+    inner = _ints(shape[1:])
+    if inner is None or element not in (1, 2, 4):
+        return None
+    stride = element
+    for dim in reversed(inner):  # the strides of dims 0 .. rank-2, in bytes
+        stride *= dim
+        if stride % 16 or stride >= 1 << 40:
+            return None
+    tile = wgmma_tile(rows, cols, element)
+    if tile is None or rows > MAX_BOX or tile.slab > MAX_BOX:
+        return None
+    dims = tuple(int(d) if isinstance(d, tir.IntImm) else str(d.name) for d in shape)
+    box = (1,) * (len(shape) - 2) + (rows, tile.slab)
+    return TmaLoad(op, src, dst, rows, cols, tile.slab, TensorMap(param, src.dtype, dims, box, tile.width))
+
+
+def _takes_wgmma(op: TileOp, ctx, threads: int, operands: set) -> bool:
+    """Whether `op` is a T.gemm the wgmma lowering will take (as `lower_wgmma.lower_wgmma` decides)."""
+    if op.name != "gemm":
+        return False
+    plan = plan_wgmma(op, threads)
+    layouts = ctx.facts.get("fragment_layouts") or {}
+    return plan is not None and layouts.get(op.regions[2].buffer) == wgmma_accumulator_layout(plan.tiling) \
+        and all(_key(r.buffer) in operands for r in op.regions[:2])
+
+
+def _extern(name: str, *args) -> tir.Stmt:
+    return tir.Evaluate(tir.call_extern("void", name, *args))
+
+
+def _i32(value) -> tir.PrimExpr:
+    return tir.const(value, "int32") if isinstance(value, int) else value
+
+
+class _NotTaken(Exception):
+    pass
+
+
+class _TmaPipeline:
+    """The rewrite of one eligible loop (module docstring)."""
+
+    def __init__(self, loop: tir.For, stages: int, loads: list[TmaLoad], consumers: list, map_index, tx,
+                 warps: int, lag: int):
+        self.loop, self.stages, self.loads, self.consumers = loop, stages, loads, consumers
+        self.map_index, self.tx, self.warps, self.lag = map_index, tx, warps, lag
+        self.barriers = tir.decl_buffer((2 * stages,), "uint64", name="tma_barriers", scope=SCOPE_BARRIER)
+        self.staged = {}
+        for load in loads:
+            buf = load.dst.buffer
+            self.staged[_key(buf)] = tir.decl_buffer((stages, load.rows, load.cols), str(buf.ty.dtype),
+                                                     name=buf.name, scope=str(buf.ty.storage_scope))
+
+    def _bar(self, index) -> tir.PrimExpr:
+        return tir.address_of(tir.BufferLoad(self.barriers, [_i32(index)]))
+
+    def full(self, stage):
+        return self._bar(stage)
+
+    def empty(self, stage):
+        return self._bar(_i32(stage) + self.stages)
+
+    def issue(self, it, stage) -> tir.Stmt:
+        """Thread 0's loads of iteration `it` (counted from 0) into `stage`."""
+        var, lo = self.loop.loop_var, self.loop.min
+        stmts = [_extern("tl::mbarrier_expect_tx", self.full(stage),
+                         tir.const(sum(load.bytes for load in self.loads), "uint32"))]
+        for load in self.loads:
+            mins = [substitute(m, {var: lo + it}) for m in load.src.mins]
+            staged = self.staged[_key(load.dst.buffer)]
+            for box in range(load.boxes):
+                col = box * load.slab
+                coords = [mins[-1] + col] + list(reversed(mins[:-1]))
+                smem = tir.address_of(tir.BufferLoad(staged, [_i32(stage), tir.const(0, "int32"), tir.const(col, "int32")]))
+                stmts.append(_extern("tl::tma_load", tir.const(self.map_index(load.map), "int32"), smem,
+                                     self.full(stage), *coords))
+        return seq(stmts)
+
+    def _consumer(self, stmt: tir.Stmt, it, n) -> tir.Stmt:
+        stmt = _restage(stmt, self.staged, tir.floormod(it, self.stages))
+        if not self.lag:
+            return stmt
+        # the one gemm of the loop: commit, then wait until one group is pending (none in the
+        # last iteration, so the accumulators are final after the loop)
+        call = stmt.value
+        return tir.Evaluate(make_call("gemm", *call.args, tir.const(1, "int32"), tir.EQ(it, n - 1)), span=stmt.span)
+
+    def _consumer_loop(self, body: list) -> tir.For:
+        loop = self.loop
+        keep = {k: v for k, v in loop.annotations.items() if k not in _PIPELINE_KEYS}
+        return tir.For(loop.loop_var, loop.min, loop.extent, tir.ForKind.SERIAL, seq(body), annotations=keep or None,
+                       span=loop.span)
+
+    def _init(self) -> list:
+        init = [_extern("tl::mbarrier_init", self.full(s), tir.const(1, "uint32")) for s in range(self.stages)]
+        init += [_extern("tl::mbarrier_init", self.empty(s), tir.const(self.warps, "uint32"))
+                 for s in range(self.stages)]
+        init.append(_extern("tl::fence_barrier_init"))
+        return [tir.AllocBuffer(self.barriers), tir.IfThenElse(tir.EQ(self.tx, 0), seq(init), None)]
+
+    def _wait_full(self, it) -> tir.Stmt:
+        return _extern("tl::mbarrier_wait", self.full(tir.floormod(it, self.stages)),
+                       tir.floormod(tir.floordiv(it, self.stages), 2))
+
+    def _release(self, it) -> tir.Stmt:
+        """Lane 0 of each consumer warp releases the stage of iteration it - lag."""
+        lane0 = tir.EQ(tir.floormod(self.tx, 32), 0)
+        release = tir.IfThenElse(lane0, _extern("tl::mbarrier_arrive",
+                                                self.empty(tir.floormod(it - self.lag, self.stages))), None)
+        return release if not self.lag else tir.IfThenElse(tir.GE(it, self.lag), release, None)
+
+    def _reuse(self, j) -> tir.Stmt:
+        """Wait until the consumers released the previous use of iteration j's stage (j - S)."""
+        return _extern("tl::mbarrier_wait", self.empty(tir.floormod(j, self.stages)),
+                       tir.floormod(tir.floordiv(j - self.stages, self.stages), 2))
+
+    def build_specialized(self, consumer_threads: int) -> tir.Stmt:
+        """The warp-specialized form: threads [0, consumer_threads) run the consumers, thread
+        `consumer_threads` (lane 0 of one more warp, added by `specialize_warps`) the loads."""
+        loop, stages, tx = self.loop, self.stages, self.tx
+        var, lo, n = loop.loop_var, loop.min, loop.extent
+        it = var if (isinstance(lo, tir.IntImm) and int(lo) == 0) else var - lo
+        consumer = self._consumer_loop([
+            self._wait_full(it),
+            tir.AttrStmt(tir.const(0, "int32"), ATTR_SYNC_RESUME, tir.const(1, "int32"),
+                         seq(self._consumer(s, it, n) for s in self.consumers)),
+            self._release(it),
+        ])
+        j = tir.Var(f"{var.name}_load", "int32")
+        producer = tir.For(j, tir.const(0, "int32"), n, tir.ForKind.SERIAL, seq([
+            tir.IfThenElse(tir.GE(j, stages), self._reuse(j), None),
+            self.issue(j, tir.floormod(j, stages)),
+        ]))
+        region = seq([
+            *self._init(),
+            # every thread of the block, the loading warp included, sees initialised barriers
+            tir.Evaluate(sync_group(SYNC_ALL_ID, consumer_threads + WARP)),
+            tir.IfThenElse(consumer_guard(consumer_threads), consumer,
+                           tir.IfThenElse(tir.EQ(tx, consumer_threads), producer, None)),
+        ])
+        return tir.AttrStmt(tir.const(0, "int32"), ATTR_WARP_SPECIALIZED, tir.const(consumer_threads, "int32"),
+                            sync_placed(region))
+
+    def build(self) -> tir.Stmt:
+        loop, stages, lag, tx = self.loop, self.stages, self.lag, self.tx
+        var, lo, n = loop.loop_var, loop.min, loop.extent
+        it = var if (isinstance(lo, tir.IntImm) and int(lo) == 0) else var - lo
+        leader = tir.EQ(tx, 0)
+        lane0 = tir.EQ(tir.floormod(tx, 32), 0)
+        init = [_extern("tl::mbarrier_init", self.full(s), tir.const(1, "uint32")) for s in range(stages)]
+        init += [_extern("tl::mbarrier_init", self.empty(s), tir.const(self.warps, "uint32")) for s in range(stages)]
+        init.append(_extern("tl::fence_barrier_init"))
+        prologue = []
+        for s in range(stages - lag):
+            cond = tir.LT(tir.const(s, "int32"), n)
+            step = self.issue(tir.const(s, "int32"), tir.const(s, "int32"))
+            prologue.append(step if analyzer().can_prove(cond) else tir.IfThenElse(cond, step, None))
+        stage = tir.floormod(it, stages)
+        released = it - lag
+        ahead = it + (stages - lag)
+        release = tir.IfThenElse(lane0, _extern("tl::mbarrier_arrive", self.empty(tir.floormod(released, stages))),
+                                 None)
+        reuse = _extern("tl::mbarrier_wait", self.empty(tir.floormod(ahead, stages)),
+                        tir.floormod(tir.floordiv(released, stages), 2))
+        refill = seq([reuse if not lag else tir.IfThenElse(tir.GE(it, lag), reuse, None),
+                      self.issue(ahead, tir.floormod(ahead, stages))])
+        body = [
+            _extern("tl::mbarrier_wait", self.full(stage), tir.floormod(tir.floordiv(it, stages), 2)),
+            tir.AttrStmt(tir.const(0, "int32"), ATTR_SYNC_RESUME, tir.const(1, "int32"),
+                         seq(self._consumer(s, it, n) for s in self.consumers)),
+            release if not lag else tir.IfThenElse(tir.GE(it, lag), release, None),
+            tir.IfThenElse(tir.And(leader, tir.LT(ahead, n)), refill, None),
+        ]
+        keep = {k: v for k, v in loop.annotations.items() if k not in _PIPELINE_KEYS}
+        new_loop = tir.For(var, lo, n, tir.ForKind.SERIAL, seq(body), annotations=keep or None, span=loop.span)
+        return sync_placed(seq([
+            tir.AllocBuffer(self.barriers),
+            tir.IfThenElse(leader, seq(init), None),
+            tir.Evaluate(sync_threads()),
+            tir.IfThenElse(leader, seq(prologue), None) if prologue else tir.Evaluate(tir.const(0, "int32")),
+            new_loop,
+        ]))
+
+
+def _split(loop: tir.For, params, operands, placed, scopes) -> tuple[list[TmaLoad], list] | None:
+    loads, consumers = [], []
+    for stmt in _statements(loop.body):
+        plan = plan_tma_load(TileOp.from_stmt(stmt), params, operands, placed) if is_tile_op(stmt, "copy") else None
+        if plan is not None:
+            loads.append(plan)
+        else:
+            consumers.append(stmt)
+    if not loads or not consumers:
+        return None
+    staged = [_key(load.dst.buffer) for load in loads]
+    sources = {_key(load.src.buffer) for load in loads}
+    if len(set(staged)) != len(staged):
+        return None
+    for stmt in consumers:
+        written = _writes(stmt)
+        if _shared_written(stmt, scopes) or written & sources or -1 in written:
+            return None
+        if any(isinstance(x, tir.For) and ANN_NUM_STAGES in x.annotations for x in _nodes(stmt, tir.For)):
+            return None
+        # a copy into a loaded tile that TMA could not do keeps the whole loop on cp.async
+        if is_tile_op(stmt, "copy") and _key(TileOp.from_stmt(stmt).regions[1].buffer) in set(staged):
+            return None
+    return loads, consumers
+
+
+def pipeline_tma_loads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
+    """Pipeline every eligible `T.Pipelined` loop through TMA and mbarriers (module docstring)."""
+    caps = ctx.caps
+    if getattr(ctx.options, "disable_tma", False) or "tma" not in caps.copy_engines \
+            or not caps.has_barrier("mbarrier"):
+        return func
+    operands = ctx.facts.get(WGMMA_OPERANDS) or set()
+    placed = ctx.facts.get(SHARED_LAYOUTS) or {}
+    if not operands:
+        return func
+    info = launch_info(func)
+    tx = info.vars.get("threadIdx.x")
+    threads = info.threads
+    if tx is None or set(info.extents) - {"threadIdx.x", "blockIdx.x", "blockIdx.y", "blockIdx.z"} \
+            or not isinstance(threads, int) or threads % 32:
+        return func
+    params = {_key(p): i for i, p in enumerate(func.params) if tir.is_buffer_var(p)}
+    scopes: dict[int, str] = {}
+    from tilelang_core.transform.irutil import walk
+
+    walk(func.body, lambda a: scopes.__setitem__(_key(a.buffer), str(a.buffer.ty.storage_scope)), (tir.AllocBuffer,))
+    outside = _references(func.body)
+    maps: list[TensorMap] = []
+    replaced: dict[int, object] = {}
+    found = ctx.facts.setdefault("pipelines", [])
+
+    # warp specialization: one more warp issues the loads of one top-level pipelined loop
+    specialize = not getattr(ctx.options, "disable_warp_specialized", False) \
+        and threads + WARP <= caps.max_threads_per_block and not _has_thread_groups(func.body)
+    top_level = _top_level_loops(func.body)
+    found_ws: list = []
+
+    def map_index(m: TensorMap) -> int:
+        if m not in maps:
+            maps.append(m)
+        return maps.index(m)
+
+    def on_for(loop: tir.For):
+        if ANN_NUM_STAGES not in loop.annotations or int(loop.annotations[ANN_NUM_STAGES]) < 2:
+            return loop
+        if any(k in loop.annotations for k in ("tl_pipeline_order", "tl_pipeline_stage")) \
+                or _user_synchronized(loop.body):
+            return loop
+        split = _split(loop, params, operands, placed, scopes)
+        if split is None:
+            return loop
+        loads, consumers = split
+        inside = _references(loop.body)
+        if any(outside.get(_key(load.dst.buffer)) != inside.get(_key(load.dst.buffer)) for load in loads):
+            return loop  # a loaded tile is used outside the loop
+        ops = [TileOp.from_stmt(s) for s in consumers if is_tile_op(s)]
+        lag = int(len(consumers) == 1 and len(ops) == 1 and _takes_wgmma(ops[0], ctx, threads, operands))
+        stages = int(loop.annotations[ANN_NUM_STAGES])
+        pipe = _TmaPipeline(loop, stages, loads, consumers, map_index, tx, threads // 32, lag)
+        if specialize and _key(loop) in top_level and not found_ws:
+            found_ws.append(loop)
+            stmt = pipe.build_specialized(threads)
+        else:
+            stmt = pipe.build()
+        for load in loads:
+            key, staged = _key(load.dst.buffer), pipe.staged[_key(load.dst.buffer)]
+            placed[_key(staged)] = placed[key]
+            operands.add(_key(staged))
+            replaced[key] = staged
+        found.append((loop.loop_var.name, stages))
+        return stmt
+
+    body = map_stmts(func.body, (tir.For,), on_for)
+    if not replaced:
+        return func
+
+    def on_alloc(a: tir.AllocBuffer):
+        new = replaced.get(_key(a.buffer))
+        return a if new is None else tir.AllocBuffer(new)
+
+    body = map_stmts(body, (tir.AllocBuffer,), on_alloc)
+    return func.with_body(body).with_attr(TENSOR_MAPS_ATTR, json.dumps([m.to_dict() for m in maps]))
+
+
+# ---------------------------------------------------------------------------- warp specialization
+
+
+def consumer_guard(consumers: int) -> tir.PrimExpr:
+    """`warp_index() < consumers / 32`: the consumer threads, tested on a warp-uniform value
+    (a branch on `threadIdx.x < consumers` would make ptxas serialize the wgmma inside it)."""
+    return tir.LT(tir.call_extern("int32", "tl::warp_index"), tir.const(consumers // WARP, "int32"))
+
+
+def _has_thread_groups(body) -> bool:
+    from tilelang_core.ir.constants import ATTR_THREAD_GROUPS
+    from tilelang_core.transform.irutil import walk
+
+    found = []
+    walk(body, lambda a: found.append(a) if a.attr_key == ATTR_THREAD_GROUPS else None, (tir.AttrStmt,))
+    return bool(found)
+
+
+def _children(stmt) -> list:
+    """The statements `stmt` runs in order at its own level: a sequence's items (nested
+    sequences flattened), else the statement itself."""
+    if isinstance(stmt, tir.SeqStmt):
+        return [c for s in stmt.seq for c in _children(s)]
+    return [stmt]
+
+
+def _top_level_loops(body) -> set[int]:
+    """Loops of the kernel's top level: reached from the body through attributes (the launch
+    dimensions, storage notes) and sequences only, so every thread runs them once."""
+    found: set[int] = set()
+
+    def visit(stmt):
+        if isinstance(stmt, tir.AttrStmt):
+            visit(stmt.body)
+        elif isinstance(stmt, tir.SeqStmt):
+            for s in _children(stmt):
+                visit(s)
+        elif isinstance(stmt, tir.For):
+            found.add(_key(stmt))
+
+    visit(body)
+    return found
+
+
+def _declares(stmt) -> bool:
+    """Statements that only bind a name for the rest of their sequence (no side effect)."""
+    return isinstance(stmt, (tir.Bind, tir.AllocBuffer, tir.DeclBuffer))
+
+
+def _contains(stmt, node) -> bool:
+    from tilelang_core.transform.irutil import walk
+
+    found = []
+    walk(stmt, lambda a: found.append(a) if a.same_as(node) else None, (tir.AttrStmt,))
+    return bool(found)
+
+
+def _consumer_barriers(stmt, consumers: int):
+    """`stmt` with its block barriers turned into the consumers' named barrier."""
+    import tvm_ffi
+
+    def on_call(call):
+        if isinstance(call.op, _ir.Op) and call.op.name == "tl.sync_threads":
+            return sync_group(SYNC_CONSUMERS_ID, consumers)
+        return call
+
+    return tvm_ffi.structural_map(stmt, ((_ir.Call, on_call),))
+
+
+def specialize_warps(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
+    """Give a kernel with a warp-specialized TMA pipeline (`ATTR_WARP_SPECIALIZED`) its loading
+    warp. Run after the core's barrier placement. Before: the block has T threads and the
+    pipeline's loading branch (`tx == T`) never runs. After: the block has T + 32 threads; every
+    top-level statement but name bindings and the pipeline runs on threads [0, T) only, and
+    every block barrier there (`__syncthreads`) is the named barrier of those T threads
+    (`bar.sync 1, T`), so the loading warp never meets one."""
+    from tilelang_core.transform.irutil import walk
+
+    markers = []
+    walk(func.body, lambda a: markers.append(a) if a.attr_key == ATTR_WARP_SPECIALIZED else None, (tir.AttrStmt,))
+    if not markers:
+        return func
+    marker = markers[0]
+    consumers = int(marker.value)
+    tx = launch_info(func).vars["threadIdx.x"]
+    guard = consumer_guard(consumers)
+
+    def rewrite(stmt):
+        if isinstance(stmt, tir.AttrStmt):
+            if stmt.same_as(marker):
+                # the pipeline: its consumer branch keeps to the consumers' barrier
+                return tir.AttrStmt(stmt.node, stmt.attr_key, stmt.value, _specialize_region(stmt.body, consumers))
+            value = stmt.value
+            if stmt.attr_key == "thread_extent" and stmt.node.var.same_as(tx):
+                value = tir.const(consumers + WARP, str(value.ty.dtype) if hasattr(value, "ty") else "int32")
+            return tir.AttrStmt(stmt.node, stmt.attr_key, value, rewrite(stmt.body))
+        if isinstance(stmt, tir.SeqStmt):
+            return seq(rewrite(s) for s in _children(stmt))
+        if _declares(stmt):
+            return stmt
+        if _contains(stmt, marker):
+            raise AssertionError("a warp-specialized pipeline must be a top-level statement of the kernel")
+        return tir.IfThenElse(guard, _consumer_barriers(stmt, consumers), None)
+
+    return func.with_body(rewrite(func.body))
+
+
+def _specialize_region(region, consumers: int):
+    """The pipeline region (sync-placed): the barriers of its consumer branch become the
+    consumers' named barrier; its own set-up barrier (all threads) stays."""
+    import tvm_ffi
+
+    guard = consumer_guard(consumers)
+
+    def on_if(branch):
+        if tvm_ffi.structural_equal(branch.condition, guard):
+            return tir.IfThenElse(branch.condition, _consumer_barriers(branch.then_case, consumers), branch.else_case)
+        return branch
+
+    return tvm_ffi.structural_map(region, ((tir.IfThenElse, on_if),))
