@@ -23,7 +23,7 @@ from tvm import ir, tirx
 
 from tir_emulator import _launch, _Machine, start_threads, warp_step
 
-__all__ = ["run_kernel"]
+__all__ = ["run_kernel", "release_barriers"]
 
 
 class _Barrier:
@@ -35,7 +35,7 @@ class _Barrier:
 
 
 class _Machine2(_Machine):
-    def __init__(self, func, arrays, threads, code, mode: str) -> None:
+    def __init__(self, func, arrays, threads, code, mode: str = "late") -> None:
         super().__init__(func, arrays, threads, code)
         self.mode = mode
         self.barriers: dict = {}
@@ -113,37 +113,45 @@ def _run_block(m: _Machine2, env: dict, threads: int) -> None:
         for t in range(w * 32, min(threads, w * 32 + 32)):
             advance(t)
     while not all(done):
-        if warp_step(warps, threads, waiting, advance):
+        if warp_step(warps, threads, waiting, advance) or release_barriers(threads, waiting, done, advance):
             continue
         live = [t for t in range(threads) if not done[t]]
-        ready = [t for t in live if waiting[t][0] == "mbar" and waiting[t][1].phase % 2 != waiting[t][2]]
-        if ready:
-            for t in ready:
-                advance(t)
-            continue
-        named: dict = {}
-        for t in live:
-            if waiting[t][0] == "bar":
-                named.setdefault(waiting[t][1], []).append(t)
-        released = False
-        for barrier_id, ts in sorted(named.items()):
-            counts = {waiting[t][2] for t in ts}
-            if len(counts) != 1:
-                raise AssertionError(f"bar.sync {barrier_id} with different thread counts {counts}")
-            count = counts.pop()
-            if len(ts) > count:
-                raise AssertionError(f"bar.sync {barrier_id}, {count} reached by {len(ts)} threads")
-            if len(ts) == count:
-                for t in ts:
-                    advance(t)
-                released = True
-        if released:
-            continue
-        if live and all(waiting[t] == ("sync",) for t in live):
-            if len(live) != threads:
-                raise AssertionError("__syncthreads reached by only some threads")
-            for t in live:
-                advance(t)
-            continue
         blocked = sorted({str(waiting[t][:1] + waiting[t][2:3]) for t in live})
         raise AssertionError(f"deadlock: threads wait on {blocked}")
+
+
+def release_barriers(threads: int, waiting: list, done: list, advance) -> bool:
+    """Release the threads one barrier lets go: mbarrier waits whose phase completed, a
+    named barrier (bar.sync) its count of threads reached, or __syncthreads that every thread
+    reached; False when none is ready."""
+    live = [t for t in range(threads) if not done[t]]
+    ready = [t for t in live if waiting[t][0] == "mbar" and waiting[t][1].phase % 2 != waiting[t][2]]
+    if ready:
+        for t in ready:
+            advance(t)
+        return True
+    named: dict = {}
+    for t in live:
+        if waiting[t][0] == "bar":
+            named.setdefault(waiting[t][1], []).append(t)
+    released = False
+    for barrier_id, ts in sorted(named.items()):
+        counts = {waiting[t][2] for t in ts}
+        if len(counts) != 1:
+            raise AssertionError(f"bar.sync {barrier_id} with different thread counts {counts}")
+        count = counts.pop()
+        if len(ts) > count:
+            raise AssertionError(f"bar.sync {barrier_id}, {count} reached by {len(ts)} threads")
+        if len(ts) == count:
+            for t in ts:
+                advance(t)
+            released = True
+    if released:
+        return True
+    if live and all(waiting[t] == ("sync",) for t in live):
+        if len(live) != threads:
+            raise AssertionError("__syncthreads reached by only some threads")
+        for t in live:
+            advance(t)
+        return True
+    return False

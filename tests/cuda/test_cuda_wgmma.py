@@ -19,6 +19,7 @@ from tilelang_cuda.layout_wgmma import choose_warpgroups, d_element, wgmma_accum
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_cuda_lowering import _operands, _sass_ops, _target, gemm_kernel  # noqa: E402
+from tma_emulator import run_kernel as run_tma_kernel  # noqa: E402
 from wgmma_emulator import run_kernel, swizzled_address  # noqa: E402
 
 
@@ -66,7 +67,10 @@ def _emulate(M, N, K, dtype="float16", trans_a=False, trans_b=False, relu=False,
     a_shape, b_shape = ((K, M) if trans_a else (M, K)), ((N, K) if trans_b else (K, N))
     a, b, av, bv = _operands(dtype, a_shape, b_shape, rng)
     c = np.zeros((M, N), np.float32)
-    run_kernel(lowered, a, b, c)
+    if lowered.attrs is not None and "cuda.tensor_maps" in lowered.attrs:  # loads through TMA (test_cuda_tma.py)
+        run_tma_kernel(lowered, a, b, c)
+    else:
+        run_kernel(lowered, a, b, c)
     ref = (av.T if trans_a else av) @ (bv.T if trans_b else bv)
     if relu:  # an elementwise epilogue on C in the D layout
         ref = np.maximum(ref, 0)

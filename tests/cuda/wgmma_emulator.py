@@ -31,7 +31,7 @@ from tvm import tirx
 
 from tir_emulator import _launch, _Machine, start_threads, warp_step
 
-__all__ = ["run_kernel", "swizzled_address"]
+__all__ = ["run_kernel", "swizzled_address", "warpgroup_step"]
 
 _NO_OPS = ("tl::wgmma_fence", "tl::wgmma_commit", "tl::wgmma_wait", "tl::fence_proxy_async",
            "tl::wgmma_fence_operands")
@@ -148,21 +148,7 @@ def _run_block(m: _Machine3, env: dict, threads: int) -> None:
     for t in range(threads):
         advance(t)
     while not all(done):
-        progressed = False
-        for g in range(threads // 128):
-            lanes = range(g * 128, g * 128 + 128)
-            events = [waiting[t] for t in lanes]
-            if all(e is not None and e[0] == "wg" for e in events):
-                names = {e[1] for e in events}
-                assert len(names) == 1, f"warpgroup {g}: threads diverge at {names}"
-                m.wgmma(events[0][1], [e[2] for e in events])
-                for t in lanes:
-                    advance(t)
-                progressed = True
-                break
-        if progressed:
-            continue
-        if warp_step(threads // 32, threads, waiting, advance):
+        if warpgroup_step(m, threads, waiting, advance) or warp_step(threads // 32, threads, waiting, advance):
             continue
         live = [t for t in range(threads) if not done[t]]
         if live and all(waiting[t] == ("sync",) for t in live):
@@ -172,3 +158,18 @@ def _run_block(m: _Machine3, env: dict, threads: int) -> None:
             continue
         blocked = {str(waiting[t][:2]) for t in live}
         raise AssertionError(f"deadlock: threads wait on {blocked}")
+
+
+def warpgroup_step(m: _Machine3, threads: int, waiting: list, advance) -> bool:
+    """Run the lowest whole warpgroup whose 128 threads all wait at one wgmma; False when none."""
+    for g in range(threads // 128):
+        lanes = range(g * 128, g * 128 + 128)
+        events = [waiting[t] for t in lanes]
+        if all(e is not None and e[0] == "wg" for e in events):
+            names = {e[1] for e in events}
+            assert len(names) == 1, f"warpgroup {g}: threads diverge at {names}"
+            m.wgmma(events[0][1], [e[2] for e in events])
+            for t in lanes:
+                advance(t)
+            return True
+    return False

@@ -124,8 +124,8 @@ def _ints(values) -> list[int] | None:
 
 def plan_tma_load(op: TileOp, params: dict[int, int], operands: set, placed: dict) -> TmaLoad | None:
     """The TMA plan of a `T.copy`, or None: the copy must move a whole 2-D shared tile placed
-    for wgmma descriptors (a 128/64/32-byte swizzle) from a tensor parameter of the same dtype
-    whose every stride is a static multiple of 16 bytes."""
+    for wgmma descriptors (a 128/64/32-byte swizzle) from a contiguous tensor parameter of the
+    same dtype whose every stride is a static multiple of 16 bytes."""
     if op.name != "copy":
         return None
     src, dst = op.regions[:2]
@@ -141,8 +141,8 @@ def plan_tma_load(op: TileOp, params: dict[int, int], operands: set, placed: dic
     rows, cols = tile_shape
     param = params.get(_key(src.buffer))
     shape = list(src.buffer.ty.shape)
-    if param is None or not 2 <= len(shape) <= MAX_RANK:
-        return None
+    if param is None or not 2 <= len(shape) <= MAX_RANK or len(src.buffer.ty.strides):
+        return None  # TMA's strides are computed from the shape: contiguous tensors only
     extents = _ints(src.extents)
     if extents is None or extents[-2:] != [rows, cols] or any(e != 1 for e in extents[:-2]):
         return None

@@ -115,6 +115,12 @@ CUresult cuModuleGetFunction(uintptr_t* function, uintptr_t module, const char* 
   }
   return NOT_FOUND;
 }
+CUresult cuFuncGetAttribute(int* value, int attribute, uintptr_t function) {
+  (void)function;
+  *value = 0; /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES (1) and the rest: no static shared memory */
+  (void)attribute;
+  return SUCCESS;
+}
 CUresult cuFuncSetAttribute(uintptr_t function, int attribute, int value) {
   (void)function;
   if (attribute == 8) { /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */

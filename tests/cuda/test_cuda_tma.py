@@ -1,0 +1,155 @@
+"""T.Pipelined on Hopper (`tilelang_cuda.lower_tma`): TMA loads on full/empty mbarriers, a
+loading warp of its own, wgmma overlapped across iterations; the tensor maps' metadata and
+their runtime half (`tilelang_cuda.tensor_maps`).
+
+Without a GPU: whole lowered kernels in the emulator (`tma_emulator.py`, where TMA's bytes
+land as late or as early as the hardware allows) against NumPy, NVRTC's SASS for sm_90a, and
+the descriptor slots' caching and errors. Speed: `bench/gemm.py` on the device.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tilelang_core
+from tilelang_core import language as T
+from tilelang_core.jit.api import lower
+from tilelang_core.jit.options import CompileOptions
+from tilelang_core.runtime import KernelCallError, KernelMeta, ParamSpec
+from tilelang_cuda.tensor_maps import TensorMapSlot, tensor_map_slots
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_cuda_lowering import _operands, _sass_ops, _target, gemm_kernel  # noqa: E402
+from tma_emulator import run_kernel  # noqa: E402
+
+
+def _lower(func, **options):
+    return lower(func, _target("sm_90a"), CompileOptions(**options))
+
+
+def _emulate(M, N, K, dtype="float16", trans_a=False, trans_b=False, mode="late", options=None, **kw):
+    func = gemm_kernel(M, N, K, dtype=dtype, trans_a=trans_a, trans_b=trans_b, **kw)
+    lowered = _lower(func, **(options or {}))
+    assert "tl::tma_load" in lowered.script()
+    rng = np.random.default_rng(7)
+    a_shape, b_shape = ((K, M) if trans_a else (M, K)), ((N, K) if trans_b else (K, N))
+    a, b, av, bv = _operands(dtype, a_shape, b_shape, rng)
+    c = np.full((M, N), np.nan, np.float32)  # poisoned: every element must be written
+    run_kernel(lowered, a, b, c, mode=mode)
+    ref = (av.T if trans_a else av) @ (bv.T if trans_b else bv)
+    assert np.isfinite(c).all()
+    return float(np.abs(c - ref).max() / max(1.0, np.abs(ref).max()))
+
+
+@pytest.mark.parametrize("mode", ["late", "early"])
+@pytest.mark.parametrize("case", [
+    dict(M=128, N=128, K=256, bm=128, bn=128, bk=64, stages=3),  # 4 k-tiles through 3 stages
+    dict(M=100, N=72, K=200, bm=64, bn=64, bk=64, stages=2),  # ragged: TMA fills the tails with 0
+    dict(M=128, N=256, K=128, bm=128, bn=256, bk=32, stages=4, threads=256),  # 64B swizzle, 2 warpgroups
+    dict(M=128, N=128, K=64, bm=128, bn=128, bk=64, stages=4),  # fewer k-tiles than stages
+    dict(M=128, N=128, K=192, bm=128, bn=128, bk=64, stages=2, dtype="bfloat16", trans_b=True),
+])
+def test_tma_pipeline_in_emulator(case, mode):
+    args = dict(threads=128)
+    args.update(case)
+    assert _emulate(mode=mode, **args) < 1e-5
+
+
+def test_tma_pipeline_without_a_loading_warp_in_emulator():
+    err = _emulate(128, 128, 256, bm=128, bn=128, bk=64, stages=3, threads=128, mode="early",
+                   options={"disable_warp_specialized": True})
+    assert err < 1e-5
+
+
+def test_loading_warp_shape_of_the_kernel():
+    kernel = tilelang_core.compile(gemm_kernel(1024, 1024, 1024, 128, 256, 64, stages=4, threads=256),
+                                   target="cuda/sm_90a", cache=False)
+    src = kernel.get_kernel_source()
+    assert tuple(kernel.meta.block)[:1] == (288,), "the consumers' 256 threads and one loading warp"
+    assert "__launch_bounds__(288)" in src and "bar.sync 2, 288;" in src
+    assert "__syncthreads" not in src, "no block barrier may wait for the loading warp"
+    assert "tl::warp_index() < 8" in src and "tl::wgmma_wait<1>" in src
+    maps = json.loads(kernel.meta.extra["tensor_maps"])
+    assert maps == [
+        {"param": 0, "dtype": "float16", "shape": [1024, 1024], "box": [128, 64], "swizzle": 128},
+        {"param": 1, "dtype": "float16", "shape": [1024, 1024], "box": [64, 64], "swizzle": 128},
+    ]
+    assert src.count("const __grid_constant__ tl::tensor_map") == 2
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_tma_gemm_sass(dtype):
+    kernel = tilelang_core.compile(gemm_kernel(2048, 2048, 2048, 128, 256, 64, dtype, stages=4, threads=256),
+                                   target="cuda/sm_90a", cache=False)
+    ops = _sass_ops(kernel)
+    assert ops.get("UTMALDG", 0) >= 5 and ops.get("HGMMA", 0) >= 4 and ops.get("SYNCS", 0) > 0, ops
+    assert ops.get("LDL", 0) == 0 and ops.get("STL", 0) == 0, "the accumulator must stay in registers"
+    # serialized wgmma (ptxas C7518) waits after every HGMMA; ours waits once per k-tile
+    assert ops.get("WARPGROUP", 0) <= ops["HGMMA"], ops
+
+
+def test_fallbacks_keep_cp_async():
+    base = dict(M=1024, N=1024, K=1024, bm=128, bn=128, bk=64, stages=3)
+    off = _lower(gemm_kernel(**base), disable_tma=True).script()
+    assert "tl::tma_load" not in off and "cp_async" in off
+    int8 = _lower(gemm_kernel(**base, dtype="int8")).script()  # mma.sync operands: no descriptors
+    assert "tl::tma_load" not in int8
+
+
+def test_symbolic_row_stride_keeps_cp_async():
+    k = T.symbolic("k")
+
+    @T.prim_func
+    def main(A: T.Tensor((256, k), "float16"), B: T.Tensor((k, 256), "float16"), C: T.Tensor((256, 256), "float32")):
+        with T.Kernel(2, 2, threads=128) as (bx, by):
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            C_l = T.alloc_fragment((128, 128), "float32")
+            T.clear(C_l)
+            for ko in T.Pipelined(T.ceildiv(k, 64), num_stages=3):
+                T.copy(A[by * 128, ko * 64], A_s)
+                T.copy(B[ko * 64, bx * 128], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * 128, bx * 128])
+
+    script = _lower(main).script()
+    # A's rows are k elements apart: no 16-byte stride TMA can be promised; B's rows are 512 bytes
+    assert "tl::tma_load" not in script and "cp_async" in script
+
+
+# ---------------------------------------------------------------------------- runtime half
+
+
+def _meta(shape):
+    spec = {"param": 0, "dtype": "float16", "shape": shape, "box": [128, 64], "swizzle": 128}
+    return KernelMeta(target="cuda/sm_90a", entry="k", params=(
+        ParamSpec(name="A", kind="tensor", dtype="float16", shape=tuple(shape)),
+        ParamSpec(name="m", kind="scalar", dtype="int32")), extra={"tensor_maps": json.dumps([spec])})
+
+
+def test_tensor_map_slot_encodes_once_per_address_and_shape(monkeypatch):
+    slot, = tensor_map_slots(_meta(["m", 64]))
+    assert slot.address % 64 == 0
+    seen = []
+    monkeypatch.setattr(slot, "_encode", lambda pointer, shape: seen.append((pointer, shape)))
+    slot.update(0x1000, [0x1000, 256])
+    slot.update(0x1000, [0x1000, 256])  # same tensor: no new descriptor
+    slot.update(0x2000, [0x2000, 256])
+    slot.update(0x2000, [0x2000, 512])  # the symbolic dim comes from the launch arguments
+    assert seen == [(0x1000, [256, 64]), (0x2000, [256, 64]), (0x2000, [512, 64])]
+
+
+def test_tensor_map_slot_refuses_misaligned_data():
+    slot, = tensor_map_slots(_meta([256, 64]))
+    with pytest.raises(KernelCallError, match=r"'A'.*not 16-byte aligned.*tl.disable_tma_lower"):
+        slot.update(0x1008, [0x1008, 0])
+
+
+def test_no_tensor_maps_no_slots():
+    assert tensor_map_slots(KernelMeta(target="cuda/sm_90a", entry="k", params=())) == []
+    with pytest.raises(KernelCallError, match="no TMA data type"):
+        TensorMapSlot({"param": 0, "dtype": "bool", "shape": [4], "box": [4], "swizzle": 0}, {}, "k", ["A"])
