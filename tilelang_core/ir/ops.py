@@ -85,8 +85,8 @@ class TLScriptNamespace:
         return make_call("fill", dst, value)
 
     @staticmethod
-    def gemm(a, b, c, transpose_a, transpose_b, policy, clear_accum, m, n, k, *pipelined):
-        return make_call("gemm", a, b, c, transpose_a, transpose_b, policy, clear_accum, m, n, k, *pipelined)
+    def gemm(a, b, c, transpose_a, transpose_b, policy, clear_accum, m, n, k, *wg_wait):
+        return make_call("gemm", a, b, c, transpose_a, transpose_b, policy, clear_accum, m, n, k, *wg_wait)
 
     @staticmethod
     def reduce(src, dst, kind, dim, clear):

@@ -226,20 +226,65 @@ class _TmaPipeline:
                                      self.full(stage), *coords))
         return seq(stmts)
 
-    def _consumer(self, stmt: tir.Stmt, it, n) -> tir.Stmt:
+    def _consumer(self, stmt: tir.Stmt, it) -> tir.Stmt:
         stmt = _restage(stmt, self.staged, tir.floormod(it, self.stages))
         if not self.lag:
             return stmt
-        # the one gemm of the loop: commit, then wait until one group is pending (none in the
-        # last iteration, so the accumulators are final after the loop)
+        # the one gemm of the loop: commit, then wait until one group is pending
         call = stmt.value
-        return tir.Evaluate(make_call("gemm", *call.args, tir.const(1, "int32"), tir.EQ(it, n - 1)), span=stmt.span)
+        return tir.Evaluate(make_call("gemm", *call.args, tir.const(1, "int32")), span=stmt.span)
 
-    def _consumer_loop(self, body: list) -> tir.For:
+    def _wait_full(self, it) -> tir.Stmt:
+        return _extern("tl::mbarrier_wait", self.full(tir.floormod(it, self.stages)),
+                       tir.floormod(tir.floordiv(it, self.stages), 2))
+
+    def _release(self, it) -> tir.Stmt:
+        """Lane 0 of each consumer warp releases the stage of iteration it - lag."""
+        lane0 = tir.EQ(tir.floormod(self.tx, WARP), 0)
+        return tir.IfThenElse(lane0, _extern("tl::mbarrier_arrive",
+                                             self.empty(tir.floormod(it - self.lag, self.stages))), None)
+
+    def _reuse(self, j) -> tir.Stmt:
+        """Wait until the consumers released the previous use (j - S) of iteration j's stage."""
+        return _extern("tl::mbarrier_wait", self.empty(tir.floormod(j, self.stages)),
+                       tir.floormod(tir.floordiv(j - self.stages, self.stages), 2))
+
+    def _iteration(self, it, first: bool, refill: bool) -> list:
+        """Consumer iteration `it` (counted from 0); `first` when it is the peeled iteration 0
+        of a lag-1 loop (nothing to release yet); `refill`: thread 0 then loads iteration
+        it + S - lag into the stage just released (the form without a loading warp)."""
+        n = self.loop.extent
+        stmts = [
+            self._wait_full(it),
+            tir.AttrStmt(tir.const(0, "int32"), ATTR_SYNC_RESUME, tir.const(1, "int32"),
+                         seq(self._consumer(s, it) for s in self.consumers)),
+        ]
+        if not (self.lag and first):
+            stmts.append(self._release(it))
+        if refill:
+            j = it + (self.stages - self.lag)
+            step = self.issue(j, tir.floormod(j, self.stages))
+            if not (self.lag and first):
+                step = seq([self._reuse(j), step])
+            stmts.append(tir.IfThenElse(tir.And(tir.EQ(self.tx, 0), tir.LT(j, n)), step, None))
+        return stmts
+
+    def _consumer_loop(self, refill: bool) -> tir.Stmt:
+        """The consumers' loop. With lag 1 its iteration 0 is peeled off, so that one wgmma group
+        is in flight at every entry of the loop (else ptxas drains the tensor cores at the back
+        edge, `WARPGROUP.DEPBAR.LE gsb0, 0x0`), and the last group is waited for after it."""
         loop = self.loop
+        var, lo, n = loop.loop_var, loop.min, loop.extent
         keep = {k: v for k, v in loop.annotations.items() if k not in _PIPELINE_KEYS}
-        return tir.For(loop.loop_var, loop.min, loop.extent, tir.ForKind.SERIAL, seq(body), annotations=keep or None,
-                       span=loop.span)
+        if not self.lag:
+            return tir.For(var, lo, n, tir.ForKind.SERIAL, seq(self._iteration(var - lo, False, refill)),
+                           annotations=keep or None, span=loop.span)
+        first = substitute(seq(self._iteration(tir.const(0, "int32"), True, refill)), {var: lo})
+        rest = tir.For(var, lo + 1, n - 1, tir.ForKind.SERIAL, seq(self._iteration(var - lo, False, refill)),
+                       annotations=keep or None, span=loop.span)
+        cond = tir.GE(n, 1)
+        body = seq([first, rest]) if analyzer().can_prove(cond) else tir.IfThenElse(cond, seq([first, rest]), None)
+        return seq([body, _extern("tl::wgmma_wait<0>")])
 
     def _init(self) -> list:
         init = [_extern("tl::mbarrier_init", self.full(s), tir.const(1, "uint32")) for s in range(self.stages)]
@@ -248,35 +293,12 @@ class _TmaPipeline:
         init.append(_extern("tl::fence_barrier_init"))
         return [tir.AllocBuffer(self.barriers), tir.IfThenElse(tir.EQ(self.tx, 0), seq(init), None)]
 
-    def _wait_full(self, it) -> tir.Stmt:
-        return _extern("tl::mbarrier_wait", self.full(tir.floormod(it, self.stages)),
-                       tir.floormod(tir.floordiv(it, self.stages), 2))
-
-    def _release(self, it) -> tir.Stmt:
-        """Lane 0 of each consumer warp releases the stage of iteration it - lag."""
-        lane0 = tir.EQ(tir.floormod(self.tx, 32), 0)
-        release = tir.IfThenElse(lane0, _extern("tl::mbarrier_arrive",
-                                                self.empty(tir.floormod(it - self.lag, self.stages))), None)
-        return release if not self.lag else tir.IfThenElse(tir.GE(it, self.lag), release, None)
-
-    def _reuse(self, j) -> tir.Stmt:
-        """Wait until the consumers released the previous use of iteration j's stage (j - S)."""
-        return _extern("tl::mbarrier_wait", self.empty(tir.floormod(j, self.stages)),
-                       tir.floormod(tir.floordiv(j - self.stages, self.stages), 2))
-
     def build_specialized(self, consumer_threads: int) -> tir.Stmt:
         """The warp-specialized form: threads [0, consumer_threads) run the consumers, thread
         `consumer_threads` (lane 0 of one more warp, added by `specialize_warps`) the loads."""
         loop, stages, tx = self.loop, self.stages, self.tx
-        var, lo, n = loop.loop_var, loop.min, loop.extent
-        it = var if (isinstance(lo, tir.IntImm) and int(lo) == 0) else var - lo
-        consumer = self._consumer_loop([
-            self._wait_full(it),
-            tir.AttrStmt(tir.const(0, "int32"), ATTR_SYNC_RESUME, tir.const(1, "int32"),
-                         seq(self._consumer(s, it, n) for s in self.consumers)),
-            self._release(it),
-        ])
-        j = tir.Var(f"{var.name}_load", "int32")
+        n = loop.extent
+        j = tir.Var(f"{loop.loop_var.name}_load", "int32")
         producer = tir.For(j, tir.const(0, "int32"), n, tir.ForKind.SERIAL, seq([
             tir.IfThenElse(tir.GE(j, stages), self._reuse(j), None),
             self.issue(j, tir.floormod(j, stages)),
@@ -285,50 +307,26 @@ class _TmaPipeline:
             *self._init(),
             # every thread of the block, the loading warp included, sees initialised barriers
             tir.Evaluate(sync_group(SYNC_ALL_ID, consumer_threads + WARP)),
-            tir.IfThenElse(consumer_guard(consumer_threads), consumer,
+            tir.IfThenElse(consumer_guard(consumer_threads), self._consumer_loop(refill=False),
                            tir.IfThenElse(tir.EQ(tx, consumer_threads), producer, None)),
         ])
         return tir.AttrStmt(tir.const(0, "int32"), ATTR_WARP_SPECIALIZED, tir.const(consumer_threads, "int32"),
                             sync_placed(region))
 
     def build(self) -> tir.Stmt:
-        loop, stages, lag, tx = self.loop, self.stages, self.lag, self.tx
-        var, lo, n = loop.loop_var, loop.min, loop.extent
-        it = var if (isinstance(lo, tir.IntImm) and int(lo) == 0) else var - lo
-        leader = tir.EQ(tx, 0)
-        lane0 = tir.EQ(tir.floormod(tx, 32), 0)
-        init = [_extern("tl::mbarrier_init", self.full(s), tir.const(1, "uint32")) for s in range(stages)]
-        init += [_extern("tl::mbarrier_init", self.empty(s), tir.const(self.warps, "uint32")) for s in range(stages)]
-        init.append(_extern("tl::fence_barrier_init"))
+        """The form without a loading warp: thread 0 loads the first S - lag iterations, then
+        each one S - lag ahead of the consumers, into the stage they just released."""
+        n = self.loop.extent
         prologue = []
-        for s in range(stages - lag):
+        for s in range(self.stages - self.lag):
             cond = tir.LT(tir.const(s, "int32"), n)
             step = self.issue(tir.const(s, "int32"), tir.const(s, "int32"))
             prologue.append(step if analyzer().can_prove(cond) else tir.IfThenElse(cond, step, None))
-        stage = tir.floormod(it, stages)
-        released = it - lag
-        ahead = it + (stages - lag)
-        release = tir.IfThenElse(lane0, _extern("tl::mbarrier_arrive", self.empty(tir.floormod(released, stages))),
-                                 None)
-        reuse = _extern("tl::mbarrier_wait", self.empty(tir.floormod(ahead, stages)),
-                        tir.floormod(tir.floordiv(released, stages), 2))
-        refill = seq([reuse if not lag else tir.IfThenElse(tir.GE(it, lag), reuse, None),
-                      self.issue(ahead, tir.floormod(ahead, stages))])
-        body = [
-            _extern("tl::mbarrier_wait", self.full(stage), tir.floormod(tir.floordiv(it, stages), 2)),
-            tir.AttrStmt(tir.const(0, "int32"), ATTR_SYNC_RESUME, tir.const(1, "int32"),
-                         seq(self._consumer(s, it, n) for s in self.consumers)),
-            release if not lag else tir.IfThenElse(tir.GE(it, lag), release, None),
-            tir.IfThenElse(tir.And(leader, tir.LT(ahead, n)), refill, None),
-        ]
-        keep = {k: v for k, v in loop.annotations.items() if k not in _PIPELINE_KEYS}
-        new_loop = tir.For(var, lo, n, tir.ForKind.SERIAL, seq(body), annotations=keep or None, span=loop.span)
         return sync_placed(seq([
-            tir.AllocBuffer(self.barriers),
-            tir.IfThenElse(leader, seq(init), None),
+            *self._init(),
             tir.Evaluate(sync_threads()),
-            tir.IfThenElse(leader, seq(prologue), None) if prologue else tir.Evaluate(tir.const(0, "int32")),
-            new_loop,
+            tir.IfThenElse(tir.EQ(self.tx, 0), seq(prologue), None),
+            self._consumer_loop(refill=True),
         ]))
 
 

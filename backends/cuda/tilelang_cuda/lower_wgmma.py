@@ -226,12 +226,10 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
                   _descriptor(b, plan.b_tile, not plan.trans_b, col0 + ni * t.inst_n, kk),
                   tir.const(1, "int32"))
 
-    # `wg_wait`, `drain` (set by the TMA pipeline, `lower_tma`): leave up to `wg_wait` groups
-    # in flight after this one, none when `drain` holds (the last iteration)
-    pending, drain = (op.int_arg(10), op.args[11]) if len(op.args) > 11 else (0, None)
-    wait = _extern("tl::wgmma_wait<0>")
-    if pending:
-        wait = tir.IfThenElse(drain, wait, _extern(f"tl::wgmma_wait<{pending}>"))
+    # `wg_wait` (set by the TMA pipeline, `lower_tma`, which waits for the rest after its loop):
+    # leave up to that many groups in flight after this one
+    pending = op.int_arg(10) if len(op.args) > 10 else 0
+    wait = _extern(f"tl::wgmma_wait<{pending}>")
 
     def per_thread(thread):
         body = []
