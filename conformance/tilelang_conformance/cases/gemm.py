@@ -109,6 +109,8 @@ GEMM_DTYPES = (
 
 for _name, _in, _acc, _out in GEMM_DTYPES:
     _claims = (f"matrix:{_in}->{_acc}",) + (("matrix:tfloat32->float32",) if _in == "float32" else ())
+    if _in == "float32":  # no descriptor-read tiles (wgmma/TMA): the async copies are cp.async
+        _claims += ("cp.async",)
     gemm_case(f"dtype.{_name}", f"{_in} x {_in} -> {_acc} accumulator -> {_out}",
               tuple(dict.fromkeys((_in, _acc, _out))), _claims,
               M=128, N=128, K=64 if _acc == "float16" else 128, bM=64, bN=64, bK=32,
@@ -126,6 +128,10 @@ gemm_case("ragged.tt", "both operands transposed, and M, N, K = 100, 72, 90 not 
 for _stages in (1, 2, 3, 4):
     gemm_case(f"stages.{_stages}", f"T.Pipelined with num_stages={_stages} over 8 K tiles",
               ("float16", "float32"), M=128, N=128, K=256, bM=64, bN=64, bK=32, stages=_stages)
+
+gemm_case("pipelined.tma", "T.Pipelined over tiles a matrix descriptor can read (128x128x64, 2 warpgroups, 3 "
+          "stages, ragged M, N, K): on a target with TMA the tiles arrive through it, on mbarriers",
+          ("float16", "float32"), ("tma",), M=300, N=264, K=200, bM=128, bN=128, bK=64, stages=3, threads=256)
 
 for _order in ("row", "col"):
     gemm_case(f"swizzle.{_order}", f"T.use_swizzle(panel_size=4, order={_order!r}) over an 8x6 grid",
@@ -277,3 +283,44 @@ def epilogue_case(kind: str) -> Case:
 
 for _kind in ("relu", "bias_relu", "residual"):
     epilogue_case(_kind)
+
+
+def warp_specialized_kernel(M, N, K, bM, bN, bK):
+    """A loading thread group and a computing one (`T.ws`), handing tiles over through two
+    barriers per step (`T.alloc_barrier`, `T.tma_copy`, `T.barrier_wait/arrive`)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=256) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), "float16")
+            B_s = T.alloc_shared((bK, bN), "float16")
+            C_f = T.alloc_fragment((bM, bN), "float32")
+            loaded = T.alloc_barrier(arrive_count=128)
+            consumed = T.alloc_barrier(arrive_count=128)
+            with T.ws(0):
+                T.clear(C_f)
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
+                with T.ws(1):
+                    T.barrier_wait(consumed, (ko + 1) % 2)
+                    T.tma_copy(A[by * bM, ko * bK], A_s, barrier=loaded)
+                    T.tma_copy(B[ko * bK, bx * bN], B_s, barrier=loaded)
+                    T.barrier_arrive(loaded)
+                with T.ws(0):
+                    T.barrier_wait(loaded, ko % 2)
+                    T.gemm(A_s, B_s, C_f)
+                    T.barrier_arrive(consumed)
+            with T.ws(0):
+                T.copy(C_f, C[by * bM, bx * bN])
+
+    return main
+
+
+@case("gemm.warp_specialized", feature="gemm", needs=("float16", "float32", "mbarrier"),
+      claims=("mbarrier", "bar.sync"))
+def gemm_warp_specialized():
+    """Producer and consumer thread groups (T.ws) synchronized by mbarriers; the groups' own
+    barriers are named ones (bar.sync), never the whole block's."""
+    M, N, K = 192, 128, 160
+    a, b = _operands(M, N, K, "float16", False, False)
+    return Spec(warp_specialized_kernel(M, N, K, 64, 64, 32), [a, b, Arg("C", (M, N), "float32", "out")],
+                lambda A, B: {"C": A @ B}, {"C": gemm_tolerance(K, "float16", "float32", "float32")})
