@@ -70,10 +70,15 @@ def _load_factory(source: str, start: str, end: str, out: Path, name: str, heade
     return module
 
 
+# T.gemm's and T.Pipelined's paths on sm_90a, as pass configs: the backend's choice (wgmma,
+# TMA loads with a loading warp), no loading warp, cp.async loads, mma.sync
+ENGINES = {"default": {}, "nows": {"tl.disable_warp_specialized": True}, "cpasync": {"tl.disable_tma_lower": True},
+           "mma": {"tl.disable_wgmma": True}}
+
+
 def export(out: Path, arch: str, checkout: Path, quick: bool, engine: str = "default") -> None:
-    """Export the kernels; `engine` "mma" compiles T.gemm on mma.sync (pass config
-    tl.disable_wgmma), "both" exports each config twice (names ending in _wgmma / _mma),
-    "default" lets the backend choose (wgmma where the target and the gemm allow it)."""
+    """Export the kernels for each of the comma-separated `engine`s (keys of `ENGINES`, or
+    "all"); with several, each name ends in _<engine>."""
     import tilelang_core
 
     out.mkdir(parents=True, exist_ok=True)
@@ -81,15 +86,15 @@ def export(out: Path, arch: str, checkout: Path, quick: bool, engine: str = "def
                         "def flashattn", "def ref_program", out, "example_mha_fwd_bhsd")
     entries = []
     configs = CONFIGS[:1] if quick else CONFIGS
-    engines = {"default": [("", False)], "mma": [("", True)], "both": [("_wgmma", False), ("_mma", True)]}[engine]
-    for causal, (suffix, no_wgmma), (bm, bn, stages, threads) in itertools.product((False, True), engines, configs):
+    chosen = list(ENGINES) if engine == "all" else engine.split(",")
+    engines = [(f"_{e}" if len(chosen) > 1 else "", ENGINES[e]) for e in chosen]
+    for causal, (suffix, configs_of), (bm, bn, stages, threads) in itertools.product((False, True), engines, configs):
         name = f"mha_{'causal' if causal else 'full'}_{bm}x{bn}_s{stages}_t{threads}{suffix}"
         start = time.perf_counter()
         func = mha.flashattn(SHAPE["batch"], SHAPE["heads"], SHAPE["seq"], SHAPE["seq"], SHAPE["dim"], causal,
                              block_M=bm, block_N=bn, num_stages=stages, threads=threads)
         kernel = tilelang_core.compile(func, target=f"cuda/{arch}",  # the output passed in: poisoned first
-                                        pass_configs={"tl.enable_fast_math": True,  # as the example
-                                                      "tl.disable_wgmma": no_wgmma})
+                                        pass_configs={"tl.enable_fast_math": True, **configs_of})  # as the example
         kernel.export(out / name)
         entries.append({"name": name, "kind": "mha", "causal": causal, "config": [bm, bn, stages, threads],
                         **SHAPE, "shared_memory": kernel.meta.shared_memory})
@@ -240,13 +245,14 @@ def main(argv=None) -> int:
     parser.add_argument("--arch", default="sm_90a")
     parser.add_argument("--tilelang", type=Path, default=MIRROR, help="a TileLang checkout (git dir or work tree)")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--engine", choices=("default", "wgmma", "mma", "both"), default="default",
-                        help="T.gemm's tensor-core path on sm_90a (wgmma = default)")
+    parser.add_argument("--engine", default="default",
+                        help="comma-separated paths to export: default (wgmma, TMA loads, a loading warp), nows "
+                             "(no loading warp), cpasync (cp.async loads), mma (mma.sync), or all")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--rep", type=int, default=30)
     args = parser.parse_args(argv)
     if args.export:
-        export(args.export, args.arch, args.tilelang, args.quick, "default" if args.engine == "wgmma" else args.engine)
+        export(args.export, args.arch, args.tilelang, args.quick, args.engine)
     if args.run:
         return run(args.run, args.warmup, args.rep)
     if not (args.export or args.run):

@@ -65,15 +65,18 @@ def _engine_of(source: str) -> str:
     return "wgmma-tma" if "tl::tma_load" in source else "wgmma-cpasync"
 
 
-def export(out: Path, arch: str, quick: bool, engine: str = "all", sizes: tuple = SIZES) -> None:
+def export(out: Path, arch: str, quick: bool, engine: str = "all", sizes: tuple = SIZES, tiles: str = "",
+           dtypes: tuple = ("float16", "bfloat16")) -> None:
     import tilelang_core
     from kernels import elementwise_add, matmul
 
     out.mkdir(parents=True, exist_ok=True)
     entries = []
     configs = QUICK_CONFIGS if quick else CONFIGS
+    if tiles:
+        configs = [tuple(int(x) for x in t.split("x")) for t in tiles.split(",")]
     engines = list(ENGINES) if engine == "all" else engine.split(",")
-    for dtype, cfgs in (("float16", configs), ("bfloat16", configs)):
+    for dtype, cfgs in ((d, configs) for d in dtypes):
         for size in sizes:
             for (bm, bn, bk, stages, threads), eng in ((c, e) for c in cfgs for e in engines):
                 start = time.perf_counter()
@@ -300,6 +303,9 @@ def main() -> int:
     parser.add_argument("--arch", default="sm_90a", help="CUDA arch to compile for (default sm_90a)")
     parser.add_argument("--quick", action="store_true", help="export two tile configurations only")
     parser.add_argument("--sizes", default="4096,8192", help="square problem sizes to export (default 4096,8192)")
+    parser.add_argument("--tiles", default="", help="tile configs to export instead of the built-in ones: "
+                        "comma-separated BMxBNxBKxSTAGESxTHREADS, e.g. 128x256x64x4x256")
+    parser.add_argument("--dtypes", default="float16,bfloat16", help="input dtypes to export")
     parser.add_argument("--only", help="run only the kernels whose name contains this")
     parser.add_argument("--engine", default="all",
                         help="T.gemm's paths to export, comma-separated: wgmma (TMA loads, a loading warp, "
@@ -308,7 +314,8 @@ def main() -> int:
                              "tl.disable_wgmma), or all (default)")
     args = parser.parse_args()
     if args.export:
-        export(args.export, args.arch, args.quick, args.engine, tuple(int(x) for x in args.sizes.split(",")))
+        export(args.export, args.arch, args.quick, args.engine, tuple(int(x) for x in args.sizes.split(",")),
+               args.tiles, tuple(args.dtypes.split(",")))
         return 0
     return run(args.run, args.only)
 

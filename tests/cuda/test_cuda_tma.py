@@ -69,10 +69,12 @@ def test_loading_warp_shape_of_the_kernel():
     kernel = tilelang_core.compile(gemm_kernel(1024, 1024, 1024, 128, 256, 64, stages=4, threads=256),
                                    target="cuda/sm_90a", cache=False)
     src = kernel.get_kernel_source()
-    assert tuple(kernel.meta.block)[:1] == (288,), "the consumers' 256 threads and one loading warp"
-    assert "__launch_bounds__(288)" in src and "bar.sync 2, 288;" in src
-    assert "__syncthreads" not in src, "no block barrier may wait for the loading warp"
+    assert tuple(kernel.meta.block)[:1] == (384,), "the consumers' 256 threads and a loading warpgroup"
+    assert "__launch_bounds__(384, 1)" in src and "bar.sync 2, 384;" in src
+    assert "__syncthreads" not in src, "no block barrier may wait for the loading warpgroup"
     assert "tl::warp_index() < 8" in src and "tl::wgmma_wait<1>" in src
+    # registers move from the loaders to the consumers: 256 * 232 + 128 * 40 <= 65536
+    assert src.count("tl::setmaxnreg_inc<232>()") == 1 and src.count("tl::setmaxnreg_dec<40>()") == 1
     maps = json.loads(kernel.meta.extra["tensor_maps"])
     assert maps == [
         {"param": 0, "dtype": "float16", "shape": [1024, 1024], "box": [128, 64], "swizzle": 128},

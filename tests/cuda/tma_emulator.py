@@ -17,7 +17,7 @@ independently of the lowering:
 - Where the bytes land is the adversary's choice, one per run: `mode="late"` when the phase
   completes (a reader that did not wait sees stale shared memory), `mode="early"` at once (a
   load into a stage another thread still reads shows up).
-- `tl::warp_index()`: threadIdx.x / 32.
+- `tl::warp_index()`: threadIdx.x / 32; `tl::setmaxnreg_inc/dec<N>()`: no effect here.
 """
 from __future__ import annotations
 
@@ -64,6 +64,8 @@ class _TmaMachine(_Machine3, _Machine2):
             bar = self.barrier(args[0])
             bar.pending = getattr(bar, "pending", 0) + int(args[1])
             self.arrive(bar)
+        elif name.startswith(("tl::setmaxnreg_inc<", "tl::setmaxnreg_dec<")):
+            pass  # registers per thread: nothing to model
         elif name == "tl::tma_load":
             self.tma_load(int(args[0]), args[1], self.barrier(args[2]), [int(c) for c in args[3:]])
         else:

@@ -112,7 +112,7 @@ MMA_HEADER_PREFIXES = ("tl::",)
 # ... and those of tl_cuda_wgmma.h (sm_90a warpgroup MMA, descriptors, proxy fences).
 WGMMA_HEADER_PREFIXES = ("tl::wgmma", "tl::fence_proxy_async")
 # ... and those of tl_cuda_tma.h (sm_90 bulk tensor copies and their mbarrier accounting).
-TMA_HEADER_PREFIXES = ("tl::tma_", "tl::mbarrier_expect_tx")
+TMA_HEADER_PREFIXES = ("tl::tma_", "tl::mbarrier_expect_tx", "tl::setmaxnreg", "tl::warp_index")
 # Calls whose first argument is the number of a tensor map parameter (`lower_tma`).
 TENSOR_MAP_CALLS = ("tl::tma_load", "tl::tma_prefetch_map")
 TENSOR_MAP_PARAM = "tl_tensor_map_{}"
@@ -194,7 +194,10 @@ class CUDACodegen(CStyleCodegen):
         # TMA descriptors follow every other parameter, by value in the parameter space
         decls += [f"const __grid_constant__ tl::tensor_map {TENSOR_MAP_PARAM.format(i)}"
                   for i in range(len(self.tensor_maps))]
-        return f"{self.kernel_prefix}{self.kernel_return_type} {self.thread_bounds(self.launch)}{entry}({', '.join(decls)})"
+        bounds = self.thread_bounds(self.launch)
+        if bounds and self._moves_registers:  # setmaxnreg needs a register cap at entry: one block per SM
+            bounds = bounds.replace(") ", ", 1) ")
+        return f"{self.kernel_prefix}{self.kernel_return_type} {bounds}{entry}({', '.join(decls)})"
 
     def render(self, module):
         source = super().render(module)
@@ -275,12 +278,16 @@ class CUDACodegen(CStyleCodegen):
         self._unrolled: list[int] = []  # constant trip counts of the enclosing unrolled loops
         self._used_vars: set[int] = set()
         self.tensor_maps: list[dict] = []  # `lower_tma.TensorMap` dicts, one parameter each
+        self._moves_registers = False  # the kernel calls setmaxnreg
 
     def _analyze(self, body) -> None:
         super()._analyze(body)
         from .lower_tma import tensor_maps_of
 
         self.tensor_maps = tensor_maps_of(self.func)
+        self._moves_registers = any(
+            isinstance(e, ir.Call) and getattr(e.op, "name", None) == "tirx.call_extern"
+            and str(e.args[0].value).startswith("tl::setmaxnreg") for e in iter_exprs(body))
         for i in range(len(self.tensor_maps)):
             self.names.reserve(TENSOR_MAP_PARAM.format(i))
         self._used_vars = {e.__chandle__() for e in iter_exprs(body) if isinstance(e, ir.Var)}

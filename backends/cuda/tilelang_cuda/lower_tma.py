@@ -40,7 +40,7 @@ from tvm import ir as _ir
 from tvm import tirx as tir
 
 from tilelang_core.codegen.builtins import sync_group, sync_threads
-from tilelang_core.ir import Region, TileOp, is_tile_op, make_call
+from tilelang_core.ir import Region, TileOp, collect_tile_ops, is_tile_op, make_call
 from tilelang_core.ir.constants import ANN_NUM_STAGES, ATTR_SYNC_RESUME, SCOPE_BARRIER
 from tilelang_core.transform.irutil import analyzer, map_stmts, seq, substitute
 from tilelang_core.transform.kernel_info import launch_info
@@ -58,6 +58,25 @@ TENSOR_MAPS_ATTR = "cuda.tensor_maps"
 # AttrStmt around a warp-specialized pipeline; its value is the number of consumer threads
 ATTR_WARP_SPECIALIZED = "cuda.warp_specialized"
 WARP = 32
+WARPGROUP = 128
+PRODUCER_REGISTERS = 40  # what a loading warpgroup keeps after setmaxnreg (it only issues TMA)
+REGISTER_FILE = 65536
+
+
+def loading_threads(caps, consumers: int) -> int:
+    """How many threads the loading side gets: a whole warpgroup when the target can move
+    registers between warpgroups (`setmaxnreg`) and the consumers are whole warpgroups (the
+    loaders then give their registers to the consumers), else one warp."""
+    return WARPGROUP if "setmaxnreg" in caps.features and consumers % WARPGROUP == 0 else WARP
+
+
+def register_split(consumers: int, loaders: int) -> tuple[int, int] | None:
+    """(consumer, loader) registers per thread after `setmaxnreg`, or None without it: the
+    loaders keep PRODUCER_REGISTERS, the consumers share the rest (a multiple of 8, at most 240)."""
+    if loaders != WARPGROUP:
+        return None
+    per = (REGISTER_FILE - loaders * PRODUCER_REGISTERS) // consumers
+    return min(240, per - per % 8), PRODUCER_REGISTERS
 SYNC_ALL_ID = 2  # bar.sync id of the one barrier the loading warp joins (1: the consumers')
 SYNC_CONSUMERS_ID = 1
 MAX_RANK = 5
@@ -122,10 +141,12 @@ def _ints(values) -> list[int] | None:
     return out
 
 
-def plan_tma_load(op: TileOp, params: dict[int, int], operands: set, placed: dict) -> TmaLoad | None:
+def plan_tma_load(op: TileOp, params: dict[int, int], operands: set, placed: dict,
+                  placeable: set = frozenset()) -> TmaLoad | None:
     """The TMA plan of a `T.copy`, or None: the copy must move a whole 2-D shared tile placed
-    for wgmma descriptors (a 128/64/32-byte swizzle) from a contiguous tensor parameter of the
-    same dtype whose every stride is a static multiple of 16 bytes."""
+    for wgmma descriptors (a 128/64/32-byte swizzle), or one in `placeable` (which then gets
+    that placement), from a contiguous tensor parameter of the same dtype whose every stride
+    is a static multiple of 16 bytes."""
     if op.name != "copy":
         return None
     src, dst = op.regions[:2]
@@ -133,7 +154,8 @@ def plan_tma_load(op: TileOp, params: dict[int, int], operands: set, placed: dic
         return None
     key = _key(dst.buffer)
     layout = placed.get(key)
-    if key not in operands or layout is None or not layout.origin.startswith("T.gemm on wgmma"):
+    wgmma_placed = key in operands and layout is not None and layout.origin.startswith("T.gemm on wgmma")
+    if not wgmma_placed and (key not in placeable or layout is not None):
         return None
     tile_shape = _ints(dst.buffer.ty.shape)
     if tile_shape is None or len(tile_shape) != 2 or not _whole(dst):
@@ -293,9 +315,10 @@ class _TmaPipeline:
         init.append(_extern("tl::fence_barrier_init"))
         return [tir.AllocBuffer(self.barriers), tir.IfThenElse(tir.EQ(self.tx, 0), seq(init), None)]
 
-    def build_specialized(self, consumer_threads: int) -> tir.Stmt:
+    def build_specialized(self, consumer_threads: int, loaders: int) -> tir.Stmt:
         """The warp-specialized form: threads [0, consumer_threads) run the consumers, thread
-        `consumer_threads` (lane 0 of one more warp, added by `specialize_warps`) the loads."""
+        `consumer_threads` (the first of `loaders` more threads, added by `specialize_warps`)
+        the loads."""
         loop, stages, tx = self.loop, self.stages, self.tx
         n = loop.extent
         j = tir.Var(f"{loop.loop_var.name}_load", "int32")
@@ -306,11 +329,11 @@ class _TmaPipeline:
         region = seq([
             *self._init(),
             # every thread of the block, the loading warp included, sees initialised barriers
-            tir.Evaluate(sync_group(SYNC_ALL_ID, consumer_threads + WARP)),
+            tir.Evaluate(sync_group(SYNC_ALL_ID, consumer_threads + loaders)),
             tir.IfThenElse(consumer_guard(consumer_threads), self._consumer_loop(refill=False),
                            tir.IfThenElse(tir.EQ(tx, consumer_threads), producer, None)),
         ])
-        return tir.AttrStmt(tir.const(0, "int32"), ATTR_WARP_SPECIALIZED, tir.const(consumer_threads, "int32"),
+        return tir.AttrStmt(tir.const(loaders, "int32"), ATTR_WARP_SPECIALIZED, tir.const(consumer_threads, "int32"),
                             sync_placed(region))
 
     def build(self) -> tir.Stmt:
@@ -330,10 +353,41 @@ class _TmaPipeline:
         ]))
 
 
-def _split(loop: tir.For, params, operands, placed, scopes) -> tuple[list[TmaLoad], list] | None:
+def _placeable(func: tir.PrimFunc) -> set[int]:
+    """Shared tiles whose every access is a `T.copy` into them or a `T.gemm` operand read:
+    they may take the swizzled placement of a TMA box (16-byte runs of a row stay together,
+    which is all ldmatrix needs), applied to every access by `lower_layout`."""
+    owned: dict[int, int] = {}
+    for op in collect_tile_ops(func):
+        regions = op.regions[1:2] if op.name == "copy" else op.regions[:2] if op.name == "gemm" else ()
+        for region in regions:
+            if region.scope in ("shared", "shared.dyn"):
+                owned[_key(region.buffer)] = owned.get(_key(region.buffer), 0) + 1
+    refs = _references(func.body)
+    return {key for key, count in owned.items() if refs.get(key) == count}
+
+
+def _place(load: TmaLoad, placed: dict, swizzles: dict) -> None:
+    """Give a placeable tile the swizzled placement its TMA boxes write."""
+    from .lower_layout import SharedLayout
+    from .lower_wgmma import _index_map
+
+    key = _key(load.dst.buffer)
+    if key in placed:
+        return
+    element = tvm.runtime.DataType(load.map.dtype).bits // 8
+    tile = wgmma_tile(load.rows, load.cols, element)
+    line = load.op.source
+    origin = f"TMA load at line {line[1]}" if line else "TMA load"
+    placed[key] = SharedLayout(_index_map(tile), (tile.rows, tile.cols), (tile.rows, tile.cols), True, origin)
+    swizzles.pop(key, None)  # the XOR swizzle planned for cp.async no longer applies
+
+
+def _split(loop: tir.For, params, operands, placed, scopes, placeable) -> tuple[list[TmaLoad], list] | None:
     loads, consumers = [], []
     for stmt in _statements(loop.body):
-        plan = plan_tma_load(TileOp.from_stmt(stmt), params, operands, placed) if is_tile_op(stmt, "copy") else None
+        plan = plan_tma_load(TileOp.from_stmt(stmt), params, operands, placed, placeable) \
+            if is_tile_op(stmt, "copy") else None
         if plan is not None:
             loads.append(plan)
         else:
@@ -363,9 +417,13 @@ def pipeline_tma_loads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             or not caps.has_barrier("mbarrier"):
         return func
     operands = ctx.facts.get(WGMMA_OPERANDS) or set()
-    placed = ctx.facts.get(SHARED_LAYOUTS) or {}
+    placed = ctx.facts.setdefault(SHARED_LAYOUTS, {})
+    from .lower_pipeline import SWIZZLES
+
+    swizzles = ctx.facts.setdefault(SWIZZLES, {})
     if not operands:
         return func
+    placeable = _placeable(func)
     info = launch_info(func)
     tx = info.vars.get("threadIdx.x")
     threads = info.threads
@@ -384,7 +442,8 @@ def pipeline_tma_loads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
 
     # warp specialization: one more warp issues the loads of one top-level pipelined loop
     specialize = not getattr(ctx.options, "disable_warp_specialized", False) \
-        and threads + WARP <= caps.max_threads_per_block and not _has_thread_groups(func.body)
+        and threads + loading_threads(caps, threads) <= caps.max_threads_per_block \
+        and not _has_thread_groups(func.body)
     top_level = _top_level_loops(func.body)
     found_ws: list = []
 
@@ -399,7 +458,7 @@ def pipeline_tma_loads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         if any(k in loop.annotations for k in ("tl_pipeline_order", "tl_pipeline_stage")) \
                 or _user_synchronized(loop.body):
             return loop
-        split = _split(loop, params, operands, placed, scopes)
+        split = _split(loop, params, operands, placed, scopes, placeable)
         if split is None:
             return loop
         loads, consumers = split
@@ -412,10 +471,11 @@ def pipeline_tma_loads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         pipe = _TmaPipeline(loop, stages, loads, consumers, map_index, tx, threads // 32, lag)
         if specialize and _key(loop) in top_level and not found_ws:
             found_ws.append(loop)
-            stmt = pipe.build_specialized(threads)
+            stmt = pipe.build_specialized(threads, loading_threads(caps, threads))
         else:
             stmt = pipe.build()
         for load in loads:
+            _place(load, placed, swizzles)
             key, staged = _key(load.dst.buffer), pipe.staged[_key(load.dst.buffer)]
             placed[_key(staged)] = placed[key]
             operands.add(_key(staged))
@@ -484,14 +544,6 @@ def _declares(stmt) -> bool:
     return isinstance(stmt, (tir.Bind, tir.AllocBuffer, tir.DeclBuffer))
 
 
-def _contains(stmt, node) -> bool:
-    from tilelang_core.transform.irutil import walk
-
-    found = []
-    walk(stmt, lambda a: found.append(a) if a.same_as(node) else None, (tir.AttrStmt,))
-    return bool(found)
-
-
 def _consumer_barriers(stmt, consumers: int):
     """`stmt` with its block barriers turned into the consumers' named barrier."""
     import tvm_ffi
@@ -506,11 +558,22 @@ def _consumer_barriers(stmt, consumers: int):
 
 def specialize_warps(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     """Give a kernel with a warp-specialized TMA pipeline (`ATTR_WARP_SPECIALIZED`) its loading
-    warp. Run after the core's barrier placement. Before: the block has T threads and the
-    pipeline's loading branch (`tx == T`) never runs. After: the block has T + 32 threads; every
-    top-level statement but name bindings and the pipeline runs on threads [0, T) only, and
-    every block barrier there (`__syncthreads`) is the named barrier of those T threads
-    (`bar.sync 1, T`), so the loading warp never meets one."""
+    threads. Run after the core's barrier placement.
+
+    Before: the block has T threads; the pipeline (a top-level statement) initialises its
+    barriers, meets at `bar.sync 2, T + L` and branches into the consumers' loop and a loading
+    branch (`tx == T`) that never runs. After: the block has T + L threads and one role
+    branch, on a warp-uniform test:
+
+        name bindings and allocations (hoisted, in order); barrier set-up; bar.sync 2, T + L
+        if (warp_index() < T / 32) { [setmaxnreg.inc] every other top-level statement, in
+                                     order, the pipeline's consumer loop in its place }
+        else                       { [setmaxnreg.dec] the loading loop (thread T) }
+
+    so the loading threads never meet a block barrier: every `__syncthreads` of the consumer
+    branch is the consumers' named barrier (`bar.sync 1, T`). With a loading warpgroup
+    (L = 128, `loading_threads`) the registers move from loaders to consumers
+    (`register_split`)."""
     from tilelang_core.transform.irutil import walk
 
     markers = []
@@ -518,40 +581,50 @@ def specialize_warps(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     if not markers:
         return func
     marker = markers[0]
-    consumers = int(marker.value)
+    consumers, loaders = int(marker.value), int(marker.node)
     tx = launch_info(func).vars["threadIdx.x"]
-    guard = consumer_guard(consumers)
 
     def rewrite(stmt):
-        if isinstance(stmt, tir.AttrStmt):
-            if stmt.same_as(marker):
-                # the pipeline: its consumer branch keeps to the consumers' barrier
-                return tir.AttrStmt(stmt.node, stmt.attr_key, stmt.value, _specialize_region(stmt.body, consumers))
+        if isinstance(stmt, tir.AttrStmt) and not stmt.same_as(marker):
             value = stmt.value
             if stmt.attr_key == "thread_extent" and stmt.node.var.same_as(tx):
-                value = tir.const(consumers + WARP, str(value.ty.dtype) if hasattr(value, "ty") else "int32")
+                value = tir.const(consumers + loaders, "int32")
             return tir.AttrStmt(stmt.node, stmt.attr_key, value, rewrite(stmt.body))
-        if isinstance(stmt, tir.SeqStmt):
-            return seq(rewrite(s) for s in _children(stmt))
-        if _declares(stmt):
-            return stmt
-        if _contains(stmt, marker):
-            raise AssertionError("a warp-specialized pipeline must be a top-level statement of the kernel")
-        return tir.IfThenElse(guard, _consumer_barriers(stmt, consumers), None)
+        return _split_roles(_children(stmt), marker, consumers, loaders)
 
     return func.with_body(rewrite(func.body))
 
 
-def _specialize_region(region, consumers: int):
-    """The pipeline region (sync-placed): the barriers of its consumer branch become the
-    consumers' named barrier; its own set-up barrier (all threads) stays."""
-    import tvm_ffi
+def _pure(stmt) -> bool:
+    """A binding whose value reads no memory (it may move before earlier statements)."""
+    from tilelang_core.transform.irutil import walk
 
-    guard = consumer_guard(consumers)
+    if not isinstance(stmt, tir.Bind):
+        return True
+    loads = []
+    walk(stmt.value, loads.append, (_ir.TensorLoad,))
+    return not loads
 
-    def on_if(branch):
-        if tvm_ffi.structural_equal(branch.condition, guard):
-            return tir.IfThenElse(branch.condition, _consumer_barriers(branch.then_case, consumers), branch.else_case)
-        return branch
 
-    return tvm_ffi.structural_map(region, ((tir.IfThenElse, on_if),))
+def _split_roles(items: list, marker, consumers: int, loaders: int) -> tir.Stmt:
+    """The kernel's top-level statements `items` as one role branch (`specialize_warps`)."""
+    if not any(s.same_as(marker) for s in items):
+        raise AssertionError("a warp-specialized pipeline must be a top-level statement of the kernel")
+    decls, setup, consumer, producer = [], [], [], None
+    for stmt in items:
+        if stmt.same_as(marker):
+            region = _children(marker.body.body)  # inside ATTR_SYNC_PLACED
+            *head, roles = region
+            decls += [h for h in head if isinstance(h, tir.AllocBuffer)]
+            setup += [h for h in head if not isinstance(h, tir.AllocBuffer)]
+            consumer.append(sync_placed(_consumer_barriers(roles.then_case, consumers)))
+            producer = roles.else_case
+        elif _declares(stmt) and _pure(stmt):
+            decls.append(stmt)
+        else:
+            consumer.append(_consumer_barriers(stmt, consumers))
+    split = register_split(consumers, loaders)
+    if split is not None:
+        consumer.insert(0, _extern(f"tl::setmaxnreg_inc<{split[0]}>"))
+        producer = seq([_extern(f"tl::setmaxnreg_dec<{split[1]}>"), producer])
+    return seq([*decls, *setup, tir.IfThenElse(consumer_guard(consumers), seq(consumer), producer)])

@@ -12,6 +12,10 @@
 //                                   `smem`, in the map's swizzle; elements outside the tensor
 //                                   land as zeros; the bytes count toward `bar`'s transaction.
 //   tma_prefetch_map(map)           prefetch.tensormap: the descriptor into the cache early.
+//   setmaxnreg_inc<N>/_dec<N>()     setmaxnreg (sm_90a): this warpgroup's registers per thread
+//                                   become N (the loading warpgroup gives its registers to the
+//                                   consumers; needs a register cap at entry:
+//                                   __launch_bounds__(threads, 1)).
 //   warp_index()                    threadIdx.x / 32 as a value ptxas knows is the same on every
 //                                   lane: a branch on it is not divergent, so wgmma inside it is
 //                                   not serialized (ptxas C7518, "wgmma.mma_async instructions
@@ -27,6 +31,16 @@ struct alignas(64) tensor_map {
 };
 
 TL_DEVICE int warp_index() { return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 32, 0); }
+
+template <int N>
+TL_DEVICE void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+template <int N>
+TL_DEVICE void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
 
 TL_DEVICE void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
