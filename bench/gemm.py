@@ -48,6 +48,7 @@ CONFIGS = [
 QUICK_CONFIGS = CONFIGS[-2:]
 SIZES = (4096, 8192)
 PANEL = 10  # T.use_swizzle(panel_size=10): block rasterization
+ROUNDS = 3  # alternating rounds of ours and cuBLAS per kernel
 
 
 # ---------------------------------------------------------------------------- export
@@ -205,7 +206,7 @@ def run(root: Path, only: str | None) -> int:
     failures, rows = 0, []
     best: dict[tuple, float] = {}
     header = (f"{'kernel':<46} {'err':>8} {'ours':>8} {'cuBLAS':>8} {'Triton':>8} "
-              f"{'ours/cuBLAS':>11} {'ours/Triton':>11}   (TFLOP/s)")
+              f"{'ours/cuBLAS':>11} {'ours/Triton':>11}   (TFLOP/s; ours/cuBLAS paired over {ROUNDS} rounds)")
     print(header)
     refs: dict[tuple, tuple] = {}
     for entry in manifest["kernels"]:
@@ -226,11 +227,19 @@ def run(root: Path, only: str | None) -> int:
         ok = err < 1e-2 and worst < 1e-2 and bool(torch.isfinite(c).all())
         failures += not ok
         flops = 2 * M * N * K
-        ours = flops / _time_ms(torch, lambda: kernel(a, b, c)) / 1e9
         key = (entry["dtype"], M)
+        c_ref = torch.empty_like(c)
+        # ours and cuBLAS in alternating rounds; the ratio is the median of the per-round ratios
+        # (paired: the GPU's clock drifts over a run, seen moving cuBLAS by 10% between machines)
+        rounds = []
+        for _ in range(ROUNDS):
+            t_ours = _time_ms(torch, lambda: kernel(a, b, c))
+            t_ref = _time_ms(torch, lambda: torch.matmul(a, b, out=c_ref))
+            rounds.append((t_ours, t_ref))
+        ours = flops / sorted(t for t, _ in rounds)[ROUNDS // 2] / 1e9
+        cublas_now = flops / sorted(t for _, t in rounds)[ROUNDS // 2] / 1e9
+        paired = sorted(r / o for o, r in rounds)[ROUNDS // 2]
         if key not in refs:
-            c_ref = torch.empty_like(c)
-            cublas = flops / _time_ms(torch, lambda: torch.matmul(a, b, out=c_ref)) / 1e9
             trit = None
             if triton_mm is not None:
                 try:
@@ -239,21 +248,22 @@ def run(root: Path, only: str | None) -> int:
                     trit = flops / _time_ms(torch, lambda: triton_mm(a, b, c_tri)) / 1e9
                 except Exception as exc:  # noqa: BLE001 - report and go on
                     print(f"  (Triton failed: {type(exc).__name__}: {str(exc)[:120]})")
-            refs[key] = (cublas, trit)
-        cublas, trit = refs[key]
+            refs[key] = (cublas_now, trit)
+        cublas, trit = cublas_now, refs[key][1]
         engine = entry.get("engine", "mma")
-        best[key + (engine,)] = max(best.get(key + (engine,), 0.0), ours)
+        if ours > best.get(key + (engine,), (0.0,))[0]:
+            best[key + (engine,)] = (ours, paired)
         tri_text = f"{trit:8.1f}" if trit else f"{'-':>8}"
         ratio_t = f"{ours / trit:11.2f}" if trit else f"{'-':>11}"
         line = (f"{entry['name']:<46} {err:8.1e} {ours:8.1f} {cublas:8.1f} {tri_text} "
-                f"{ours / cublas:11.2f} {ratio_t}{'' if ok else '   WRONG RESULT'}")
+                f"{paired:11.2f} {ratio_t}{'' if ok else '   WRONG RESULT'}")
         rows.append(line)
         print(line, flush=True)
     print("\nbest config per problem:")
-    for (dtype, size, engine), tflops in sorted(best.items()):
-        cublas, trit = refs[(dtype, size)]
+    for (dtype, size, engine), (tflops, paired) in sorted(best.items()):
+        trit = refs[(dtype, size)][1]
         extra = f", {tflops / trit:.2f}x Triton" if trit else ""
-        print(f"  {dtype} {size}^3 ({engine}): {tflops:.1f} TFLOP/s = {tflops / cublas:.2f}x cuBLAS{extra}")
+        print(f"  {dtype} {size}^3 ({engine}): {tflops:.1f} TFLOP/s = {paired:.2f}x cuBLAS (paired){extra}")
     _launch_overhead(root, manifest, torch, tilelang_core)
     print("all results match torch.matmul" if not failures else f"{failures} kernel(s) gave wrong results")
     return 1 if failures else 0
