@@ -590,9 +590,35 @@ def specialize_warps(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             if stmt.attr_key == "thread_extent" and stmt.node.var.same_as(tx):
                 value = tir.const(consumers + loaders, "int32")
             return tir.AttrStmt(stmt.node, stmt.attr_key, value, rewrite(stmt.body))
-        return _split_roles(_children(stmt), marker, consumers, loaders)
+        items, wrappers = _top_level(stmt, marker)
+        result = _split_roles(items, marker, consumers, loaders)
+        for attr in reversed(wrappers):  # annotations around the pipeline now cover the role branch
+            result = tir.AttrStmt(attr.node, attr.attr_key, attr.value, result)
+        return result
 
     return func.with_body(rewrite(func.body))
+
+
+def _top_level(stmt, marker) -> tuple[list, list]:
+    """The kernel's top-level statements in order, looking through annotations that wrap
+    the rest of the body and hold the pipeline (`T.annotate_layout`'s), and those
+    annotations, outermost first."""
+    from tilelang_core.transform.irutil import walk
+
+    def holds(node) -> bool:
+        found = []
+        walk(node, lambda a: found.append(a) if a.same_as(marker) else None, (tir.AttrStmt,))
+        return bool(found)
+
+    items, wrappers = [], []
+    for child in _children(stmt):
+        if isinstance(child, tir.AttrStmt) and not child.same_as(marker) and holds(child):
+            inner, more = _top_level(child.body, marker)
+            items += inner
+            wrappers += [child, *more]
+        else:
+            items.append(child)
+    return items, wrappers
 
 
 def _pure(stmt) -> bool:

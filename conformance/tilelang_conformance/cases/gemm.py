@@ -130,8 +130,10 @@ for _stages in (1, 2, 3, 4):
               ("float16", "float32"), M=128, N=128, K=256, bM=64, bN=64, bK=32, stages=_stages)
 
 gemm_case("pipelined.tma", "T.Pipelined over tiles a matrix descriptor can read (128x128x64, 2 warpgroups, 3 "
-          "stages, ragged M, N, K): on a target with TMA the tiles arrive through it, on mbarriers",
-          ("float16", "float32"), ("tma",), M=300, N=264, K=200, bM=128, bN=128, bK=64, stages=3, threads=256)
+          "stages, ragged M, N, K): on a target with TMA the tiles arrive through it, on mbarriers, loaded by a "
+          "warpgroup that gives its registers to the consumers (setmaxnreg)",
+          ("float16", "float32"), ("tma", "setmaxnreg"), M=300, N=264, K=200, bM=128, bN=128, bK=64, stages=3,
+          threads=256)
 
 for _order in ("row", "col"):
     gemm_case(f"swizzle.{_order}", f"T.use_swizzle(panel_size=4, order={_order!r}) over an 8x6 grid",
