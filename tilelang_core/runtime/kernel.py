@@ -211,6 +211,13 @@ class Kernel:
         library and device from."""
         like = next((a for a in args if view_of(a) is not None), None)
         if like is None:
+            for slot, arg in zip(self._inputs, args):  # a tensor parameter given something else
+                param = self.meta.params[slot]
+                if param.kind == "tensor":
+                    raise KernelCallError(
+                        f"argument {param.name!r} (parameter {slot}) of {self.meta.entry}: expected a tensor "
+                        f"(NumPy array or torch tensor), got {type(arg).__name__}; convert it first (np.asarray(x, "
+                        f"dtype=np.{param.dtype}) or torch.tensor(...))")
             raise KernelCallError(f"{self.meta.entry}: cannot allocate {what} without a tensor input to copy "
                                   "the array library and device from")
         return like
@@ -274,6 +281,10 @@ class Kernel:
                 raise KernelCallError(f"{where}: expected shape {_fmt(param.shape)}, got {view.shape} (dim {dim}: expected {want_value}, got {got})")
         if view.dtype != param.dtype:
             raise KernelCallError(f"{where}: expected dtype {param.dtype}, got {view.dtype}")
+        if not view.data_ptr and any(view.shape) and all(view.shape):
+            raise KernelCallError(
+                f"{where}: the tensor has no storage (data pointer 0, e.g. a torch 'meta' tensor); pass a "
+                f"tensor with data on the device of {self.meta.target}")
         if view.device_type != self.runtime.dlpack_device_type:
             raise KernelCallError(
                 f"{where}: the kernel runs on {self.meta.target} and needs a tensor on its device "
@@ -438,6 +449,8 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
             # get_device() is an int (-1 on the host): cheaper than building a device object
             env[f"V{index}"] = arg.get_device()
             checks.append(f"{name}.get_device() == V{index}")
+            if env[f"V{index}"] < 0:  # 'meta' tensors report -1 too, and have no storage
+                checks.append(f"not {name}.is_meta")
             pointers.append(f"{name}.data_ptr()")
         if kernel._alignment > 1:
             checks.append(f"({pointers[-1]}) % {kernel._alignment} == 0")
