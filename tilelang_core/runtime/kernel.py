@@ -210,6 +210,12 @@ class Kernel:
         """The first tensor argument: what new outputs and workspaces copy their array
         library and device from."""
         like = next((a for a in args if view_of(a) is not None), None)
+        if like is not None:
+            slot = self._inputs[next(n for n, a in enumerate(args) if a is like)]
+            where = f"argument {self.meta.params[slot].name!r} (parameter {slot}) of {self.meta.entry}"
+            problem = self._placement_error(where, view_of(like))
+            if problem:
+                raise KernelCallError(problem)
         if like is None:
             for slot, arg in zip(self._inputs, args):  # a tensor parameter given something else
                 param = self.meta.params[slot]
@@ -281,15 +287,9 @@ class Kernel:
                 raise KernelCallError(f"{where}: expected shape {_fmt(param.shape)}, got {view.shape} (dim {dim}: expected {want_value}, got {got})")
         if view.dtype != param.dtype:
             raise KernelCallError(f"{where}: expected dtype {param.dtype}, got {view.dtype}")
-        if not view.data_ptr and any(view.shape) and all(view.shape):
-            raise KernelCallError(
-                f"{where}: the tensor has no storage (data pointer 0, e.g. a torch 'meta' tensor); pass a "
-                f"tensor with data on the device of {self.meta.target}")
-        if view.device_type != self.runtime.dlpack_device_type:
-            raise KernelCallError(
-                f"{where}: the kernel runs on {self.meta.target} and needs a tensor on its device "
-                f"(DLPack device type {self.runtime.dlpack_device_type}), got one with DLPack device "
-                f"type {view.device_type}; move it there first (e.g. tensor.to(device))")
+        problem = self._placement_error(where, view)
+        if problem:
+            raise KernelCallError(problem)
         if param.strides is None and not is_contiguous(view):
             raise KernelCallError(f"{where}: expected a contiguous row-major tensor, got strides {view.strides}; pass .contiguous() / np.ascontiguousarray(...)")
         self._check_writable(index, where, arg)
@@ -303,6 +303,17 @@ class Kernel:
                     f"(at most {INDEX_MAX}: symbolic dims and element offsets are int32); split it into "
                     f"pieces of at most {INDEX_MAX} elements and call the kernel on each")
         return self._aligned(where, view.data_ptr)
+
+    def _placement_error(self, where: str, view) -> str | None:
+        """Why the kernel cannot use the memory of `view`: no storage, or another device."""
+        if not view.data_ptr and all(view.shape):
+            return (f"{where}: the tensor has no storage (data pointer 0, e.g. a torch 'meta' tensor); pass a "
+                    f"tensor with data on the device of {self.meta.target}")
+        if view.device_type != self.runtime.dlpack_device_type:
+            return (f"{where}: the kernel runs on {self.meta.target} and needs a tensor on its device "
+                    f"(DLPack device type {self.runtime.dlpack_device_type}), got one with DLPack device "
+                    f"type {view.device_type}; move it there first (e.g. tensor.to(device))")
+        return None
 
     def _check_writable(self, index: int, where: str, arg: Any) -> None:
         """A tensor the kernel writes must accept writes (a read-only NumPy array, one over

@@ -15,7 +15,7 @@ from tvm import tirx as tir
 
 from ..ir import SCOPE_BARRIER, TileOp, is_tile_op, source_of
 from .check_values import (check_constant_bounds, check_launch_parameters, check_lossy_stores,
-                           check_lossy_tile_ops)
+                           check_lossy_tile_ops, check_shapes)
 from .errors import CapabilityError, TileLangCompileError
 from .irutil import walk
 from .kernel_info import launch_info
@@ -47,6 +47,7 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
 
     _check_layout_annotations(func)
     check_launch_parameters(func)
+    check_shapes(func)
     check_constant_bounds(func)
     check_lossy_tile_ops(func)
     check_lossy_stores(func)

@@ -1,6 +1,7 @@
 """Checks of the values a kernel states, run by the `check` pass on the tile IR from the parser.
 
 Each raises `TileLangCompileError` at the user's line, naming the value seen and the fix:
+- shapes: no static dimension of a tensor parameter or an allocation is negative;
 - launch parameters: every `T.Kernel` extent and `threads=` at least 1, `num_stages` of
   `T.Pipelined` at least 0, no `T.Kernel` inside another;
 - indices the compiler can bound: an unguarded store or load whose index, over the constant
@@ -29,7 +30,8 @@ from ..ir import TileOp, is_tile_op, source_of
 from .errors import TileLangCompileError
 from .irutil import walk
 
-__all__ = ["check_launch_parameters", "check_constant_bounds", "check_lossy_tile_ops", "check_lossy_stores"]
+__all__ = ["check_launch_parameters", "check_shapes", "check_constant_bounds", "check_lossy_tile_ops",
+           "check_lossy_stores"]
 
 _ANN_NUM_STAGES = "num_stages"
 
@@ -72,6 +74,26 @@ def check_launch_parameters(func: tir.PrimFunc) -> None:
             visit(child, open_tags)
 
     visit(func.body, {})
+
+
+def check_shapes(func: tir.PrimFunc) -> None:
+    """No negative static dimension in a tensor parameter or an allocation."""
+
+    def check(buffer, where) -> None:
+        shape = _static_shape(buffer)
+        for dim, size in enumerate(shape):
+            if size is not None and size < 0:
+                raise TileLangCompileError(
+                    f"{buffer.name} has shape {tuple(d if d is not None else '?' for d in shape)}: dim {dim} is "
+                    f"{size}, and a dimension cannot be negative; give it a size of 0 or more", where)
+
+    lines: list = []  # the kernel's first line that has one (the function has no span of its own)
+    walk(func.body, lambda node: lines.append(source_of(node)), (tir.AttrStmt, tir.BufferStore))
+    where = source_of(func) or next((line for line in lines if line), None)
+    for param in func.params:
+        if tir.is_buffer_var(param):
+            check(param, where)
+    walk(func.body, lambda node: check(node.buffer, source_of(node)), (tir.AllocBuffer,))
 
 
 def _children(stmt) -> list:
