@@ -229,3 +229,44 @@ def test_host_tensors_given_to_a_gpu_kernel_are_refused(cache_dir, target):
     with pytest.raises(KernelCallError, match=rf"'X'.*runs on {target} and needs a tensor on its device.*"
                                               r"got one with DLPack device type 1.*\.to\(device\)"):
         kernel(np.ones(16, np.float32), 1.0)
+
+
+def divide(dtype, op):
+    scalar = getattr(T, dtype)
+
+    @T.prim_func
+    def main(X: T.Tensor((16,), dtype), d: scalar, Y: T.Tensor((16,), dtype)):
+        with T.Kernel(1, threads=1):
+            for i in T.Parallel(16):
+                if op == "floordiv":
+                    Y[i] = X[i] // d
+                elif op == "floormod":
+                    Y[i] = X[i] % d
+                else:
+                    Y[i] = T.truncdiv(X[i], d)
+    return main
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
+@pytest.mark.parametrize("op", ["floordiv", "floormod", "truncdiv"])
+def test_integer_division_by_a_zero_scalar_fails_the_call_not_the_process(cache_dir, dtype, op):
+    # on the host an integer division by zero traps (SIGFPE) and used to kill the process
+    from tilelang_cpu.runtime import DeviceAssertionError
+
+    kernel = tilelang.compile(divide(dtype, op), out_idx=[2], target="cpu")
+    x = np.arange(16).astype(dtype)
+    with pytest.raises(DeviceAssertionError, match=r"test_call_checks.py:\d+: integer division by zero; make the "
+                                                   r"divisor nonzero or guard the division"):
+        kernel(x, 0)
+    expected = {"floordiv": x // 3, "floormod": x % 3, "truncdiv": x // 3}[op]  # x >= 0: trunc = floor
+    np.testing.assert_array_equal(kernel(x, 3), expected)  # the kernel is fine after the fault
+
+
+def test_most_negative_int_divided_by_minus_one_fails_the_call(cache_dir):
+    from tilelang_cpu.runtime import DeviceAssertionError
+
+    kernel = tilelang.compile(divide("int32", "truncdiv"), out_idx=[2], target="cpu")
+    x = np.full(16, -(2 ** 31), dtype=np.int32)
+    with pytest.raises(DeviceAssertionError, match="integer division overflows: the most negative value divided by -1"):
+        kernel(x, -1)
+    np.testing.assert_array_equal(kernel(np.arange(16, dtype=np.int32) - 8, -1), 8 - np.arange(16, dtype=np.int32))
