@@ -374,3 +374,26 @@ def test_int32_literal_past_the_range_gets_a_64_bit_hint():
                 for i in T.Parallel(1024):
                     if bx * 1024 + i < N_PAST_INT32:
                         A[bx * 1024 + i] = T.int8(0)
+
+
+def typed(dtype):
+    @T.prim_func
+    def main(A: T.Tensor((64,), dtype), B: T.Tensor((64,), dtype)):
+        with T.Kernel(1, threads=32) as bx:
+            T.copy(A, B)
+    return main
+
+
+@pytest.mark.parametrize("target, dtype", [("cpu", "float8_e4m3fn"), ("cuda/sm_80", "float8_e4m3fn"),
+                                           ("hip/gfx942", "float8_e4m3fn"), ("cpu", "uint32"),
+                                           ("cuda/sm_90a", "uint32"), ("hip/gfx942", "uint32")])
+def test_dtype_the_target_lacks_is_a_capability_error(target, dtype):
+    from tilelang_core.transform.errors import CapabilityError
+
+    with pytest.raises(CapabilityError, match=rf"tensor A has dtype {dtype}, which {target}\S* does not support "
+                                              r"\(its dtypes: bool, int8"):
+        _lower(typed(dtype), target)
+
+
+def test_fp8_on_the_target_that_has_it_compiles():
+    _lower(typed("float8_e4m3fn"), "cuda/sm_90a")
