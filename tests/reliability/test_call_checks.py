@@ -128,3 +128,145 @@ def test_tensor_past_the_index_width_is_refused(cache_dir, warm):
     huge = np.empty(2 ** 31 + 5, dtype=np.int8)  # never touched: no memory is committed
     with pytest.raises(KernelCallError, match=r"'X'.*2147483653.*32-bit index width.*split"):
         kernel(huge)
+
+
+def scale_dynamic():
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float32"), s: T.float32, Y: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, 64), threads=1) as bx:
+            for i in T.Parallel(64):
+                if bx * 64 + i < n:
+                    Y[bx * 64 + i] = X[bx * 64 + i] * s
+    return main
+
+
+@pytest.fixture
+def scaler(cache_dir):
+    return tilelang.compile(scale_f32(), out_idx=[2], target="cpu")
+
+
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("args, words", [
+    (lambda: (np.zeros(16, np.float64), 1.0), [r"'X' \(parameter 0\)", "expected dtype float32, got float64"]),
+    (lambda: (np.zeros(8, np.float32), 1.0), [r"'X'", r"expected shape \(16,\), got \(8,\)"]),
+    (lambda: (np.zeros((4, 4), np.float32), 1.0), [r"'X'", r"expected rank 1 with shape \(16,\), got rank 2"]),
+    (lambda: (np.zeros(32, np.float32)[::2], 1.0), [r"'X'", r"contiguous row-major", r"strides \(2,\)",
+                                                    "ascontiguousarray"]),
+    (lambda: ([1.0] * 16, 1.0), [r"'X'", "expected a tensor", "got list", "np.asarray"]),
+    (lambda: (3.0, 1.0), [r"'X'", "expected a tensor", "got float"]),
+    (lambda: (np.zeros(16, np.float32),), [r"takes 2 argument\(s\) \(X, s\) but got 1", r"outputs Y are allocated"]),
+    (lambda: (np.zeros(16, np.float32), 1.0, np.zeros(16, np.float32)), ["but got 3"]),
+    (lambda: (np.zeros(16, np.float32), np.zeros(16, np.float32)), [r"'s'", "expected a float32 scalar, got ndarray"]),
+])
+def test_wrong_arguments_are_named(scaler, args, words, warm):
+    if warm:
+        scaler(np.zeros(16, np.float32), 1.0)  # the guard for (ndarray, float) is built
+    with pytest.raises(KernelCallError) as info:
+        scaler(*args())
+    for word in words:
+        assert __import__("re").search(word, str(info.value)), (word, str(info.value))
+
+
+def test_keyword_arguments_are_refused_by_name(scaler):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'X'"):
+        scaler(X=np.zeros(16, np.float32), s=1.0)
+
+
+def test_broadcast_output_is_refused(cache_dir):
+    kernel = tilelang.compile(copy_in_place(), target="cpu")
+    y = np.broadcast_to(np.zeros(1, np.float32), (16,))
+    with pytest.raises(KernelCallError, match=r"'Y'.*(contiguous|read-only)"):
+        kernel(np.zeros(16, np.float32), y)
+
+
+def test_empty_tensor_on_a_symbolic_dim_returns_empty(cache_dir):
+    kernel = tilelang.compile(scale_dynamic(), out_idx=[2], target="cpu")
+    out = kernel(np.zeros(0, np.float32), 2.0)
+    assert out.shape == (0,) and out.dtype == np.float32
+    x = np.random.default_rng(0).standard_normal(65).astype(np.float32)  # one block and one element after it
+    np.testing.assert_array_equal(kernel(x, 2.0), x * np.float32(2.0))
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_nan_and_infinite_scalars_pass_through_exactly(scaler, value):
+    x = np.linspace(-2, 2, 16, dtype=np.float32)
+    for _ in range(2):  # the checked path, then the guard
+        out = kernel_out = scaler(x, value)
+        expected = x * np.float32(value)
+        np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))
+        np.testing.assert_array_equal(kernel_out[~np.isnan(expected)], expected[~np.isnan(expected)])
+
+
+def test_torch_meta_tensor_is_refused_not_run(scaler):
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(16)
+    scaler(x, 1.0)  # the guard for torch CPU tensors is built: a meta tensor must not pass it
+    with pytest.raises(KernelCallError, match=r"'X'.*has no storage \(data pointer 0, e\.g\. a torch 'meta' tensor\)"):
+        scaler(torch.zeros(16, device="meta"), 1.0)
+
+
+def test_torch_arguments_are_checked_like_numpy(scaler):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(KernelCallError, match=r"'X'.*expected dtype float32, got float16"):
+        scaler(torch.zeros(16, dtype=torch.float16), 1.0)
+    with pytest.raises(KernelCallError, match=r"'X'.*contiguous row-major tensor, got strides \(2,\)"):
+        scaler(torch.zeros(32)[::2], 1.0)
+    x = torch.linspace(-1, 1, 16)
+    torch.testing.assert_close(scaler(x, 3.0), x * 3.0)
+
+
+@pytest.mark.parametrize("target", ["cuda/sm_90a", "hip/gfx942"])
+def test_host_tensors_given_to_a_gpu_kernel_are_refused(cache_dir, target):
+    # compiled here without a GPU; the call is refused before anything is loaded
+    from tilelang_core.runtime import CompileError
+
+    try:
+        kernel = tilelang.compile(scale_f32(), out_idx=[2], target=target)
+    except CompileError as exc:  # the device compiler is missing on this machine
+        pytest.skip(f"cannot compile for {target} here: {exc}")
+    with pytest.raises(KernelCallError, match=rf"'X'.*runs on {target} and needs a tensor on its device.*"
+                                              r"got one with DLPack device type 1.*\.to\(device\)"):
+        kernel(np.ones(16, np.float32), 1.0)
+
+
+def divide(dtype, op):
+    scalar = getattr(T, dtype)
+
+    @T.prim_func
+    def main(X: T.Tensor((16,), dtype), d: scalar, Y: T.Tensor((16,), dtype)):
+        with T.Kernel(1, threads=1):
+            for i in T.Parallel(16):
+                if op == "floordiv":
+                    Y[i] = X[i] // d
+                elif op == "floormod":
+                    Y[i] = X[i] % d
+                else:
+                    Y[i] = T.truncdiv(X[i], d)
+    return main
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
+@pytest.mark.parametrize("op", ["floordiv", "floormod", "truncdiv"])
+def test_integer_division_by_a_zero_scalar_fails_the_call_not_the_process(cache_dir, dtype, op):
+    # on the host an integer division by zero traps (SIGFPE) and used to kill the process
+    from tilelang_cpu.runtime import DeviceAssertionError
+
+    kernel = tilelang.compile(divide(dtype, op), out_idx=[2], target="cpu")
+    x = np.arange(16).astype(dtype)
+    with pytest.raises(DeviceAssertionError, match=r"test_call_checks.py:\d+: integer division by zero; make the "
+                                                   r"divisor nonzero or guard the division"):
+        kernel(x, 0)
+    expected = {"floordiv": x // 3, "floormod": x % 3, "truncdiv": x // 3}[op]  # x >= 0: trunc = floor
+    np.testing.assert_array_equal(kernel(x, 3), expected)  # the kernel is fine after the fault
+
+
+def test_most_negative_int_divided_by_minus_one_fails_the_call(cache_dir):
+    from tilelang_cpu.runtime import DeviceAssertionError
+
+    kernel = tilelang.compile(divide("int32", "truncdiv"), out_idx=[2], target="cpu")
+    x = np.full(16, -(2 ** 31), dtype=np.int32)
+    with pytest.raises(DeviceAssertionError, match="integer division overflows: the most negative value divided by -1"):
+        kernel(x, -1)
+    np.testing.assert_array_equal(kernel(np.arange(16, dtype=np.int32) - 8, -1), 8 - np.arange(16, dtype=np.int32))

@@ -155,6 +155,77 @@ def named_rows():
     return main
 
 
+def store(src, dst, value="load"):
+    @T.prim_func
+    def main(A: T.Tensor((64,), src), B: T.Tensor((64,), dst)):
+        with T.Kernel(1, threads=32) as bx:
+            for i in T.Parallel(64):
+                if value == "load":
+                    B[i] = A[i]
+                elif value == "index":
+                    B[i] = i
+                elif value == "index*4":
+                    B[i] = i * 4
+                else:
+                    B[i] = A[i] + 1
+    return main
+
+
+def store_into_var():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=32) as bx:
+            for i in T.serial(64):
+                x = T.alloc_var("int32")
+                x = A[i] * 2.0
+                B[i] = x
+    return main
+
+
+def scalar_param_into_int():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "int32"), s: T.float32):
+        with T.Kernel(1, threads=32) as bx:
+            for i in T.Parallel(64):
+                A[i] = s
+    return main
+
+
+def explicit_store_casts():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "int8"), C: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=32) as bx:
+            for i in T.Parallel(64):
+                B[i] = T.cast(T.round(A[i]), "int8")
+                C[i] = A[i].astype("int32")
+                C[i] = T.int32(A[i]) + C[i]
+    return main
+
+
+N_PAST_INT32 = 2 ** 31 + 5  # a static dimension past the int32 range
+
+
+def past_int32(index_bits):
+    @T.prim_func
+    def main(A: T.Tensor((N_PAST_INT32,), "int8"), B: T.Tensor((N_PAST_INT32,), "int8")):
+        with T.Kernel(T.ceildiv(N_PAST_INT32, 1024), threads=128) as bx:
+            for i in T.Parallel(1024):
+                if index_bits == 64:
+                    if T.Cast("int64", bx) * 1024 + i < N_PAST_INT32:
+                        B[T.Cast("int64", bx) * 1024 + i] = A[T.Cast("int64", bx) * 1024 + i]
+                else:  # the last block runs past the end
+                    B[bx * 1024 + i] = A[bx * 1024 + i]
+    return main
+
+
+def negative_dim():
+    @T.prim_func
+    def main(X: T.Tensor((-4,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            X[0] = 1.0
+    return main
+
+
 def _lower(func, target):
     return tilelang.lower(func, target=target)
 
@@ -175,6 +246,24 @@ CASES = [
     ("copy f16->i32", lambda: copy("float16", "int32"), [r"\(float16\) into B \(int32\)"]),
     ("gemm float->int32", lambda: gemm("float16", "int32"), [r"float16 x float16 operands into the int32 accumulator",
                                                             "float32", r"T\.gemm\(As, Bs, Cl\)"]),
+    ("threads2048", lambda: threads(2048), [r"asks for 2048 threads per block", "allows at most 1024",
+                                            "max_threads_per_block", "threads= of at most 1024", "threads=count"]),
+    ("threads(32,64)", lambda: threads((32, 64)), [r"asks for 2048 threads per block", "the product, for a tuple"]),
+    ("store f32->i8", lambda: store("float32", "int8"), [r"store into B \(int8\) converts the float32 value",
+                                                         "truncated toward zero", "-126", r'T\.Cast\("int8"',
+                                                         r"B\[i\] = A\[i\]"]),
+    ("store f32->i32", lambda: store("float32", "int32"), [r"into B \(int32\) converts the float32 value", "2.7 -> 2"]),
+    ("store f16->u8", lambda: store("float16", "uint8"), [r"into B \(uint8\) converts the float16 value"]),
+    ("store i32->i8", lambda: store("int32", "int8"), [r"into B \(int8\) converts the int32 value",
+                                                       "outside int8's range wrap"]),
+    ("store i64->i32", lambda: store("int64", "int32", "plus1"), [r"into B \(int32\) converts the int64 value"]),
+    ("store i*4->i8", lambda: store("int32", "int8", "index*4"), ["int32 values outside int8's range wrap",
+                                                                 r"this value spans 0\.\.252", r"B\[i\] = i \* 4"]),
+    ("alloc_var f32->i32", store_into_var, [r"into x \(int32\) converts the float32 value", r"x = A\[i\] \* 2\.0"]),
+    ("scalar f32->i32", scalar_param_into_int, [r"into A \(int32\) converts the float32 value", r"A\[i\] = s"]),
+    ("index past int32", lambda: past_int32(32), [r"out-of-bounds write to B\[bx \* 1024 \+ i\]",
+                                                  r"0\.\.2147484671", r"shape \(2147483653,\)"]),
+    ("negative dim", negative_dim, [r"X has shape \(-4,\)", "cannot be negative"]),
 ]
 
 
@@ -190,13 +279,19 @@ def test_bad_program_is_refused_at_its_line(name, make, words, target):
         assert re.search(word, message), (word, message)
 
 
-@pytest.mark.parametrize("target", ["cpu", "cuda/sm_90a"])
+@pytest.mark.parametrize("target", ["cpu", "cuda/sm_90a", "hip/gfx942"])
 @pytest.mark.parametrize("make", [
     guarded, lambda: copy("float32", "float16"), lambda: copy("float16", "float32"),
     lambda: copy("int8", "int32"), lambda: copy("int32", "float32"), lambda: gemm("int8", "int32"),
     lambda: gemm("float16", "float32"), explicit_cast, lambda: stages(0), lambda: stages(3), named_rows,
+    lambda: threads(1024), lambda: store("float32", "float16"), lambda: store("float32", "bfloat16"),
+    lambda: store("int8", "int32"), lambda: store("int32", "float32"), lambda: store("int32", "int8", "index"),
+    lambda: store("int32", "uint8", "index"), lambda: store("float16", "float32", "plus1"), explicit_store_casts,
+    lambda: past_int32(64),
 ], ids=["guarded", "f32->f16", "f16->f32", "i8->i32", "i32->f32", "gemm i8->i32", "gemm f16->f32",
-        "explicit cast", "num_stages=0", "num_stages=3", "named rows"])
+        "explicit cast", "num_stages=0", "num_stages=3", "named rows", "threads=1024", "store f32->f16",
+        "store f32->bf16", "store i8->i32", "store i32->f32", "store i (0..63) -> i8", "store i -> u8",
+        "store f16+1 -> f32", "explicit store casts", "64-bit index past int32"])
 def test_legal_program_still_compiles(make, target):
     _lower(make(), target)
 
@@ -224,3 +319,81 @@ def test_unknown_dtype_in_a_kernel_body_names_the_line():
 
 def test_vector_dtypes_are_still_dtypes():
     assert str(T.Tensor((4,), "float16x2").ty.dtype) == "float16x2"
+
+
+def float_constant_into_int(value):
+    @T.prim_func
+    def main(A: T.Tensor((16,), "int32")):
+        with T.Kernel(1, threads=1) as bx:
+            for i in T.Parallel(16):
+                A[i] = value
+    return main
+
+
+def test_float_constant_truncated_into_an_int_store_is_refused_at_parse():
+    # TVMScript would fold 1.5 into the int32 constant 1, which no later pass can tell apart
+    from tilelang_core.language.parser import KernelSyntaxError
+
+    with pytest.raises(KernelSyntaxError, match=r"float constant 1.5 stored into A \(int32\) would be truncated to 1"
+                                                r"(.|\n)*A\[i\] = value"):
+        float_constant_into_int(1.5)
+    tilelang.lower(float_constant_into_int(2.0), target="cpu")  # an integral float is exact
+
+
+def test_static_dimension_past_int32_indexes_in_64_bits(cache_dir):
+    """A static shape past 2**31 - 1 elements compiles with 64-bit element offsets: a kernel
+    touching only the last elements (the pages of np.zeros are committed lazily) finds them."""
+    import numpy as np
+
+    tail = 1024
+
+    @T.prim_func
+    def main(A: T.Tensor((N_PAST_INT32,), "int8"), B: T.Tensor((N_PAST_INT32,), "int8")):
+        with T.Kernel(1, threads=1) as bx:
+            for i in T.Parallel(tail):
+                B[T.int64(N_PAST_INT32 - tail) + i] = A[T.int64(N_PAST_INT32 - tail) + i] + T.int8(1)
+
+    kernel = tilelang.compile(main, target="cpu")
+    assert "int64_t" in kernel.get_kernel_source()
+    a = np.zeros(N_PAST_INT32, dtype=np.int8)
+    b = np.zeros(N_PAST_INT32, dtype=np.int8)
+    a[-tail:] = np.arange(tail) % 100
+    kernel(a, b)
+    np.testing.assert_array_equal(b[-tail:], a[-tail:] + 1)
+    assert not b[: -tail][-4096:].any() and not b[:4096].any()  # nothing written below (no wrap to the start)
+
+
+def test_int32_literal_past_the_range_gets_a_64_bit_hint():
+    from tilelang_core.language.parser import KernelSyntaxError
+
+    with pytest.raises(KernelSyntaxError, match=r"exceeds range of int32(.|\n)*hint: loop and thread indices are int32"
+                                                r"(.|\n)*T\.Cast\(\"int64\", bx\)"):
+        @T.prim_func
+        def main(A: T.Tensor((N_PAST_INT32,), "int8")):
+            with T.Kernel(T.ceildiv(N_PAST_INT32, 1024), threads=128) as bx:
+                for i in T.Parallel(1024):
+                    if bx * 1024 + i < N_PAST_INT32:
+                        A[bx * 1024 + i] = T.int8(0)
+
+
+def typed(dtype):
+    @T.prim_func
+    def main(A: T.Tensor((64,), dtype), B: T.Tensor((64,), dtype)):
+        with T.Kernel(1, threads=32) as bx:
+            T.copy(A, B)
+    return main
+
+
+@pytest.mark.parametrize("target, dtype", [("cpu", "float8_e4m3fn"), ("cuda/sm_80", "float8_e4m3fn"),
+                                           ("hip/gfx942", "float8_e4m3fn"), ("cpu", "uint32"),
+                                           ("cuda/sm_90a", "uint32"), ("hip/gfx942", "uint32")])
+def test_dtype_the_target_lacks_is_a_capability_error(target, dtype):
+    from tilelang_core.transform.errors import CapabilityError
+
+    with pytest.raises(CapabilityError, match=rf"tensor A has dtype {dtype}, which {target}\S* does not support "
+                                              r"\(its dtypes: bool, int8"):
+        _lower(typed(dtype), target)
+
+
+def test_fp8_on_the_target_that_has_it_compiles():
+    _lower(typed("float8_e4m3fn"), "cuda/sm_90a")

@@ -38,9 +38,12 @@ def _backends_rows() -> list[dict]:
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
+    from ..plugin import get_plugin_manager
+
     rows = _backends_rows()
+    advice = get_plugin_manager().selection_advice()  # TILELANG_BACKENDS naming or leaving out backends
     if args.json:
-        print(json.dumps({"backends": rows}, indent=2))
+        print(json.dumps({"backends": rows, "selection": advice}, indent=2))
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -49,7 +52,8 @@ def cmd_backends(args: argparse.Namespace) -> int:
     for col in ("backend", "distribution", "version", "status", "target", "usable here", "why"):
         table.add_column(col, overflow="fold")
     if not rows:
-        table.add_row("-", "-", "-", "none installed", "-", "-", "install a backend package (tilelang-<kind>)")
+        table.add_row("-", "-", "-", "none loaded" if advice else "none installed", "-", "-",
+                      advice or "install a backend package (tilelang-<kind>)")
     for row in rows:
         if row["error"]:
             table.add_row(row["backend"], row["distribution"], row["version"], "[red]broken[/red]",
@@ -61,6 +65,8 @@ def cmd_backends(args: argparse.Namespace) -> int:
                           row["version"] if first else "", "loaded" if first else "",
                           t["target"], t["usable"], t["reason"])
     Console(width=max(140, Console().width)).print(table)
+    if advice and rows:
+        print(advice)
     return 0
 
 

@@ -61,15 +61,29 @@ _MEMO: KernelMemo = KernelMemo()
 _MEMO_LOCK = threading.Lock()
 
 
-def _normalize_out_idx(out_idx, n_params: int) -> tuple[int, ...]:
+def _normalize_out_idx(out_idx, func) -> tuple[int, ...]:
+    """`out_idx` as sorted positions of `func`'s tensor parameters; a clear error for anything
+    else (not ints, out of range, a scalar parameter)."""
+    from tvm import tirx as tir
+
     if out_idx is None:
         return ()
-    items = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    params = list(func.params)
+    names = ", ".join(f"{n}: {p.name}" for n, p in enumerate(params))
+    items = [out_idx] if isinstance(out_idx, int) else out_idx
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        items = [items]
     out = []
     for i in items:
-        j = i + n_params if i < 0 else i
-        if not 0 <= j < n_params:
-            raise ValueError(f"out_idx {i} is out of range for a kernel with {n_params} parameters")
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise TypeError(f"out_idx: {i!r} is not a parameter position; pass an int or a list of ints "
+                            f"(-1 is the last parameter; the parameters are {names})")
+        j = i + len(params) if i < 0 else i
+        if not 0 <= j < len(params):
+            raise ValueError(f"out_idx {i} is out of range for a kernel with {len(params)} parameters ({names})")
+        if not tir.is_buffer_var(params[j]):
+            raise ValueError(f"out_idx {i} names the scalar parameter {params[j].name!r}; outputs are tensors "
+                             f"the call allocates: name a tensor parameter ({names})")
         out.append(j)
     return tuple(sorted(set(out)))
 
@@ -207,6 +221,9 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
     from ..plugin import get_plugin_manager, hooks_for
     from .cache import KernelCache, cache_key, core_fingerprint
 
+    from .artifact import single_prim_func
+
+    func = single_prim_func(func, "compile")
     start = time.perf_counter()
     tgt = get_plugin_manager().parse_target(target)
     options = CompileOptions.from_pass_configs(pass_configs)
@@ -214,7 +231,7 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
         flags = (compile_flags,) if isinstance(compile_flags, str) else tuple(compile_flags)
         options = dataclasses.replace(options, extra_flags=options.extra_flags + flags)
     n_params = len(func.params)
-    outs = _normalize_out_idx(out_idx, n_params)
+    outs = _normalize_out_idx(out_idx, func)
     memo_key = (tvm_ffi.structural_hash(func), str(tgt), options, outs)
     with _MEMO_LOCK:
         hit = _MEMO.get(memo_key)

@@ -34,7 +34,11 @@ class CompiledArtifact:
     device_binary: bytes | None = None
 
 
-def _single_prim_func(func_or_mod):
+def single_prim_func(func_or_mod, caller: str = "lower"):
+    """The PrimFunc `func_or_mod` is or holds (an IRModule of one); a TypeError that says what
+    to pass for anything else (a plain Python function, a `@tilelang.jit` function, None)."""
+    import inspect
+
     from tvm import ir, tirx
 
     if isinstance(func_or_mod, tirx.PrimFunc):
@@ -42,10 +46,23 @@ def _single_prim_func(func_or_mod):
     if isinstance(func_or_mod, ir.IRModule):
         funcs = [f for _, f in func_or_mod.functions.items() if isinstance(f, tirx.PrimFunc)]
         if len(funcs) != 1:
-            raise ValueError(f"lower: the IRModule holds {len(funcs)} PrimFuncs; pass a module with exactly one, "
+            raise ValueError(f"{caller}: the IRModule holds {len(funcs)} PrimFuncs; pass a module with exactly one, "
                              "or the PrimFunc itself")
         return funcs[0]
-    raise TypeError(f"lower: expected a T.prim_func or an IRModule, got {type(func_or_mod).__name__}")
+    from .function import JITFunction
+
+    if isinstance(func_or_mod, JITFunction):
+        raise TypeError(f"{caller}: got the @tilelang.jit function {func_or_mod.orig_func.__qualname__}, which "
+                        f"compiles itself: call it with its arguments (kernel = {func_or_mod.orig_func.__name__}"
+                        f"(...)), or pass the T.prim_func it builds")
+    if inspect.isfunction(func_or_mod):
+        code = func_or_mod.__code__
+        raise TypeError(f"{caller}: got the plain Python function {func_or_mod.__qualname__} (defined at "
+                        f"{code.co_filename}:{code.co_firstlineno}), not a kernel; pass a T.prim_func: decorate "
+                        f"the kernel with @T.prim_func, or call the function that returns one (e.g. "
+                        f"{caller}(matmul(1024, 1024, 1024)))")
+    raise TypeError(f"{caller}: expected a T.prim_func or an IRModule, got {type(func_or_mod).__name__}; "
+                    f"pass a kernel decorated with @T.prim_func")
 
 
 def lower(func_or_mod, target: Any = "auto", target_host: Any = None, runtime_only: bool = False,
@@ -65,7 +82,7 @@ def lower(func_or_mod, target: Any = "auto", target_host: Any = None, runtime_on
     from .api import lower as run_pipeline
     from .options import CompileOptions
 
-    func = _single_prim_func(func_or_mod)
+    func = single_prim_func(func_or_mod)
     tgt = get_plugin_manager().parse_target(target)
     options = CompileOptions()
     hooks = hooks_for(tgt)

@@ -19,6 +19,7 @@ from tilelang_core.ir.imports import hoist_import_sources
 
 from . import kernel as _kernel
 from .bindings import bind_thread_loops
+from .parse_checks import checked_stores, hint_for
 
 __all__ = ["KernelSyntaxError", "prim_func"]
 
@@ -36,11 +37,12 @@ def _parse(func: Callable, outer_stack: list, check_well_formed: bool) -> PrimFu
     utils.resolve_closure_vars(func, extra_vars, outer_stack)
     _kernel._kernel_stack().clear()  # pylint: disable=protected-access
     try:
-        result = parse(func, extra_vars, check_well_formed=check_well_formed)
+        with checked_stores():
+            result = parse(func, extra_vars, check_well_formed=check_well_formed)
     except KernelSyntaxError:
         raise
     except DiagnosticError as err:
-        raise KernelSyntaxError(str(err)) from None
+        raise KernelSyntaxError(str(err) + hint_for(str(err))) from None
     except OSError as err:
         raise OSError(
             f"T.prim_func: cannot read the source of {func.__qualname__} ({err}); TVMScript "

@@ -88,6 +88,8 @@ class PluginManager:
         self.registry = TargetRegistry()
         self.registry.manager = self
         self.backends: dict[str, BackendInfo] = {}
+        self.left_out: list[str] = []  # installed entry points TILELANG_BACKENDS leaves out
+        self.not_installed: list[str] = []  # names TILELANG_BACKENDS asks for that none provides
         self._detections: list[Detection] | None = None
         self._language_names: tuple[dict, dict] | None = None
         self._load(entry_points)
@@ -98,8 +100,11 @@ class PluginManager:
         if entry_points is None:
             entry_points = list(metadata.entry_points(group=ENTRY_POINT_GROUP))
         wanted = env.enabled_backends()
+        if wanted is not None:
+            self.not_installed = [name for name in wanted if name not in {ep.name for ep in entry_points}]
         for ep in sorted(entry_points, key=lambda e: e.name):
             if wanted is not None and ep.name not in wanted:
+                self.left_out.append(ep.name)
                 continue
             dist = getattr(ep, "dist", None)
             info = BackendInfo(
@@ -164,6 +169,26 @@ class PluginManager:
             self.registry._current_name = ""
         info.kinds = sorted(set(self.registry.kinds) - before)
 
+    def selection_advice(self, kind: str | None = None) -> str:
+        """What `TILELANG_BACKENDS` has to do with a missing target kind (`kind`, or any when
+        None): names it asks for that no installed backend provides, and the installed
+        backend(s) it leaves out, with the setting that loads them. "" when it plays no part."""
+        wanted = env.enabled_backends()
+        if wanted is None:
+            return ""
+        setting = f"TILELANG_BACKENDS={','.join(wanted)}"
+        installed = sorted(set(self.backends) | set(self.left_out))
+        parts = []
+        if self.not_installed:
+            parts.append(f"{setting} names {', '.join(repr(n) for n in self.not_installed)}, which no installed "
+                         f"backend provides (installed: {', '.join(installed) or 'none'})")
+        left_out = [n for n in self.left_out if kind is None or n == kind]
+        if left_out:
+            keep = [n for n in wanted if n not in self.not_installed]
+            parts.append(f"{setting} leaves out the installed backend(s) {', '.join(left_out)}: set "
+                         f"TILELANG_BACKENDS={','.join(keep + left_out)}, or unset it to load every installed backend")
+        return "; ".join(parts) + "." if parts else ""
+
     # -- dispatch --------------------------------------------------------------------------
 
     def hook_for(self, target: Target | str, name: str):
@@ -211,10 +236,12 @@ class PluginManager:
         """The usable target with a device and the highest priority; CPU last."""
         candidates = [d for d in self.detections() if d.device and d.kind in self.registry.kinds]
         if not candidates:
+            advice = self.selection_advice()
             raise TargetError(
-                "target 'auto' found no usable device; installed kinds: "
+                "target 'auto' found no usable device; loaded kinds: "
                 + (", ".join(sorted(self.registry.kinds)) or "none")
-                + ". Install a backend with a usable device, or name a target explicitly."
+                + ". " + (advice + " " if advice else "Install a backend with a usable device, or ")
+                + ("name a target explicitly." if not advice else "Or name a target explicitly.")
             )
         best = max(candidates, key=lambda d: d.priority)
         caps = best.capabilities or self.registry.kinds[best.kind].archs[best.arch]

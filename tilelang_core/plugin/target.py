@@ -311,12 +311,16 @@ class TargetRegistry:
 
     def _parse_ours(self, text: str, opts: tuple, detected) -> Target:
         kind_name, _, arch = text.partition("/")
-        valid = ", ".join(sorted(self.kinds)) or "none (no backend is installed)"
+        valid = ", ".join(sorted(self.kinds)) or "none (no backend is loaded)"
         if kind_name not in self.kinds:
+            advice = self.manager.selection_advice(kind_name) if self.manager is not None else ""
+            if self.manager is None or kind_name not in self.manager.left_out:
+                advice = (f"{advice} " if advice else "") + (
+                    f"Install the backend for {kind_name!r} (e.g. pip install tilelang-{kind_name}) "
+                    f"or check `tilelang backends`.")
             raise TargetError(
                 f"unknown target kind {kind_name!r} in {text!r}. Valid kinds: {valid}, or 'auto'. "
-                f"Install the backend for {kind_name!r} (e.g. pip install tilelang-{kind_name}) "
-                f"or check `tilelang backends`. " + self._known()
+                f"{advice} " + self._known()
             )
         kind = self.kinds[kind_name]
         if not arch:

@@ -210,7 +210,20 @@ class Kernel:
         """The first tensor argument: what new outputs and workspaces copy their array
         library and device from."""
         like = next((a for a in args if view_of(a) is not None), None)
+        if like is not None:
+            slot = self._inputs[next(n for n, a in enumerate(args) if a is like)]
+            where = f"argument {self.meta.params[slot].name!r} (parameter {slot}) of {self.meta.entry}"
+            problem = self._placement_error(where, view_of(like))
+            if problem:
+                raise KernelCallError(problem)
         if like is None:
+            for slot, arg in zip(self._inputs, args):  # a tensor parameter given something else
+                param = self.meta.params[slot]
+                if param.kind == "tensor":
+                    raise KernelCallError(
+                        f"argument {param.name!r} (parameter {slot}) of {self.meta.entry}: expected a tensor "
+                        f"(NumPy array or torch tensor), got {type(arg).__name__}; convert it first (np.asarray(x, "
+                        f"dtype=np.{param.dtype}) or torch.tensor(...))")
             raise KernelCallError(f"{self.meta.entry}: cannot allocate {what} without a tensor input to copy "
                                   "the array library and device from")
         return like
@@ -274,11 +287,9 @@ class Kernel:
                 raise KernelCallError(f"{where}: expected shape {_fmt(param.shape)}, got {view.shape} (dim {dim}: expected {want_value}, got {got})")
         if view.dtype != param.dtype:
             raise KernelCallError(f"{where}: expected dtype {param.dtype}, got {view.dtype}")
-        if view.device_type != self.runtime.dlpack_device_type:
-            raise KernelCallError(
-                f"{where}: the kernel runs on {self.meta.target} and needs a tensor on its device "
-                f"(DLPack device type {self.runtime.dlpack_device_type}), got one with DLPack device "
-                f"type {view.device_type}; move it there first (e.g. tensor.to(device))")
+        problem = self._placement_error(where, view)
+        if problem:
+            raise KernelCallError(problem)
         if param.strides is None and not is_contiguous(view):
             raise KernelCallError(f"{where}: expected a contiguous row-major tensor, got strides {view.strides}; pass .contiguous() / np.ascontiguousarray(...)")
         self._check_writable(index, where, arg)
@@ -292,6 +303,17 @@ class Kernel:
                     f"(at most {INDEX_MAX}: symbolic dims and element offsets are int32); split it into "
                     f"pieces of at most {INDEX_MAX} elements and call the kernel on each")
         return self._aligned(where, view.data_ptr)
+
+    def _placement_error(self, where: str, view) -> str | None:
+        """Why the kernel cannot use the memory of `view`: no storage, or another device."""
+        if not view.data_ptr and all(view.shape):
+            return (f"{where}: the tensor has no storage (data pointer 0, e.g. a torch 'meta' tensor); pass a "
+                    f"tensor with data on the device of {self.meta.target}")
+        if view.device_type != self.runtime.dlpack_device_type:
+            return (f"{where}: the kernel runs on {self.meta.target} and needs a tensor on its device "
+                    f"(DLPack device type {self.runtime.dlpack_device_type}), got one with DLPack device "
+                    f"type {view.device_type}; move it there first (e.g. tensor.to(device))")
+        return None
 
     def _check_writable(self, index: int, where: str, arg: Any) -> None:
         """A tensor the kernel writes must accept writes (a read-only NumPy array, one over
@@ -438,6 +460,8 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
             # get_device() is an int (-1 on the host): cheaper than building a device object
             env[f"V{index}"] = arg.get_device()
             checks.append(f"{name}.get_device() == V{index}")
+            if env[f"V{index}"] < 0:  # 'meta' tensors report -1 too, and have no storage
+                checks.append(f"not {name}.is_meta")
             pointers.append(f"{name}.data_ptr()")
         if kernel._alignment > 1:
             checks.append(f"({pointers[-1]}) % {kernel._alignment} == 0")

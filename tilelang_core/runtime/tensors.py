@@ -95,7 +95,10 @@ def torch_device(tensor: Any) -> tuple[int, int]:
     device = tensor.device
     found = _TORCH_DEVICES.get(device)
     if found is None:
-        raw = tensor.__dlpack_device__() if hasattr(tensor, "__dlpack_device__") else (1, 0)
+        try:
+            raw = tensor.__dlpack_device__() if hasattr(tensor, "__dlpack_device__") else (1, 0)
+        except (RuntimeError, ValueError):  # a device DLPack cannot name ('meta'): no kernel's device
+            raw = (0, 0)
         found = _TORCH_DEVICES[device] = (int(raw[0]), int(raw[1]))
     return found
 

@@ -5,7 +5,7 @@ After: unchanged IR, or a `TileLangCompileError` / `CapabilityError` naming the 
 was seen and what to do: a dtype the target lacks, too many threads per block, explicit
 thread indices mixed with tile ops on a block-serial target, and the value checks of
 `check_values` (launch parameters, nested kernels, indices out of static bounds, lossy
-tile-op conversions). One rewrite: on a block-serial target a kernel written without
+tile-op conversions and plain stores). One rewrite: on a block-serial target a kernel written without
 `with T.Kernel(...)` (TileLang accepts that for CPU targets) runs as one block of one thread,
 so its body is wrapped in that launch frame.
 """
@@ -14,7 +14,8 @@ from __future__ import annotations
 from tvm import tirx as tir
 
 from ..ir import SCOPE_BARRIER, TileOp, is_tile_op, source_of
-from .check_values import check_constant_bounds, check_launch_parameters, check_lossy_tile_ops
+from .check_values import (check_constant_bounds, check_launch_parameters, check_lossy_stores,
+                           check_lossy_tile_ops, check_shapes)
 from .errors import CapabilityError, TileLangCompileError
 from .irutil import walk
 from .kernel_info import launch_info
@@ -46,8 +47,10 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
 
     _check_layout_annotations(func)
     check_launch_parameters(func)
+    check_shapes(func)
     check_constant_bounds(func)
     check_lossy_tile_ops(func)
+    check_lossy_stores(func)
     info = launch_info(func)
     if not info.extents:
         if caps.execution_model != "block-serial":
@@ -60,7 +63,9 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     if threads > caps.max_threads_per_block:
         raise CapabilityError(
             f"T.Kernel asks for {threads} threads per block; {ctx.target} allows at most "
-            f"{caps.max_threads_per_block} (capability max_threads_per_block)", _kernel_line(func))
+            f"{caps.max_threads_per_block} (capability max_threads_per_block); pass threads= of at most "
+            f"{caps.max_threads_per_block} (the product, for a tuple) and give each thread more work",
+            _kernel_line(func))
     if caps.execution_model == "block-serial":
         _check_explicit_threads(func, info)
     return func

@@ -1,6 +1,7 @@
 """Checks of the values a kernel states, run by the `check` pass on the tile IR from the parser.
 
 Each raises `TileLangCompileError` at the user's line, naming the value seen and the fix:
+- shapes: no static dimension of a tensor parameter or an allocation is negative;
 - launch parameters: every `T.Kernel` extent and `threads=` at least 1, `num_stages` of
   `T.Pipelined` at least 0, no `T.Kernel` inside another;
 - indices the compiler can bound: an unguarded store or load whose index, over the constant
@@ -10,7 +11,14 @@ Each raises `TileLangCompileError` at the user's line, naming the value seen and
   left to run time;
 - lossy conversions a tile op would make silently: `T.copy` from floats into integers, or
   into a narrower integer type, and `T.gemm` of float operands into an integer accumulator.
-  Float-to-float copies (fp32 -> fp16, as TileLang allows) and widening integer copies pass.
+  Float-to-float copies (fp32 -> fp16, as TileLang allows) and widening integer copies pass;
+- the same rule for plain stores (`B[i] = A[i]`, `x = A[i]` into a `T.alloc_var`): the
+  parser converts a value to the buffer's dtype with a cast of its own, which carries no
+  source span (a cast the user wrote, `T.Cast`/`T.cast`/`.astype`, carries one). Such an
+  implicit float -> int conversion is refused; an implicit int -> narrower int one is refused
+  unless the value's range, over the constant loop and launch ranges, fits the destination
+  (`B_int8[i] = i` with `i` in 0..63 passes). Int -> float, float -> narrower float and
+  widening conversions pass.
 """
 from __future__ import annotations
 
@@ -22,7 +30,8 @@ from ..ir import TileOp, is_tile_op, source_of
 from .errors import TileLangCompileError
 from .irutil import walk
 
-__all__ = ["check_launch_parameters", "check_constant_bounds", "check_lossy_tile_ops"]
+__all__ = ["check_launch_parameters", "check_shapes", "check_constant_bounds", "check_lossy_tile_ops",
+           "check_lossy_stores"]
 
 _ANN_NUM_STAGES = "num_stages"
 
@@ -67,14 +76,33 @@ def check_launch_parameters(func: tir.PrimFunc) -> None:
     visit(func.body, {})
 
 
+def check_shapes(func: tir.PrimFunc) -> None:
+    """No negative static dimension in a tensor parameter or an allocation."""
+
+    def check(buffer, where) -> None:
+        shape = _static_shape(buffer)
+        for dim, size in enumerate(shape):
+            if size is not None and size < 0:
+                raise TileLangCompileError(
+                    f"{buffer.name} has shape {tuple(d if d is not None else '?' for d in shape)}: dim {dim} is "
+                    f"{size}, and a dimension cannot be negative; give it a size of 0 or more", where)
+
+    lines: list = []  # the kernel's first line that has one (the function has no span of its own)
+    walk(func.body, lambda node: lines.append(source_of(node)), (tir.AttrStmt, tir.BufferStore))
+    where = source_of(func) or next((line for line in lines if line), None)
+    for param in func.params:
+        if tir.is_buffer_var(param):
+            check(param, where)
+    walk(func.body, lambda node: check(node.buffer, source_of(node)), (tir.AllocBuffer,))
+
+
 def _children(stmt) -> list:
     if isinstance(stmt, tir.SeqStmt):
         return list(stmt.seq)
     if isinstance(stmt, tir.IfThenElse):
         return [stmt.then_case] + ([stmt.else_case] if stmt.else_case is not None else [])
-    if isinstance(stmt, (tir.For, tir.While, tir.AttrStmt)):
-        return [stmt.body]
-    return []
+    body = getattr(stmt, "body", None)  # For, While, AttrStmt, LetStmt
+    return [body] if isinstance(body, tir.Stmt) else []
 
 
 def _static_shape(buffer) -> list[int | None]:
@@ -103,16 +131,59 @@ def _has_conditional(expr) -> bool:
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 
 
+def _has_opaque(expr) -> bool:
+    """Whether `expr` holds a load or a call (shifts, intrinsics): values the analyzer
+    bounds by their whole type, not by the ranges of the loop variables."""
+    if isinstance(expr, (ir.TensorLoad, ir.Call)):
+        return True
+    found = []
+    walk(expr, found.append, (ir.TensorLoad, ir.Call))
+    return bool(found)
+
+
+class _Ranges:
+    """The constant ranges of the loop and launch variables around a statement: an analyzer
+    bound with them, and how each was set (for messages)."""
+
+    def __init__(self) -> None:
+        self.ana = Analyzer()
+        self.known: dict[int, str] = {}  # var handle -> how its range was set
+
+    def bind(self, var, low: int, extent: int, how: str) -> None:
+        dtype = str(var.ty.dtype)
+        self.ana.bind(var, ir.Range.from_min_extent(tir.IntImm(dtype, low), tir.IntImm(dtype, extent)), True)
+        self.known[var.__chandle__()] = f"{var.name} in {low}..{low + extent - 1} ({how})"
+
+    def walk(self, body, on_store) -> None:
+        """Call `on_store(store, guarded)` for every BufferStore of `body`, with the ranges of
+        its enclosing constant loops and launch indices bound; `guarded` under an `if`/`while`."""
+
+        def visit(stmt, guarded: bool) -> None:
+            if isinstance(stmt, tir.For):
+                low, extent = _int(stmt.min), _int(stmt.extent)
+                step = getattr(stmt, "step", None)
+                if low is not None and extent is not None and extent > 0 and (step is None or _int(step) == 1):
+                    self.bind(stmt.loop_var, low, extent, "loop")
+            elif isinstance(stmt, tir.AttrStmt) and stmt.attr_key == "thread_extent":
+                extent = _int(stmt.value)
+                if extent is not None and extent > 0:
+                    self.bind(stmt.node.var, 0, extent, stmt.node.thread_tag)
+            elif isinstance(stmt, (tir.IfThenElse, tir.While)):
+                guarded = True
+            elif isinstance(stmt, tir.BufferStore):
+                on_store(stmt, guarded)
+                return
+            for child in _children(stmt):
+                visit(child, guarded)
+
+        visit(body, False)
+
+
 def check_constant_bounds(func: tir.PrimFunc) -> None:
     """Unguarded accesses whose index range, over constant loop and launch ranges, leaves a
     static buffer dimension."""
-    ana = Analyzer()
-    known: dict[int, str] = {}  # var handle -> how its range was set, for the message
-
-    def bind(var, low: int, extent: int, how: str) -> None:
-        dtype = str(var.ty.dtype)
-        ana.bind(var, ir.Range.from_min_extent(tir.IntImm(dtype, low), tir.IntImm(dtype, extent)), True)
-        known[var.__chandle__()] = f"{var.name} in {low}..{low + extent - 1} ({how})"
+    ranges = _Ranges()
+    ana, known = ranges.ana, ranges.known
 
     def check_access(buffer, indices, node, kind: str) -> None:
         shape = _static_shape(buffer)
@@ -126,8 +197,8 @@ def check_constant_bounds(func: tir.PrimFunc) -> None:
             low, high = int(bound.min_value), int(bound.max_value)
             if 0 <= low and high < size:
                 continue
-            if low <= _INT32_MIN or high >= _INT32_MAX:
-                continue  # a bound as wide as the integer type: something in the index is not known statically
+            if (low <= _INT32_MIN or high >= _INT32_MAX) and _has_opaque(index):
+                continue  # a bound as wide as the integer type: a load or call in the index is not known statically
             seen = str(low) if low == high else f"{low}..{high}"
             ranges = "; ".join(dict.fromkeys(known[v.__chandle__()] for v in variables))
             extent = f"{buffer.name} has shape {tuple(shape)}, so dim {dim} takes 0..{size - 1}"
@@ -145,32 +216,12 @@ def check_constant_bounds(func: tir.PrimFunc) -> None:
         for load in loads:
             check_access(load.source, load.indices, node, "read of")
 
-    def visit(stmt, guarded: bool) -> None:
-        if isinstance(stmt, tir.For):
-            low, extent = _int(stmt.min), _int(stmt.extent)
-            step = getattr(stmt, "step", None)
-            if low is not None and extent is not None and extent > 0 and (step is None or _int(step) == 1):
-                bind(stmt.loop_var, low, extent, "loop")
-            visit(stmt.body, guarded)
-            return
-        if isinstance(stmt, tir.AttrStmt) and stmt.attr_key == "thread_extent":
-            extent = _int(stmt.value)
-            if extent is not None and extent > 0:
-                bind(stmt.node.var, 0, extent, stmt.node.thread_tag)
-            visit(stmt.body, guarded)
-            return
-        if isinstance(stmt, (tir.IfThenElse, tir.While)):
-            for child in _children(stmt):
-                visit(child, True)
-            return
-        if isinstance(stmt, tir.BufferStore) and not guarded:
+    def on_store(stmt, guarded: bool) -> None:
+        if not guarded:
             check_access(stmt.buffer, stmt.indices, stmt, "write to")
             check_loads(stmt.value, stmt)
-            return
-        for child in _children(stmt):
-            visit(child, guarded)
 
-    visit(func.body, False)
+    ranges.walk(func.body, on_store)
 
 
 def _dtype(region) -> str:
@@ -180,7 +231,8 @@ def _dtype(region) -> str:
 def _lossy(src: str, dst: str) -> str | None:
     """Why converting `src` values to `dst` loses them silently, or None."""
     if _is_float(src) and _is_int(dst):
-        return "float values are truncated toward zero and wrap when out of range (130.0 -> int8 gives -126)"
+        example = " (130.0 -> int8 gives -126)" if dst == "int8" else ""
+        return f"float values are truncated toward zero (2.7 -> 2) and wrap outside {dst}'s range{example}"
     if _is_int(src) and _is_int(dst) and _bits(dst) < _bits(src):
         return f"{src} values outside {dst}'s range wrap"
     return None
@@ -224,3 +276,39 @@ def check_lossy_tile_ops(func: tir.PrimFunc) -> None:
                     f"\"float32\")) and convert the result explicitly, or pass integer operands", op.source)
 
     walk(func.body, visit, (tir.Evaluate,))
+
+
+def check_lossy_stores(func: tir.PrimFunc) -> None:
+    """Plain stores whose value the parser converted implicitly, losing values (see the module
+    docstring): float -> int, and int -> narrower int unless the value's range fits."""
+    ranges = _Ranges()
+
+    def on_store(stmt, guarded: bool) -> None:
+        value = stmt.value
+        if not isinstance(value, tir.Cast) or value.span is not None or source_of(stmt) is None:
+            return  # a cast the user wrote, no cast, or a store the compiler generated
+        src, dst = str(value.value.ty.dtype), str(value.ty.dtype)
+        why = _lossy(src, dst)
+        if why is None:
+            return
+        if _is_int(src):
+            bound = ranges.ana.const_int_bound(value.value)
+            if _fits(bound, dst):
+                return
+            low, high = int(bound.min_value), int(bound.max_value)
+            if low > _INT32_MIN and high < _INT32_MAX:
+                why += f" (this value spans {low}..{high})"
+        name = stmt.buffer.name
+        raise TileLangCompileError(
+            f"the store into {name} ({dst}) converts the {src} value implicitly and loses values: {why}; "
+            f"write the conversion where you mean it, {name}[...] = T.Cast(\"{dst}\", ...) after rounding "
+            f"or clamping, or store into a {src} buffer", source_of(stmt))
+
+    ranges.walk(func.body, on_store)
+
+
+def _fits(bound, dtype: str) -> bool:
+    """Whether a constant integer bound lies inside `dtype`'s range."""
+    bits = _bits(dtype)
+    low, high = (0, 2 ** bits - 1) if dtype.startswith("uint") else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    return low <= int(bound.min_value) and int(bound.max_value) <= high

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from types import SimpleNamespace
 
 from tvm import ir, tirx
 
 from tilelang_core.codegen import CStyleCodegen, CodegenError
-from tilelang_core.codegen.analysis import THREAD_TAGS, buffer_info, dtype_of, iter_exprs
+from tilelang_core.codegen.analysis import THREAD_TAGS, buffer_info, dtype_of, iter_exprs, split_lanes
 from tilelang_core.codegen.cexpr import c_string_literal
 from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
+from tilelang_core.ir import source_of
 
 __all__ = ["CPUCodegen", "STACK_ARRAY_LIMIT", "STACK_TOTAL_LIMIT", "PARALLEL_MIN_WORK"]
 
@@ -301,9 +303,61 @@ class CPUCodegen(CStyleCodegen):
         if int(s.kind) == int(tirx.ForKind.VECTORIZED):
             self._simd_depth -= 1
 
+    # Integer division traps on the host (SIGFPE, which kills the caller's process) when the
+    # divisor is 0, or -1 with the most negative dividend. A divisor that is not provably
+    # positive goes through tl_cpu_divisor_*, which records the fault (the call then fails
+    # like a device assertion, naming the line) and divides by 1 instead of trapping.
+    def _div(self, e):
+        return super()._div(self._checked_divisor(e))
+
+    def _mod(self, e):
+        return super()._mod(self._checked_divisor(e))
+
+    def _floordiv(self, e):
+        return super()._floordiv(self._checked_divisor(e))
+
+    def _floormod(self, e):
+        return super()._floormod(self._checked_divisor(e))
+
+    _DIVISIONS = (tirx.Div, tirx.Mod, tirx.FloorDiv, tirx.FloorMod)
+
+    def _analyze(self, body) -> None:
+        super()._analyze(body)
+        # a division that may trap fails the kernel like an assertion: reset and report the
+        # status (decided before the prologue is printed)
+        if any(isinstance(e, self._DIVISIONS) and self._integer_divisor_may_trap(e) for e in iter_exprs(body)):
+            self.used_helpers.add("assert")
+
+    def _integer_divisor_may_trap(self, e) -> bool:
+        """An integer division whose divisor is not a constant other than 0 and -1."""
+        base, lanes = split_lanes(self.value_dtype(dtype_of(e)))
+        if lanes != 1 or not base.startswith(("int", "uint")):
+            return False
+        return not isinstance(e.b, tirx.IntImm) or int(e.b.value) in (0, -1)
+
+    def _checked_divisor(self, e):
+        """`e` with its divisor wrapped in tl_cpu_divisor_* when it may trap; else `e`."""
+        if not self._integer_divisor_may_trap(e):
+            return e
+        if not isinstance(e.b, tirx.IntImm):
+            try:
+                if self.analyzer.can_prove(e.b > 0):
+                    return e
+            except Exception:  # noqa: BLE001 - unprovable: keep the check
+                pass
+        base = split_lanes(self.value_dtype(dtype_of(e)))[0]
+        suffix = {"int64": "i64", "uint64": "u64", "uint32": "u32"}.get(base, "i32")
+        self.used_helpers.add("assert")  # the kernel returns tl_cpu_status()
+        call = tirx.call_extern(base, f"tl_cpu_divisor_{suffix}", e.a, e.b, ir.StringImm(self._where()))
+        return type(e)(e.a, call)
+
+    def _where(self) -> str:
+        """`file:line` of the statement being printed, or the kernel's name."""
+        found = source_of(SimpleNamespace(span=self._span))  # a T.macro's code carries a SequentialSpan
+        return f"{found[0]}:{found[1]}" if found else self.entry
+
     def emit_assert(self, cond, message: str) -> None:
-        span = self._span
-        where = f"{span.source_name.name}:{span.line}" if span is not None and span.source_name else self.entry
+        where = self._where()
         if re.match(r"\S+:\d+: ", message):  # the core already put the source line in front
             where = self.entry
         blocks = []

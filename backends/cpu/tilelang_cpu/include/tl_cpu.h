@@ -219,4 +219,30 @@ tl_cpu_fail(const char* where, const char* msg, int bx, int by, int bz) {
   }
 }
 
+/* ---- integer division: a divisor that would trap (SIGFPE) fails the kernel instead ------- */
+static void __attribute__((unused, noinline, cold)) tl_cpu_fault(const char* where, const char* msg) {
+  if (__atomic_exchange_n(&tl_cpu_error_flag_, 2, __ATOMIC_ACQ_REL) == 0) {
+    snprintf(tl_cpu_error_message_, sizeof(tl_cpu_error_message_), "%s: %s", where, msg);
+    __atomic_store_n(&tl_cpu_error_flag_, 1, __ATOMIC_RELEASE);
+  }
+}
+#define TL_CPU_DIVISOR(name, type, min)                                                        \
+  TL_HELPER type name(type a, type b, const char* where) {                                     \
+    if (__builtin_expect(b == 0, 0)) {                                                         \
+      tl_cpu_fault(where, "integer division by zero; make the divisor nonzero or guard the "   \
+                          "division with `if`");                                               \
+      return 1;                                                                                \
+    }                                                                                          \
+    if (__builtin_expect((type)-1 < 0 && b == (type)-1 && a == (min), 0)) {                    \
+      tl_cpu_fault(where, "integer division overflows: the most negative value divided by -1; " \
+                          "compute it in a wider type");                                       \
+      return 1;                                                                                \
+    }                                                                                          \
+    return b;                                                                                  \
+  }
+TL_CPU_DIVISOR(tl_cpu_divisor_i32, int32_t, INT32_MIN)
+TL_CPU_DIVISOR(tl_cpu_divisor_i64, int64_t, INT64_MIN)
+TL_CPU_DIVISOR(tl_cpu_divisor_u32, uint32_t, 0)
+TL_CPU_DIVISOR(tl_cpu_divisor_u64, uint64_t, 0)
+
 #endif /* TL_CPU_H_ */
