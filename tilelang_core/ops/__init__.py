@@ -3,7 +3,11 @@ dtype, compiled once per (problem, target) and kept, called with NumPy arrays or
 (outputs on the inputs' device). `tilelang ops` lists them with their kernels and configs."""
 from .elementwise import bias_gelu, gelu, rope, silu, swiglu
 from .launch import OpError, explain
+from .reduce import cumsum, max, mean, min, sum, topk
 from .registry import ConfigRule, Operator, OpConfigError, get, operators
+from .rows import add_rms_norm, cross_entropy, layer_norm, log_softmax, quantize_per_token, rms_norm, softmax
 
 __all__ = ["OpError", "OpConfigError", "ConfigRule", "Operator", "get", "operators", "explain",
-           "gelu", "silu", "bias_gelu", "swiglu", "rope"]
+           "gelu", "silu", "bias_gelu", "swiglu", "rope",
+           "softmax", "log_softmax", "layer_norm", "rms_norm", "add_rms_norm", "cross_entropy", "quantize_per_token",
+           "sum", "mean", "max", "min", "cumsum", "topk"]
