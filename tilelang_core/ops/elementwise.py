@@ -182,9 +182,9 @@ for _name, _fn, _bias, _ref, _summary in (
         ("silu", _silu, False, reference_silu, "SiLU x*sigmoid(x), elementwise"),
         ("bias_gelu", _gelu, True, reference_bias_gelu, "GELU(x + bias), bias broadcast over the last axis")):
     register(Operator(_name, _summary, {"vector": _unary_vector(_fn, _bias), "plain": _unary_plain(_fn, _bias)},
-                      _TABLE, _ref, _TUNE))
+                      _TABLE, _ref, (2,), {"N": 4096 * 4096, "C": 4096 if _bias else 1, "dtype": "float16"}, _TUNE))
 register(Operator("swiglu", "silu(gate) * up, elementwise", {"vector": _binary_vector, "plain": _binary_plain},
-                  _TABLE, reference_swiglu, _TUNE))
+                  _TABLE, reference_swiglu, (2,), {"N": 4096 * 11008, "dtype": "float16"}, _TUNE))
 
 
 # -- calls ----------------------------------------------------------------------------------
@@ -218,7 +218,7 @@ def _unary(name: str, x, bias=None, target=None):
     tgt = target_for([x, bias], target, name)
     from .registry import get
 
-    kernel, _, _ = kernel_for(get(name), tgt, {"N": int(flat.shape[0]), "C": channels, "dtype": dtype}, [2])
+    kernel, _, _ = kernel_for(get(name), tgt, {"N": int(flat.shape[0]), "C": channels, "dtype": dtype})
     return kernel(flat, bias).reshape(x.shape)
 
 
@@ -247,7 +247,7 @@ def swiglu(gate, up, target=None):
     tgt = target_for([gate, up], target, "swiglu")
     from .registry import get
 
-    kernel, _, _ = kernel_for(get("swiglu"), tgt, {"N": int(gate.reshape(-1).shape[0]), "dtype": dtype}, [2])
+    kernel, _, _ = kernel_for(get("swiglu"), tgt, {"N": int(gate.reshape(-1).shape[0]), "dtype": dtype})
     return kernel(gate.reshape(-1), up.reshape(-1)).reshape(gate.shape)
 
 
@@ -291,7 +291,8 @@ register(Operator("rope", "rotary position embedding (rotate-half) of x (batch, 
                   {"rows": _rope_kernel},
                   (ConfigRule("block-serial", {"block_rows": 64, "threads": 1}),
                    ConfigRule("simt", {"block_rows": 16, "warps": 4})),
-                  reference_rope, {"block_rows": (4, 8, 16, 32)}))
+                  reference_rope, (3,), {"rows": 4 * 2048 * 32, "dim": 128, "seq": 2048, "heads": 32, "dtype": "float16"},
+                  {"block_rows": (4, 8, 16, 32)}))
 
 
 def rope(x, cos, sin, target=None):
@@ -310,5 +311,5 @@ def rope(x, cos, sin, target=None):
     from .registry import get
 
     problem = {"rows": b * s * h, "dim": d, "seq": s, "heads": h, "dtype": dtype}
-    kernel, _, _ = kernel_for(get("rope"), tgt, problem, [3])
+    kernel, _, _ = kernel_for(get("rope"), tgt, problem)
     return kernel(x.reshape(b * s * h, d), contiguous(cos), contiguous(sin)).reshape(x.shape)

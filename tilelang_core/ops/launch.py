@@ -107,7 +107,7 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-def kernel_for(op: Operator, target, problem: Mapping[str, Any], out_idx: Sequence[int]):
+def kernel_for(op: Operator, target, problem: Mapping[str, Any]):
     """The compiled kernel of `op` for `problem` on `target` (compiled on first use, then kept
     in memory; the kernel cache keeps the binary on disk), with its config and the config's
     source."""
@@ -122,7 +122,7 @@ def kernel_for(op: Operator, target, problem: Mapping[str, Any], out_idx: Sequen
     config, source = resolve_config(op, target, problem, tuned)
     build = config["kernel"] if callable(config["kernel"]) else op.kernels[config["kernel"]]
     func = build(dict(problem), config)
-    kernel = compile_kernel(func, out_idx=list(out_idx), target=target)
+    kernel = compile_kernel(func, out_idx=list(op.outputs), target=target)
     entry = (kernel, config, source)
     with _LOCK:
         _KERNELS[key] = entry

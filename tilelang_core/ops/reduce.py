@@ -17,14 +17,16 @@ __all__ = ["sum", "mean", "max", "min", "cumsum", "topk"]
 
 CHUNK_TABLE = (
     ConfigRule("block-serial", {"block_M": 8, "block_N": 1024, "threads": 1}),
-    ConfigRule("simt", {"block_M": 1, "block_N": 2048, "warps": 8}),
+    # block_M 2 at least: a (1, block_N) fragment filled in a serial loop loses its declaration
+    # in the SIMT lowering ("buffer 'x' is used but not declared"), a core bug to fix there
+    ConfigRule("simt", {"block_M": 2, "block_N": 2048, "warps": 8}),
 )
-CHUNK_TUNE = {"block_M": (1, 2, 4), "block_N": (512, 1024, 2048, 4096), "warps": (4, 8)}
+CHUNK_TUNE = {"block_M": (2, 4), "block_N": (512, 1024, 2048, 4096), "warps": (4, 8)}
 
 
 def _reduce_kernel(problem: dict, config: dict):
     M, N, dtype, kind = problem["M"], problem["N"], problem["dtype"], problem["kind"]
-    bM = builtins.max(1, builtins.min(config["block_M"], M))
+    bM = config["block_M"]
     bN = builtins.min(config["block_N"], 1 << (N - 1).bit_length())
     reducer = {"sum": T.reduce_sum, "mean": T.reduce_sum, "max": T.reduce_max, "min": T.reduce_min}[kind]
     pad = {"sum": 0.0, "mean": 0.0, "max": -T.infinity("float32"), "min": T.infinity("float32")}[kind]
@@ -147,11 +149,14 @@ def reference_topk(x, k):
 
 for _kind in ("sum", "mean", "max", "min"):
     register(Operator(_kind, f"{_kind} over an axis (float32 accumulation)", {"chunks": _reduce_kernel},
-                      CHUNK_TABLE, reference_reduce(_kind), CHUNK_TUNE))
+                      CHUNK_TABLE, reference_reduce(_kind), (1,),
+                      {"M": 4096, "N": 4096, "dtype": "float16", "kind": _kind}, CHUNK_TUNE))
 register(Operator("cumsum", "inclusive prefix sum over an axis (optionally reversed)", {"chunks": _cumsum_kernel},
-                  CHUNK_TABLE, reference_cumsum, CHUNK_TUNE))
+                  CHUNK_TABLE, reference_cumsum, (1,), {"M": 4096, "N": 4096, "dtype": "float32", "reverse": False},
+                  CHUNK_TUNE))
 register(Operator("topk", "the k largest values of each row of the last axis and their indices",
-                  {"rows": _topk_kernel}, ROW_TABLE, reference_topk, ROW_TUNE))
+                  {"rows": _topk_kernel}, ROW_TABLE, reference_topk, (1, 2),
+                  {"M": 4096, "N": 1024, "dtype": "float32", "k": 8}, ROW_TUNE))
 
 
 def _reduce(kind: str, x, axis, keepdims: bool, target):
@@ -167,7 +172,7 @@ def _reduce(kind: str, x, axis, keepdims: bool, target):
         out_shape = tuple(out_shape)
     rows = contiguous(rows)
     problem = {"M": int(rows.shape[0]), "N": int(rows.shape[1]), "dtype": dtype, "kind": kind}
-    kernel, _, _ = kernel_for(get(kind), target_for([x], target, kind), problem, [1])
+    kernel, _, _ = kernel_for(get(kind), target_for([x], target, kind), problem)
     return kernel(rows).reshape(out_shape)
 
 
@@ -197,7 +202,7 @@ def cumsum(x, axis: int = -1, reverse: bool = False, target=None):
     ndim = len(x.shape)
     rows, shape = rows_of(x, axis)
     problem = {"M": int(rows.shape[0]), "N": int(rows.shape[1]), "dtype": dtype, "reverse": bool(reverse)}
-    kernel, _, _ = kernel_for(get("cumsum"), target_for([x], target, "cumsum"), problem, [1])
+    kernel, _, _ = kernel_for(get("cumsum"), target_for([x], target, "cumsum"), problem)
     return restore_axis(kernel(rows), shape, axis, ndim)
 
 
@@ -210,7 +215,7 @@ def topk(x, k: int, target=None):
         raise OpError(f"topk: k={k} must be between 1 and the last axis' length {n}")
     rows, shape = rows_of(x)
     problem = {"M": int(rows.shape[0]), "N": n, "dtype": dtype, "k": int(k)}
-    kernel, _, _ = kernel_for(get("topk"), target_for([x], target, "topk"), problem, [1, 2])
+    kernel, _, _ = kernel_for(get("topk"), target_for([x], target, "topk"), problem)
     values, indices = kernel(rows)
     out = tuple(shape[:-1]) + (int(k),)
     return values.reshape(out), indices.reshape(out)

@@ -10,11 +10,11 @@ order, each step overriding the one before:
 2. the owning backend's `tilelang_op_config` hook (a vendor's own table or kernel);
 3. a config found by `tilelang_core.ops.tune` for this problem on this target (kept on disk).
 
-A config's `warps` becomes `threads` (warps x the target's warp size, at most its block limit).
+A config's `warps` becomes `threads` (warps x the target's warp size, at most its block limit),
+and `max_warps` becomes `max_threads`.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -41,13 +41,19 @@ class ConfigRule:
 
 @dataclass(frozen=True)
 class Operator:
-    """One ready operator: kernels, config table, reference, and the candidate space to tune."""
+    """One ready operator: kernels, config table, reference, and the candidate space to tune.
+
+    `outputs` are the kernel parameters allocated per call (`out_idx`); `example` is a
+    representative problem (what `tilelang ops` shows configs for, and the compile tests build).
+    """
 
     name: str
     summary: str
     kernels: Mapping[str, Callable]
     table: tuple[ConfigRule, ...]
     reference: Callable
+    outputs: tuple[int, ...]
+    example: Mapping[str, Any]
     tune_space: Mapping[str, tuple] = field(default_factory=dict)
 
     @property
@@ -139,15 +145,7 @@ def resolve_config(op: Operator, target, problem: Mapping[str, Any], tuned: Mapp
         config.update(tuned)
         source += "+tuned"
     config.setdefault("kernel", next(iter(op.kernels)))
-    if "warps" in config:
-        config["threads"] = min(int(config.pop("warps")) * caps.warp_size, caps.max_threads_per_block)
+    for key in [k for k in config if k.endswith("warps")]:
+        config[key[:-5] + "threads"] = min(int(config.pop(key)) * caps.warp_size, caps.max_threads_per_block)
     return config, source
 
-
-def with_defaults(config: Mapping[str, Any], **defaults: Any) -> dict[str, Any]:
-    """`config` with `defaults` filled in where it says nothing."""
-    return {**defaults, **config}
-
-
-def replace(op: Operator, **changes: Any) -> Operator:
-    return dataclasses.replace(op, **changes)

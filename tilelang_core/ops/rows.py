@@ -15,29 +15,34 @@ __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "add_rms_norm", "
 
 FLOATS = ("float32", "float16", "bfloat16")
 LOG2E = 1.4426950408889634
+# the largest finite value of each quantized dtype
+QMAX = {"int8": 127.0, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0, "float8_e4m3fnuz": 240.0,
+        "float8_e5m2fnuz": 57344.0}
 
 # A row lives in registers: `elems_per_thread` elements per thread at most, `max_row` elements
 # per row at most (longer rows are refused with the reason).
 ROW_TABLE = (
-    ConfigRule("block-serial", {"block_M": 8, "threads": 1, "elems_per_thread": 1 << 20, "max_row": 1 << 16}),
-    ConfigRule("simt", {"block_M": 4, "warps": 4, "elems_per_thread": 16, "max_row": 16384}),
+    ConfigRule("block-serial", {"block_M": 8, "threads": 1, "max_threads": 1, "elems_per_thread": 1 << 20,
+                                "max_row": 1 << 16}),
+    ConfigRule("simt", {"block_M": 4, "warps": 4, "max_warps": 16, "elems_per_thread": 16, "max_row": 16384}),
 )
 ROW_TUNE = {"block_M": (1, 2, 4, 8), "warps": (2, 4, 8)}
 
 
 def row_launch(problem: dict, config: dict) -> tuple[int, int]:
-    """(block_M, threads) for rows of length N: at most `elems_per_thread` per thread, more
-    threads (up to the config's) before more rows per block."""
-    N, M = problem["N"], problem["M"]
+    """(block_M, threads) for rows of length N: at most `elems_per_thread` elements per
+    thread, so a long row gets more threads (up to `max_threads`) and then fewer rows per
+    block; a row too long for registers is refused."""
+    N = problem["N"]
     if N > config["max_row"]:
         raise OpError(f"rows of {N} elements exceed this target's row kernel ({config['max_row']} "
                       f"elements per row in registers); split the axis or reduce it in pieces")
-    threads = config["threads"]
-    block_M = max(1, min(config["block_M"], M))
-    if threads > 1:
-        while block_M > 1 and block_M * N > threads * config["elems_per_thread"]:
-            block_M //= 2
-    return block_M, threads
+    threads, ept, block_M = config["threads"], config["elems_per_thread"], config["block_M"]
+    while threads < config["max_threads"] and block_M * N > threads * ept:
+        threads *= 2
+    while block_M > 1 and block_M * N > threads * ept:
+        block_M //= 2
+    return block_M, min(threads, config["max_threads"])
 
 
 def move_axis_last(x, axis: int):
@@ -179,7 +184,7 @@ def _cross_entropy_kernel(problem: dict, config: dict):
 def _quantize_kernel(problem: dict, config: dict):
     """Per-row scale = absmax / qmax (at least `min_scale`); q = x / scale, rounded for ints."""
     M, N, dtype, qdtype = problem["M"], problem["N"], problem["dtype"], problem["qdtype"]
-    qmax = {"int8": 127.0, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}[qdtype]
+    qmax = QMAX[qdtype]
     integer = qdtype == "int8"
     bM, threads = row_launch(problem, config)
 
@@ -264,7 +269,7 @@ def reference_quantize_per_token(x, dtype="int8"):
     """(dequantized values q * scale, scale): comparing dequantized values checks q and scale."""
     np = _np()
     x = _f64(x)
-    qmax = {"int8": 127.0, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}[dtype]
+    qmax = QMAX[dtype]
     scale = np.maximum(np.abs(x).max(axis=-1), 1e-12) / qmax
     q = x / scale[..., None]
     if dtype == "int8":
@@ -272,19 +277,25 @@ def reference_quantize_per_token(x, dtype="int8"):
     return q * scale[..., None], scale
 
 
-register(Operator("softmax", "softmax over an axis", {"rows": _softmax_kernel}, ROW_TABLE, reference_softmax, ROW_TUNE))
+_ROWS = {"M": 4096, "N": 4096, "dtype": "float16"}
+register(Operator("softmax", "softmax over an axis", {"rows": _softmax_kernel}, ROW_TABLE, reference_softmax,
+                  (1,), {**_ROWS, "log": False}, ROW_TUNE))
 register(Operator("log_softmax", "log-softmax over an axis", {"rows": _softmax_kernel}, ROW_TABLE,
-                  reference_log_softmax, ROW_TUNE))
+                  reference_log_softmax, (1,), {**_ROWS, "log": True}, ROW_TUNE))
 register(Operator("layer_norm", "layer norm over the last axis, with weight and bias", {"rows": _norm_kernel},
-                  ROW_TABLE, reference_layer_norm, ROW_TUNE))
+                  ROW_TABLE, reference_layer_norm, (4, 5), {**_ROWS, "kind": "layer", "eps": 1e-5, "residual": False},
+                  ROW_TUNE))
 register(Operator("rms_norm", "RMS norm over the last axis, with weight", {"rows": _norm_kernel}, ROW_TABLE,
-                  reference_rms_norm, ROW_TUNE))
+                  reference_rms_norm, (4, 5), {**_ROWS, "kind": "rms", "eps": 1e-6, "residual": False}, ROW_TUNE))
 register(Operator("add_rms_norm", "RMS norm of x + residual (both returned), fused", {"rows": _norm_kernel},
-                  ROW_TABLE, reference_add_rms_norm, ROW_TUNE))
+                  ROW_TABLE, reference_add_rms_norm, (4, 5), {**_ROWS, "kind": "rms", "eps": 1e-6, "residual": True},
+                  ROW_TUNE))
 register(Operator("cross_entropy", "cross-entropy of logits against integer labels, per row or reduced",
-                  {"rows": _cross_entropy_kernel}, ROW_TABLE, reference_cross_entropy, ROW_TUNE))
+                  {"rows": _cross_entropy_kernel}, ROW_TABLE, reference_cross_entropy, (2,),
+                  {"M": 4096, "N": 8192, "dtype": "float16", "ignore_index": -100}, ROW_TUNE))
 register(Operator("quantize_per_token", "per-row (token) absmax scaling to int8 / fp8, with the scales",
-                  {"rows": _quantize_kernel}, ROW_TABLE, reference_quantize_per_token, ROW_TUNE))
+                  {"rows": _quantize_kernel}, ROW_TABLE, reference_quantize_per_token, (1, 2),
+                  {**_ROWS, "qdtype": "float8_e4m3fn"}, ROW_TUNE))
 
 
 # -- calls ----------------------------------------------------------------------------------
@@ -295,7 +306,7 @@ def _softmax(name: str, x, axis: int, target):
     ndim = len(x.shape)
     rows, shape = rows_of(x, axis)
     problem = {"M": int(rows.shape[0]), "N": int(rows.shape[1]), "dtype": dtype, "log": name == "log_softmax"}
-    kernel, _, _ = kernel_for(get(name), target_for([x], target, name), problem, [1])
+    kernel, _, _ = kernel_for(get(name), target_for([x], target, name), problem)
     return restore_axis(kernel(rows), shape, axis, ndim)
 
 
@@ -332,7 +343,7 @@ def _norm(op: str, x, residual, weight, bias, eps: float, kind: str, target):
                           f"{tuple(x.shape)} {dtype}")
         res_rows = contiguous(residual).reshape(m, n)
     problem = {"M": m, "N": n, "dtype": dtype, "kind": kind, "eps": float(eps), "residual": residual is not None}
-    kernel, _, _ = kernel_for(get(op), target_for([x, weight], target, op), problem, [4, 5])
+    kernel, _, _ = kernel_for(get(op), target_for([x, weight], target, op), problem)
     y, s = kernel(rows, rows if res_rows is None else res_rows, weight, weight if bias is None else bias)
     return y.reshape(shape), s.reshape(shape)
 
@@ -367,7 +378,7 @@ def cross_entropy(logits, labels, reduction: str = "mean", ignore_index: int = -
     m, n = (int(v) for v in logits.shape)
     problem = {"M": m, "N": n, "dtype": dtype, "ignore_index": int(ignore_index)}
     kernel, _, _ = kernel_for(get("cross_entropy"), target_for([logits, labels], target, "cross_entropy"),
-                              problem, [2])
+                              problem)
     loss = kernel(contiguous(logits), labels)
     if reduction == "none":
         return loss
@@ -382,17 +393,17 @@ def cross_entropy(logits, labels, reduction: str = "mean", ignore_index: int = -
 
 def quantize_per_token(x, dtype: str = "float8_e4m3fn", target=None):
     """Per-token (row of the last axis) quantization: (q, scale) with scale = absmax / qmax
-    (float32, one per row) and q = x / scale in `dtype` ("float8_e4m3fn", "float8_e5m2" or
-    "int8", rounded to nearest); x ~= q * scale."""
+    (float32, one per row) and q = x / scale in `dtype` ("float8_e4m3fn", "float8_e5m2", their
+    "fnuz" forms on targets that have those, or "int8", rounded to nearest); x ~= q * scale."""
     xdtype = check_dtype("quantize_per_token", "x", x, FLOATS)
-    if dtype not in ("int8", "float8_e4m3fn", "float8_e5m2"):
-        raise OpError(f"quantize_per_token: dtype {dtype!r} is not one of 'int8', 'float8_e4m3fn', 'float8_e5m2'")
+    if dtype not in QMAX:
+        raise OpError(f"quantize_per_token: dtype {dtype!r} is not one of {', '.join(QMAX)}")
     tgt = target_for([x], target, "quantize_per_token")
     if not tgt.capabilities.supports_dtype(dtype):
         raise OpError(f"quantize_per_token: {tgt} has no {dtype} (its capability table lists "
                       f"{', '.join(tgt.capabilities.dtypes)}); use dtype='int8' there")
     rows, shape = rows_of(x)
     problem = {"M": int(rows.shape[0]), "N": int(rows.shape[1]), "dtype": xdtype, "qdtype": dtype}
-    kernel, _, _ = kernel_for(get("quantize_per_token"), tgt, problem, [1, 2])
+    kernel, _, _ = kernel_for(get("quantize_per_token"), tgt, problem)
     q, scale = kernel(rows)
     return q.reshape(shape), scale.reshape(shape[:-1])
