@@ -7,9 +7,10 @@ from .gemm import batched_gemm, conv2d, dequantize_gemv, gemm, grouped_gemm
 from .launch import OpError, explain
 from .reduce import cumsum, max, mean, min, sum, topk
 from .registry import ConfigRule, Operator, OpConfigError, get, operators
+from .tune import tune
 from .rows import add_rms_norm, cross_entropy, layer_norm, log_softmax, quantize_per_token, rms_norm, softmax
 
-__all__ = ["OpError", "OpConfigError", "ConfigRule", "Operator", "get", "operators", "explain",
+__all__ = ["OpError", "OpConfigError", "ConfigRule", "Operator", "get", "operators", "explain", "tune",
            "gelu", "silu", "bias_gelu", "swiglu", "rope",
            "softmax", "log_softmax", "layer_norm", "rms_norm", "add_rms_norm", "cross_entropy", "quantize_per_token",
            "sum", "mean", "max", "min", "cumsum", "topk",

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 from .registry import Operator, resolve_config
 
 __all__ = ["OpError", "target_for", "kernel_for", "contiguous", "library", "dtype_of", "check_dtype",
-           "tuned_configs", "explain"]
+           "tuned_configs", "store_tuned", "explain", "capture", "Captured"]
 
 
 class OpError(ValueError):
@@ -97,6 +97,36 @@ def target_for(arrays: Sequence[Any], target: Any = None, op: str = "op"):
 
 _KERNELS: dict[tuple, tuple[Any, dict, str]] = {}
 _LOCK = threading.Lock()
+_CAPTURE = threading.local()
+
+
+class Captured(Exception):
+    """Raised inside an operator call run by `capture`: the call stopped before its launch."""
+
+
+class _Recorder:
+    def __init__(self, op: Operator, target, problem: Mapping[str, Any]) -> None:
+        self.op, self.target, self.problem, self.inputs = op, target, dict(problem), None
+
+    def __call__(self, *inputs: Any) -> Any:
+        self.inputs = inputs
+        raise Captured()
+
+
+def capture(call, *args: Any, **kwargs: Any) -> _Recorder:
+    """Run an operator call up to its kernel launch: what it would launch (operator, target,
+    problem) and with which inputs, without launching (for `tune`)."""
+    _CAPTURE.recorder = None
+    _CAPTURE.active = True
+    try:
+        call(*args, **kwargs)
+    except Captured:
+        pass
+    finally:
+        _CAPTURE.active = False
+    if _CAPTURE.recorder is None or _CAPTURE.recorder.inputs is None:
+        raise OpError(f"{getattr(call, '__name__', call)} launched no kernel to capture")
+    return _CAPTURE.recorder
 
 
 def _freeze(value: Any) -> Any:
@@ -110,7 +140,10 @@ def _freeze(value: Any) -> Any:
 def kernel_for(op: Operator, target, problem: Mapping[str, Any]):
     """The compiled kernel of `op` for `problem` on `target` (compiled on first use, then kept
     in memory; the kernel cache keeps the binary on disk), with its config and the config's
-    source."""
+    source. Under `capture`, a recorder that stops the call at its launch."""
+    if getattr(_CAPTURE, "active", False):
+        _CAPTURE.recorder = _Recorder(op, target, problem)
+        return _CAPTURE.recorder, {}, "capture"
     key = (op.name, str(target), _freeze(problem))
     with _LOCK:
         hit = _KERNELS.get(key)

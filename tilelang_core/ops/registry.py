@@ -58,7 +58,7 @@ class Operator:
 
     @property
     def config_keys(self) -> frozenset[str]:
-        keys = {"kernel"}
+        keys = {"kernel", "threads"}
         for rule in self.table:
             keys.update(rule.config)
         return frozenset(keys)
