@@ -245,8 +245,8 @@ CASES = {
 def _host(y):
     if hasattr(y, "detach"):
         y = y.detach().cpu()
-        if str(y.dtype) == "torch.bfloat16":
-            y = y.float()
+        if str(y.dtype) in ("torch.bfloat16",) or "float8" in str(y.dtype):
+            y = y.float()  # no NumPy dtype of its own
         return y.numpy()
     return np.asarray(y)
 
