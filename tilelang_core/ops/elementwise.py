@@ -11,7 +11,7 @@ import math
 from typing import Any, Callable
 
 from .. import language as T
-from .launch import OpError, check_dtype, contiguous, kernel_for, target_for
+from .launch import OpError, aligned, check_dtype, contiguous, kernel_for, target_for
 from .registry import ConfigRule, Operator, register
 
 __all__ = ["gelu", "silu", "bias_gelu", "swiglu", "rope"]
@@ -188,17 +188,6 @@ register(Operator("swiglu", "silu(gate) * up, elementwise", {"vector": _binary_v
 
 
 # -- calls ----------------------------------------------------------------------------------
-
-
-def aligned(x):
-    """`x` row-major with a 16-byte aligned data pointer (the vector kernels' 16-byte
-    accesses need it): `x` itself, or a copy of an offset view."""
-    from ..runtime.tensors import view_of
-
-    x = contiguous(x)
-    if view_of(x).data_ptr % 16:
-        x = x.clone() if hasattr(x, "clone") else x.copy()
-    return x
 
 
 def _unary(name: str, x, bias=None, target=None):

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from .registry import Operator, resolve_config
 
-__all__ = ["OpError", "target_for", "kernel_for", "contiguous", "library", "dtype_of", "check_dtype",
+__all__ = ["OpError", "target_for", "kernel_for", "contiguous", "aligned", "library", "dtype_of", "check_dtype",
            "tuned_configs", "store_tuned", "explain", "capture", "Captured"]
 
 
@@ -43,6 +43,17 @@ def contiguous(x: Any) -> Any:
     import numpy as np
 
     return np.ascontiguousarray(x)
+
+
+def aligned(x: Any) -> Any:
+    """`x` row-major with a 16-byte aligned data pointer (the 16-byte accesses of the vector
+    kernels need it): `x` itself, or a copy of an offset view."""
+    from ..runtime.tensors import view_of
+
+    x = contiguous(x)
+    if view_of(x).data_ptr % 16:
+        x = x.clone() if hasattr(x, "clone") else x.copy()
+    return x
 
 
 def check_dtype(op: str, arg: str, x: Any, allowed: Sequence[str]) -> str:

@@ -7,8 +7,9 @@ float32 whatever the storage dtype.
 from __future__ import annotations
 
 from .. import language as T
-from .launch import OpError, check_dtype, contiguous, dtype_of, kernel_for, library, target_for
+from .launch import OpError, aligned, check_dtype, contiguous, dtype_of, kernel_for, library, target_for
 from .registry import ConfigRule, Operator, get, register
+from .rows_vector import norm_vector, softmax_vector
 
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "add_rms_norm", "cross_entropy",
            "quantize_per_token", "rows_of", "move_axis_last"]
@@ -27,6 +28,14 @@ ROW_TABLE = (
     ConfigRule("simt", {"block_M": 4, "warps": 4, "max_warps": 16, "elems_per_thread": 16, "max_row": 16384}),
 )
 ROW_TUNE = {"block_M": (1, 2, 4, 8), "warps": (2, 4, 8)}
+# softmax and the norms: on SIMT targets the 16-byte kernel of rows_vector.py (one row per
+# block), which takes the register-tile kernel for rows that are not whole 16-byte pieces
+VECTOR_ROW_TABLE = (
+    ROW_TABLE[0],
+    ConfigRule("simt", {"kernel": "vector", "block_M": 4, "warps": 4, "max_warps": 32, "elems_per_thread": 16,
+                        "max_row": 16384, "vector_bytes": 16}),
+)
+VECTOR_ROW_TUNE = {"warps": (1, 2, 4, 8), "elems_per_thread": (8, 16, 32)}
 
 
 def row_launch(problem: dict, config: dict) -> tuple[int, int]:
@@ -63,7 +72,7 @@ def move_axis_last(x, axis: int):
 
 def rows_of(x, axis: int = -1):
     """(x as (M, N) rows, the shape of x with `axis` last)."""
-    x = move_axis_last(x, axis)
+    x = aligned(move_axis_last(x, axis))
     n = int(x.shape[-1]) if len(x.shape) else 1
     m = 1
     for d in x.shape[:-1]:
@@ -278,18 +287,31 @@ def reference_quantize_per_token(x, dtype="int8"):
 
 
 _ROWS = {"M": 4096, "N": 4096, "dtype": "float16"}
-register(Operator("softmax", "softmax over an axis", {"rows": _softmax_kernel}, ROW_TABLE, reference_softmax,
-                  (1,), {**_ROWS, "log": False}, ROW_TUNE))
-register(Operator("log_softmax", "log-softmax over an axis", {"rows": _softmax_kernel}, ROW_TABLE,
-                  reference_log_softmax, (1,), {**_ROWS, "log": True}, ROW_TUNE))
-register(Operator("layer_norm", "layer norm over the last axis, with weight and bias", {"rows": _norm_kernel},
-                  ROW_TABLE, reference_layer_norm, (4, 5), {**_ROWS, "kind": "layer", "eps": 1e-5, "residual": False},
-                  ROW_TUNE))
-register(Operator("rms_norm", "RMS norm over the last axis, with weight", {"rows": _norm_kernel}, ROW_TABLE,
-                  reference_rms_norm, (4, 5), {**_ROWS, "kind": "rms", "eps": 1e-6, "residual": False}, ROW_TUNE))
-register(Operator("add_rms_norm", "RMS norm of x + residual (both returned), fused", {"rows": _norm_kernel},
-                  ROW_TABLE, reference_add_rms_norm, (4, 5), {**_ROWS, "kind": "rms", "eps": 1e-6, "residual": True},
-                  ROW_TUNE))
+
+
+def _softmax_vector(problem, config):
+    return softmax_vector(problem, config, _softmax_kernel)
+
+
+def _norm_vector(problem, config):
+    return norm_vector(problem, config, _norm_kernel)
+
+
+_SOFTMAX_KERNELS = {"rows": _softmax_kernel, "vector": _softmax_vector}
+_NORM_KERNELS = {"rows": _norm_kernel, "vector": _norm_vector}
+register(Operator("softmax", "softmax over an axis", _SOFTMAX_KERNELS, VECTOR_ROW_TABLE, reference_softmax,
+                  (1,), {**_ROWS, "log": False}, VECTOR_ROW_TUNE))
+register(Operator("log_softmax", "log-softmax over an axis", _SOFTMAX_KERNELS, VECTOR_ROW_TABLE,
+                  reference_log_softmax, (1,), {**_ROWS, "log": True}, VECTOR_ROW_TUNE))
+register(Operator("layer_norm", "layer norm over the last axis, with weight and bias", _NORM_KERNELS,
+                  VECTOR_ROW_TABLE, reference_layer_norm, (4, 5),
+                  {**_ROWS, "kind": "layer", "eps": 1e-5, "residual": False}, VECTOR_ROW_TUNE))
+register(Operator("rms_norm", "RMS norm over the last axis, with weight", _NORM_KERNELS, VECTOR_ROW_TABLE,
+                  reference_rms_norm, (4, 5), {**_ROWS, "kind": "rms", "eps": 1e-6, "residual": False},
+                  VECTOR_ROW_TUNE))
+register(Operator("add_rms_norm", "RMS norm of x + residual (both returned), fused", _NORM_KERNELS,
+                  VECTOR_ROW_TABLE, reference_add_rms_norm, (4, 5),
+                  {**_ROWS, "kind": "rms", "eps": 1e-6, "residual": True}, VECTOR_ROW_TUNE))
 register(Operator("cross_entropy", "cross-entropy of logits against integer labels, per row or reduced",
                   {"rows": _cross_entropy_kernel}, ROW_TABLE, reference_cross_entropy, (2,),
                   {"M": 4096, "N": 8192, "dtype": "float16", "ignore_index": -100}, ROW_TUNE))
@@ -327,7 +349,7 @@ def _vector_arg(op: str, name: str, v, n: int, dtype: str):
         raise OpError(f"{op}: {name} has shape {tuple(v.shape)}; it must be ({n},), the last axis of x")
     if dtype_of(v) != dtype:
         raise OpError(f"{op}: {name} is {dtype_of(v)}, x is {dtype}; give them one dtype")
-    return contiguous(v)
+    return aligned(v)
 
 
 def _norm(op: str, x, residual, weight, bias, eps: float, kind: str, target):
@@ -341,7 +363,7 @@ def _norm(op: str, x, residual, weight, bias, eps: float, kind: str, target):
         if tuple(residual.shape) != tuple(x.shape) or dtype_of(residual) != dtype:
             raise OpError(f"{op}: residual {tuple(residual.shape)} {dtype_of(residual)} must match x "
                           f"{tuple(x.shape)} {dtype}")
-        res_rows = contiguous(residual).reshape(m, n)
+        res_rows = aligned(residual).reshape(m, n)
     problem = {"M": m, "N": n, "dtype": dtype, "kind": kind, "eps": float(eps), "residual": residual is not None}
     kernel, _, _ = kernel_for(get(op), target_for([x, weight], target, op), problem)
     y, s = kernel(rows, rows if res_rows is None else res_rows, weight, weight if bias is None else bias)

@@ -294,8 +294,8 @@ class CUDACodegen(CStyleCodegen):
     def visit_store(self, s) -> None:
         dtype = buffer_info(s.buffer).dtype
         value = s.value
-        if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source) and len(s.indices) == 1 \
-                and isinstance(s.indices[0], tirx.Ramp) and buffer_info(value.source).dtype == dtype:
+        if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source) and s.indices \
+                and isinstance(s.indices[-1], tirx.Ramp) and buffer_info(value.source).dtype == dtype:
             # a vector copy moves bits, whatever the element type computes in
             return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = "
                              f"{self.buffer_ref(value.source, value.indices)};")
