@@ -30,8 +30,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for _path in (REPO, Path(__file__).resolve().parent):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from attention import _time  # noqa: E402  (bench/attention.py: CUDA events, median of `rep` calls)
 
 MEMORY_BOUND_FLOOR = 0.9
 DEVICE = "cuda"  # where the inputs live (a CPU smoke test of this script sets "cpu")
@@ -340,28 +343,13 @@ def _flash_attn():
 # ---------------------------------------------------------------------------- measuring
 
 
-def _time(torch, fn, warmup: int, rep: int) -> float:
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(rep):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return sorted(times)[len(times) // 2]
-
-
 def _alternate(torch, fns: dict, warmup: int, rep: int, rounds: int) -> dict:
     """Each function timed once per round, in turn; per function the median over rounds (ms)
     and, against "ours", the median of the per-round ratios (theirs / ours)."""
     samples = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            samples[name].append(_time(torch, fn, warmup, rep))
+            samples[name].append(_time(fn, warmup, rep))
     out = {name: sorted(t)[rounds // 2] for name, t in samples.items()}
     for name in fns:
         if name != "ours":

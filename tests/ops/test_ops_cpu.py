@@ -102,3 +102,34 @@ def test_config_table_follows_capabilities():
     if "hip" in manager.registry.kinds:  # warps become threads at the target's warp size
         config = resolve_config(ops.get("softmax"), manager.parse_target("hip/gfx942"), ops.get("softmax").example)[0]
         assert config["threads"] == 4 * 64
+
+
+def test_cli_lists_every_operator_with_its_config(capsys):
+    import json
+
+    from tilelang_core.cli.main import main
+
+    assert main(["ops", "--target", "cpu", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["ops"]
+    assert {r["op"] for r in rows} == set(ops.operators())
+    softmax = next(r for r in rows if r["op"] == "softmax")
+    assert softmax["backend"] == "cpu" and softmax["source"] == "table[block-serial]"
+    assert softmax["config"]["kernel"] == "rows" and softmax["config"]["block_M"] == 8
+    assert main(["ops", "--target", "nonsense"]) == 2
+
+
+def test_tune_keeps_the_best_config_for_later_calls(tmp_path, monkeypatch):
+    from tilelang_core.ops import launch
+
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    launch._tuned_store.cache_clear()
+    try:
+        x = np.random.default_rng().standard_normal((9, 130)).astype("float32")
+        best = ops.tune("softmax", x, rep=2, warmup=1, max_candidates=2)
+        assert best["block_M"] in ops.get("softmax").tune_space["block_M"][:2]
+        assert (tmp_path / "ops" / "tuned.json").is_file()
+        compare("softmax tuned", ops.softmax(x), ops.get("softmax").reference(x), (2e-6, 2e-6))
+        row = [r for r in ops.explain() if r["op"] == "softmax" and r["problem"]["M"] == 9][0]
+        assert row["source"].endswith("+tuned") and row["config"]["block_M"] == best["block_M"]
+    finally:
+        launch._tuned_store.cache_clear()

@@ -35,7 +35,7 @@ VECTOR_ROW_TABLE = (
     ConfigRule("simt", {"kernel": "vector", "block_M": 4, "warps": 4, "max_warps": 32, "elems_per_thread": 16,
                         "max_row": 16384, "vector_bytes": 16}),
 )
-VECTOR_ROW_TUNE = {"warps": (1, 2, 4, 8), "elems_per_thread": (8, 16, 32)}
+VECTOR_ROW_TUNE = {"block_M": (1, 2, 4, 8), "warps": (1, 2, 4, 8), "elems_per_thread": (8, 16, 32)}
 
 
 def row_launch(problem: dict, config: dict) -> tuple[int, int]:
