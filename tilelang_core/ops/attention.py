@@ -28,27 +28,6 @@ ATTENTION_TABLE = (
 ATTENTION_TUNE = {"block_M": (64, 128), "block_N": (32, 64, 128), "stages": (1, 2), "warps": (4, 8)}
 
 
-@T.macro
-def online_softmax(s, p, o, m, m_prev, alpha, l, row_sum):  # noqa: E741
-    """One key tile of the online softmax: scores `s` (already scaled by log2(e)/sqrt(d) and
-    masked) update the running row maximum `m` and sum `l`; `o` is rescaled for the new
-    maximum; `p` receives exp2(s - m) in the inputs' dtype for the P @ V product."""
-    rows, cols = s.shape
-    dim = o.shape[1]
-    T.copy(m, m_prev)
-    T.reduce_max(s, m, dim=1, clear=False)
-    for i in T.Parallel(rows):
-        alpha[i] = T.exp2(m_prev[i] - m[i])
-    for i, j in T.Parallel(rows, cols):
-        s[i, j] = T.exp2(s[i, j] - m[i])
-    T.reduce_sum(s, row_sum, dim=1)
-    for i in T.Parallel(rows):
-        l[i] = l[i] * alpha[i] + row_sum[i]
-    T.copy(s, p)
-    for i, j in T.Parallel(rows, dim):
-        o[i, j] = o[i, j] * alpha[i]
-
-
 def _fit(block: int, size: int, least: int = 16) -> int:
     while block > least and block // 2 >= size:
         block //= 2
@@ -95,7 +74,18 @@ def _fwd_kernel(problem: dict, config: dict):
                         s[i, j] = T.if_then_else(k * bN + j < Skv, s[i, j] * scale, -T.infinity("float32"))
                     else:
                         s[i, j] = s[i, j] * scale
-                online_softmax(s, p, o, m, m_prev, alpha, l, row_sum)
+                T.copy(m, m_prev)
+                T.reduce_max(s, m, dim=1, clear=False)
+                for i in T.Parallel(bM):
+                    alpha[i] = T.exp2(m_prev[i] - m[i])
+                for i, j in T.Parallel(bM, bN):
+                    s[i, j] = T.exp2(s[i, j] - m[i])
+                T.reduce_sum(s, row_sum, dim=1)
+                for i in T.Parallel(bM):
+                    l[i] = l[i] * alpha[i] + row_sum[i]
+                T.copy(s, p)
+                for i, j in T.Parallel(bM, D):
+                    o[i, j] = o[i, j] * alpha[i]
                 T.copy(V[bz, by // group, k * bN, 0], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(bM, D):
@@ -147,7 +137,18 @@ def _varlen_kernel(problem: dict, config: dict):
                                                  s[i, j] * scale, -T.infinity("float32"))
                     else:
                         s[i, j] = T.if_then_else(k * bN + j < k_len, s[i, j] * scale, -T.infinity("float32"))
-                online_softmax(s, p, o, m, m_prev, alpha, l, row_sum)
+                T.copy(m, m_prev)
+                T.reduce_max(s, m, dim=1, clear=False)
+                for i in T.Parallel(bM):
+                    alpha[i] = T.exp2(m_prev[i] - m[i])
+                for i, j in T.Parallel(bM, bN):
+                    s[i, j] = T.exp2(s[i, j] - m[i])
+                T.reduce_sum(s, row_sum, dim=1)
+                for i in T.Parallel(bM):
+                    l[i] = l[i] * alpha[i] + row_sum[i]
+                T.copy(s, p)
+                for i, j in T.Parallel(bM, D):
+                    o[i, j] = o[i, j] * alpha[i]
                 for i, j in T.Parallel(bN, D):  # rows past this sequence's keys are zero, never NaN
                     V_s[i, j] = T.if_then_else(k * bN + i < k_len, V[T.min(k_start + k * bN + i, Tk - 1), by // group, j],
                                                T.cast(0, dtype))
@@ -197,7 +198,18 @@ def _decode_kernel(problem: dict, config: dict):
                         s[i, j] = T.if_then_else(k * bN + j < S, s[i, j] * scale, -T.infinity("float32"))
                     else:
                         s[i, j] = s[i, j] * scale
-                online_softmax(s, p, o, m, m_prev, alpha, l, row_sum)
+                T.copy(m, m_prev)
+                T.reduce_max(s, m, dim=1, clear=False)
+                for i in T.Parallel(bH):
+                    alpha[i] = T.exp2(m_prev[i] - m[i])
+                for i, j in T.Parallel(bH, bN):
+                    s[i, j] = T.exp2(s[i, j] - m[i])
+                T.reduce_sum(s, row_sum, dim=1)
+                for i in T.Parallel(bH):
+                    l[i] = l[i] * alpha[i] + row_sum[i]
+                T.copy(s, p)
+                for i, j in T.Parallel(bH, D):
+                    o[i, j] = o[i, j] * alpha[i]
                 T.copy(V[bz, bx, k * bN, 0], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(bH, D):
