@@ -107,9 +107,9 @@ def quantize_per_token(qdtype):
     return make
 
 
-def reduce(kind, axis):
+def reduce(kind, axis, shape=(3, 2500)):
     def make(rng, lib):
-        x = _x(rng, (3, 2500), "float32")
+        x = _x(rng, shape, "float32")
         ref = (lambda: getattr(x.astype("float64"), kind)()) if axis is None else \
             (lambda: getattr(x.astype("float64"), kind)(axis=axis))
         return (lambda: getattr(ops, kind)(lib(x), axis=axis), ref, (1e-4, 1e-5))
@@ -223,6 +223,7 @@ CASES = {
     "mean.axis0": reduce("mean", 0),
     "max": reduce("max", -1),
     "min.all": reduce("min", None),
+    "mean.all.two_stages": reduce("mean", None, (5, 3301)),  # 16384 in 8192-rows, then a 121 tail
     "cumsum": cumsum(False),
     "cumsum.reverse": cumsum(True),
     "topk": topk,

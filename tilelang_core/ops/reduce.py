@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 
 from .. import language as T
-from .launch import OpError, check_dtype, contiguous, kernel_for, target_for
+from .launch import OpError, check_dtype, contiguous, kernel_for, library, target_for
 from .registry import ConfigRule, Operator, get, register
 from .rows import FLOATS, ROW_TABLE, ROW_TUNE, restore_axis, row_launch, rows_of
 
@@ -26,6 +26,7 @@ CHUNK_TUNE = {"block_M": (2, 4), "block_N": (512, 1024, 2048, 4096), "warps": (4
 
 def _reduce_kernel(problem: dict, config: dict):
     M, N, dtype, kind = problem["M"], problem["N"], problem["dtype"], problem["kind"]
+    out_dtype = problem.get("out_dtype", dtype)
     bM = config["block_M"]
     bN = builtins.min(config["block_N"], 1 << (N - 1).bit_length())
     reducer = {"sum": T.reduce_sum, "mean": T.reduce_sum, "max": T.reduce_max, "min": T.reduce_min}[kind]
@@ -34,7 +35,7 @@ def _reduce_kernel(problem: dict, config: dict):
     ragged = N % bN != 0
 
     @T.prim_func
-    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M,), dtype)):
+    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M,), out_dtype)):
         with T.Kernel(T.ceildiv(M, bM), threads=config["threads"]) as bx:
             x = T.alloc_fragment((bM, bN), "float32")
             acc = T.alloc_fragment((bM,), "float32")
@@ -48,7 +49,7 @@ def _reduce_kernel(problem: dict, config: dict):
                 reducer(x, acc, dim=1, clear=False)
             for i in T.Parallel(bM):
                 if bx * bM + i < M:
-                    Y[bx * bM + i] = T.cast(acc[i] * scale, dtype)
+                    Y[bx * bM + i] = T.cast(acc[i] * scale, out_dtype)
 
     return main
 
@@ -159,21 +160,55 @@ register(Operator("topk", "the k largest values of each row of the last axis and
                   {"M": 4096, "N": 1024, "dtype": "float32", "k": 8}, ROW_TUNE))
 
 
+# A whole-array reduction runs in two stages: rows of this many elements reduce in parallel
+# to float32 partials, then the partials reduce (one block per row: one row would be one block).
+PARTIAL_ROW = 8192
+
+
+def _reduce_rows(kind: str, rows, out_dtype: str, target):
+    dtype = check_dtype(kind, "x", rows, FLOATS)
+    problem = {"M": int(rows.shape[0]), "N": int(rows.shape[1]), "dtype": dtype, "kind": kind}
+    if out_dtype != dtype:
+        problem["out_dtype"] = out_dtype
+    kernel, _, _ = kernel_for(get(kind), target_for([rows], target, kind), problem)
+    return kernel(rows)
+
+
+def _reduce_all(kind: str, x, target):
+    """`kind` over every element of `x`, as a float32 array of one element."""
+    flat = contiguous(x).reshape(-1)
+    n = int(flat.shape[0])
+    if n <= PARTIAL_ROW:
+        return _reduce_rows(kind, flat.reshape(1, n), "float32", target)
+    stage = "sum" if kind == "mean" else kind
+    body = n - n % PARTIAL_ROW
+    parts = [_reduce_rows(stage, flat[:body].reshape(-1, PARTIAL_ROW), "float32", target)]
+    if body < n:
+        parts.append(_reduce_rows(stage, contiguous(flat[body:]).reshape(1, n - body), "float32", target))
+    if library(x) == "torch":
+        import torch
+
+        joined = torch.cat(parts)
+    else:
+        import numpy as np
+
+        joined = np.concatenate(parts)
+    total = _reduce_all(stage, joined, target)
+    return total / n if kind == "mean" else total
+
+
 def _reduce(kind: str, x, axis, keepdims: bool, target):
     dtype = check_dtype(kind, "x", x, FLOATS)
     ndim = len(x.shape)
     if axis is None:
-        rows, out_shape = x.reshape(1, -1), (1,) * ndim if keepdims else ()
-    else:
-        rows, shape = rows_of(x, axis)
-        out_shape = list(shape[:-1])
-        if keepdims:
-            out_shape.insert(axis % ndim, 1)
-        out_shape = tuple(out_shape)
-    rows = contiguous(rows)
-    problem = {"M": int(rows.shape[0]), "N": int(rows.shape[1]), "dtype": dtype, "kind": kind}
-    kernel, _, _ = kernel_for(get(kind), target_for([x], target, kind), problem)
-    return kernel(rows).reshape(out_shape)
+        total = _reduce_all(kind, x, target)
+        total = total.to(x.dtype) if library(x) == "torch" else total.astype(x.dtype)
+        return total.reshape((1,) * ndim if keepdims else ())
+    rows, shape = rows_of(x, axis)
+    out_shape = list(shape[:-1])
+    if keepdims:
+        out_shape.insert(axis % ndim, 1)
+    return _reduce_rows(kind, contiguous(rows), dtype, target).reshape(tuple(out_shape))
 
 
 def sum(x, axis: int | None = -1, keepdims: bool = False, target=None):  # noqa: A001 - TileLang-style name
