@@ -55,7 +55,7 @@ def _case(name, rng):
     raise KeyError(name)
 
 
-NAMES = ["gelu", "softmax", "add_rms_norm"]
+NAMES = ["gelu", "softmax", "add_rms_norm", "sum"]
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import builtins
 from .. import language as T
 from .launch import OpError, check_dtype, contiguous, kernel_for, library, target_for
 from .registry import ConfigRule, Operator, get, register
+from .rows_vector import reduce_vector
 from .rows import FLOATS, ROW_TABLE, ROW_TUNE, restore_axis, row_launch, rows_of
 
 __all__ = ["sum", "mean", "max", "min", "cumsum", "topk"]
@@ -20,6 +21,11 @@ CHUNK_TABLE = (
     # block_M 2 at least: a (1, block_N) fragment filled in a serial loop loses its declaration
     # in the SIMT lowering ("buffer 'x' is used but not declared"), a core bug to fix there
     ConfigRule("simt", {"block_M": 2, "block_N": 2048, "warps": 8}),
+)
+# sum/mean/max/min: on SIMT targets 16-byte loads, one row per block (rows_vector.py)
+REDUCE_TABLE = (
+    CHUNK_TABLE[0],
+    ConfigRule("simt", {"kernel": "vector", "block_M": 2, "block_N": 2048, "warps": 8, "vector_bytes": 16}),
 )
 CHUNK_TUNE = {"block_M": (2, 4), "block_N": (512, 1024, 2048, 4096), "warps": (4, 8)}
 
@@ -148,9 +154,13 @@ def reference_topk(x, k):
     return np.take_along_axis(x, idx, axis=-1), idx
 
 
+def _reduce_vector(problem: dict, config: dict):
+    return reduce_vector(problem, config, _reduce_kernel)
+
+
 for _kind in ("sum", "mean", "max", "min"):
-    register(Operator(_kind, f"{_kind} over an axis (float32 accumulation)", {"chunks": _reduce_kernel},
-                      CHUNK_TABLE, reference_reduce(_kind), (1,),
+    register(Operator(_kind, f"{_kind} over an axis (float32 accumulation)",
+                      {"chunks": _reduce_kernel, "vector": _reduce_vector}, REDUCE_TABLE, reference_reduce(_kind), (1,),
                       {"M": 4096, "N": 4096, "dtype": "float16", "kind": _kind}, CHUNK_TUNE))
 register(Operator("cumsum", "inclusive prefix sum over an axis (optionally reversed)", {"chunks": _cumsum_kernel},
                   CHUNK_TABLE, reference_cumsum, (1,), {"M": 4096, "N": 4096, "dtype": "float32", "reverse": False},

@@ -1,4 +1,5 @@
-"""Row kernels for SIMT targets with 16-byte accesses: softmax / log_softmax and the norms.
+"""Row kernels for SIMT targets with 16-byte accesses: softmax / log_softmax, the norms and
+the reductions over the last axis.
 
 One row per block. Thread t holds the 16-byte pieces t, t + threads, t + 2*threads, ... of its
 row in registers (consecutive threads on consecutive pieces: coalesced), reduces its own
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from .. import language as T
 
-__all__ = ["vector_launch", "softmax_vector", "norm_vector"]
+__all__ = ["vector_launch", "softmax_vector", "norm_vector", "reduce_vector"]
 
 LOG2E = 1.4426950408889634
 
@@ -147,5 +148,52 @@ def norm_vector(problem: dict, config: dict, fallback):
                             else:
                                 raw[p * vec + v] = T.cast(xf[p * vec + v], dtype)
                         Y[bx, T.Ramp((p * threads + t) * vec, 1, vec)] = raw[T.Ramp(p * vec, 1, vec)]
+
+    return main
+
+
+def reduce_vector(problem: dict, config: dict, fallback):
+    """sum / mean / max / min of each row, one row per block, rows of any length that is a
+    whole number of 16-byte pieces: each thread folds its pieces as they arrive (nothing kept),
+    then the block combines the threads' partials."""
+    from ..ir import dtype_bytes
+
+    M, N, dtype, kind = problem["M"], problem["N"], problem["dtype"], problem["kind"]
+    out_dtype = problem.get("out_dtype", dtype)
+    vec = max(1, config["vector_bytes"] // dtype_bytes(dtype))
+    if N % vec:
+        return fallback(problem, config)
+    threads = config["threads"]
+    steps = -(-(N // vec) // threads)
+    init = {"sum": 0.0, "mean": 0.0, "max": -T.infinity("float32"), "min": T.infinity("float32")}[kind]
+    reducer = {"sum": T.reduce_sum, "mean": T.reduce_sum, "max": T.reduce_max, "min": T.reduce_min}[kind]
+    scale = 1.0 / N if kind == "mean" else 1.0
+
+    def fold(a, b):
+        if kind == "max":
+            return T.max(a, b)
+        if kind == "min":
+            return T.min(a, b)
+        return a + b
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M,), out_dtype)):
+        with T.Kernel(M, threads=threads) as bx:
+            raw = T.alloc_local((vec,), dtype)
+            acc = T.alloc_local((1,), "float32")
+            part = T.alloc_fragment((1, threads), "float32")
+            total = T.alloc_fragment((1,), "float32")
+            for t in T.Parallel(threads):
+                acc[0] = init
+                for p in T.serial(steps):
+                    if (p * threads + t) * vec < N:
+                        raw[T.Ramp(0, 1, vec)] = X[bx, T.Ramp((p * threads + t) * vec, 1, vec)]
+                        for v in T.unroll(vec):
+                            acc[0] = fold(acc[0], T.cast(raw[v], "float32"))
+                part[0, t] = acc[0]
+            reducer(part, total, dim=1)
+            for t in T.Parallel(threads):
+                if t == 0:
+                    Y[bx] = T.cast(total[0] * scale, out_dtype)
 
     return main
