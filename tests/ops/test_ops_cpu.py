@@ -118,7 +118,10 @@ def test_cli_lists_every_operator_with_its_config(capsys):
     assert main(["ops", "--target", "nonsense"]) == 2
 
 
-def test_tune_keeps_the_best_config_for_later_calls(tmp_path, monkeypatch):
+def test_tune_keeps_the_best_config_for_later_calls(tmp_path, monkeypatch, capsys):
+    import json
+
+    from tilelang_core.cli.main import main
     from tilelang_core.ops import launch
 
     monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
@@ -131,5 +134,9 @@ def test_tune_keeps_the_best_config_for_later_calls(tmp_path, monkeypatch):
         compare("softmax tuned", ops.softmax(x), ops.get("softmax").reference(x), (2e-6, 2e-6))
         row = [r for r in ops.explain() if r["op"] == "softmax" and r["problem"]["M"] == 9][0]
         assert row["source"].endswith("+tuned") and row["config"]["block_M"] == best["block_M"]
+        capsys.readouterr()
+        assert main(["ops", "--target", "cpu", "--json"]) == 0  # `tilelang ops` lists the tuned config
+        listed = next(r for r in json.loads(capsys.readouterr().out)["ops"] if r["op"] == "softmax")["tuned"]
+        assert [t["problem"]["M"] for t in listed] == [9] and listed[0]["config"]["block_M"] == best["block_M"]
     finally:
         launch._tuned_store.cache_clear()

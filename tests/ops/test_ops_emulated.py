@@ -49,13 +49,19 @@ def _case(name, rng):
             return problem, [x, x, w, b], [ops.get(name).reference(x, w, b), None], 1e-2
         problem = {"M": 6, "N": 2048, "dtype": "float16", "kind": "rms", "eps": 1e-6, "residual": True}
         return problem, [x, r, w, w], list(ops.get(name).reference(x, r, w, 1e-6)), 1e-2
+    if name == "rope":  # (batch 2, seq 5, heads 3, dim 32) as rows of x
+        x = rng.standard_normal((2, 5, 3, 32)).astype("float16")
+        angle = rng.standard_normal((5, 16)).astype("float32")
+        cos, sin = np.cos(angle), np.sin(angle)
+        problem = {"rows": 30, "dim": 32, "seq": 5, "heads": 3, "dtype": "float16"}
+        return problem, [x.reshape(30, 32), cos, sin], [ops.get("rope").reference(x, cos, sin).reshape(30, 32)], 2e-3
     if name == "sum":
         x = _rows(rng, 3, 5000, "float32")
         return {"M": 3, "N": 5000, "dtype": "float32", "kind": "sum"}, [x], [x.astype("f8").sum(-1)], 1e-4
     raise KeyError(name)
 
 
-NAMES = ["gelu", "softmax", "add_rms_norm", "sum"]
+NAMES = ["gelu", "softmax", "add_rms_norm", "sum", "rope"]
 
 
 @pytest.fixture(scope="module")

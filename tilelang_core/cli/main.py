@@ -112,9 +112,10 @@ def _ops_rows(target_spec: str | None) -> list[dict]:
             except Exception as exc:  # noqa: BLE001 - a backend's hook that fails is shown, not fatal
                 config, source = {}, f"error: {exc}"
             owner = manager.registry.owner_names.get(target.kind, "?")
-            tuned_here = [json.loads(k)[2] for k in tuned if json.loads(k)[:2] == [name, str(target)]]
+            tuned_here = [{"problem": dict(json.loads(k)[2]), "config": v} for k, v in tuned.items()
+                          if json.loads(k)[:2] == [name, str(target)]]
             rows.append({"op": name, "summary": op.summary, "kernels": sorted(op.kernels), "backend": owner,
-                         "target": str(target), "config": config, "source": source, "tuned_problems": len(tuned_here)})
+                         "target": str(target), "config": config, "source": source, "tuned": tuned_here})
     return rows
 
 
@@ -134,7 +135,8 @@ def cmd_ops(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title="tilelang ops: ready operators, the config each backend runs their example problem with")
-    for col in ("operator", "kernels", "backend", "target", "config (source)", "tuned"):
+    for col in ("operator", "kernels", "backend", "target", "config of the example problem (source)",
+                "tuned configs (problem: config)"):
         table.add_column(col, overflow="fold")
     last = None
     for row in rows:
@@ -142,7 +144,8 @@ def cmd_ops(args: argparse.Namespace) -> int:
         last = row["op"]
         config = ", ".join(f"{k}={v}" for k, v in row["config"].items())
         table.add_row(row["op"] if first else "", ", ".join(row["kernels"]) if first else "", row["backend"],
-                      row["target"], escape(f"{config} ({row['source']})"), str(row["tuned_problems"] or "-"))
+                      row["target"], escape(f"{config} ({row['source']})"),
+                      escape("; ".join(f"{t['problem']}: {t['config']}" for t in row["tuned"]) or "-"))
     Console(width=max(160, Console().width)).print(table)
     return 0
 

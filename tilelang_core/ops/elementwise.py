@@ -266,6 +266,41 @@ def _rope_kernel(problem: dict, config: dict):
     return main
 
 
+def _rope_vector(problem: dict, config: dict):
+    """The same with 16-byte accesses: a thread takes `lanes` consecutive columns of the first
+    half of a row and the matching ones of the second half (cos/sin read per element: a small
+    table the caches keep). Halves that are no whole number of 16-byte pieces take "rows"."""
+    R, D, S, H, dtype = problem["rows"], problem["dim"], problem["seq"], problem["heads"], problem["dtype"]
+    half = D // 2
+    vec = _vector_lanes(dtype, config["vector_bytes"])
+    if half % vec:
+        return _rope_kernel(problem, config)
+    pieces = half // vec
+    block_R = config["block_rows"]
+
+    @T.prim_func
+    def main(X: T.Tensor((R, D), dtype), Cos: T.Tensor((S, half), "float32"), Sin: T.Tensor((S, half), "float32"),
+             Y: T.Tensor((R, D), dtype)):
+        with T.Kernel(T.ceildiv(R, block_R), threads=config["threads"]) as bx:
+            a = T.alloc_local((vec,), dtype)
+            b = T.alloc_local((vec,), dtype)
+            for r, q in T.Parallel(block_R, pieces):
+                row = bx * block_R + r
+                if row < R:
+                    pos = (row // H) % S
+                    a[T.Ramp(0, 1, vec)] = X[row, T.Ramp(q * vec, 1, vec)]
+                    b[T.Ramp(0, 1, vec)] = X[row, T.Ramp(q * vec + half, 1, vec)]
+                    for v in T.unroll(vec):
+                        x1 = T.cast(a[v], "float32")
+                        x2 = T.cast(b[v], "float32")
+                        a[v] = T.cast(x1 * Cos[pos, q * vec + v] - x2 * Sin[pos, q * vec + v], dtype)
+                        b[v] = T.cast(x2 * Cos[pos, q * vec + v] + x1 * Sin[pos, q * vec + v], dtype)
+                    Y[row, T.Ramp(q * vec, 1, vec)] = a[T.Ramp(0, 1, vec)]
+                    Y[row, T.Ramp(q * vec + half, 1, vec)] = b[T.Ramp(0, 1, vec)]
+
+    return main
+
+
 def reference_rope(x, cos, sin):
     np = _np()
     x = np.asarray(x, dtype="float64")
@@ -277,9 +312,9 @@ def reference_rope(x, cos, sin):
 
 
 register(Operator("rope", "rotary position embedding (rotate-half) of x (batch, seq, heads, dim)",
-                  {"rows": _rope_kernel},
-                  (ConfigRule("block-serial", {"block_rows": 64, "threads": 1}),
-                   ConfigRule("simt", {"block_rows": 16, "warps": 4})),
+                  {"rows": _rope_kernel, "vector": _rope_vector},
+                  (ConfigRule("block-serial", {"kernel": "rows", "block_rows": 64, "threads": 1}),
+                   ConfigRule("simt", {"kernel": "vector", "block_rows": 32, "warps": 4, "vector_bytes": 16})),
                   reference_rope, (3,), {"rows": 4 * 2048 * 32, "dim": 128, "seq": 2048, "heads": 32, "dtype": "float16"},
                   {"block_rows": (4, 8, 16, 32)}))
 
@@ -295,7 +330,7 @@ def rope(x, cos, sin, target=None):
         check_dtype("rope", name, t, ("float32",))
         if tuple(t.shape) != (s, d // 2):
             raise OpError(f"rope: {name} has shape {tuple(t.shape)}; it must be (seq, dim // 2) = {(s, d // 2)}")
-    x = contiguous(x)
+    x = aligned(x)
     tgt = target_for([x, cos, sin], target, "rope")
     from .registry import get
 
