@@ -55,13 +55,24 @@ def _case(name, rng):
         cos, sin = np.cos(angle), np.sin(angle)
         problem = {"rows": 30, "dim": 32, "seq": 5, "heads": 3, "dtype": "float16"}
         return problem, [x.reshape(30, 32), cos, sin], [ops.get("rope").reference(x, cos, sin).reshape(30, 32)], 2e-3
+    if name == "cross_entropy":
+        x = _rows(rng, 6, 1000) * 2
+        labels = rng.integers(0, 1000, 6).astype("int64")
+        labels[1] = -100
+        problem = {"M": 6, "N": 1000, "dtype": "float16", "ignore_index": -100}
+        return problem, [x, labels], [ops.get(name).reference(x, labels)], 2e-3
+    if name == "quantize_per_token":  # q compared as numbers: int8 may round a tie the other way
+        x = _rows(rng, 4, 512, "float32")
+        q, scale = ops.get(name).reference(x, "int8")
+        problem = {"M": 4, "N": 512, "dtype": "float32", "qdtype": "int8"}
+        return problem, [x], [np.round(q / scale[:, None]), scale], 1.0 / 127
     if name == "sum":
         x = _rows(rng, 3, 5000, "float32")
         return {"M": 3, "N": 5000, "dtype": "float32", "kind": "sum"}, [x], [x.astype("f8").sum(-1)], 1e-4
     raise KeyError(name)
 
 
-NAMES = ["gelu", "softmax", "add_rms_norm", "sum", "rope"]
+NAMES = ["gelu", "softmax", "add_rms_norm", "sum", "rope", "cross_entropy", "quantize_per_token"]
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +92,10 @@ def test_simt_kernel_computes_the_reference(name, emu_dir):
     config, _ = resolve_config(op, target, problem)
     func = op.kernels[config["kernel"]](problem, config)
     kernel = tilelang_core.compile(func, target=target)
-    outputs = [np.full(kernel.meta.params[i].shape, np.nan, kernel.meta.params[i].dtype) for i in op.outputs]
+    outputs = []
+    for i in op.outputs:  # poisoned: NaN, or -77 for integers
+        spec = kernel.meta.params[i]
+        outputs.append(np.full(spec.shape, np.nan if spec.dtype.startswith("float") else -77, spec.dtype))
     assert emulate(kernel, emu_dir)(*inputs, *outputs) == 0
     if name in ("gelu", "swiglu", "softmax", "layer_norm", "add_rms_norm"):
         assert "(*(tl_bits32x4*)" in kernel.get_kernel_source() or "(*(tl_float32x4*)" in kernel.get_kernel_source()

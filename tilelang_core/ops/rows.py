@@ -9,7 +9,7 @@ from __future__ import annotations
 from .. import language as T
 from .launch import OpError, aligned, check_dtype, contiguous, dtype_of, kernel_for, library, target_for
 from .registry import ConfigRule, Operator, get, register
-from .rows_vector import norm_vector, softmax_vector
+from .rows_vector import cross_entropy_vector, norm_vector, quantize_vector, softmax_vector
 
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "add_rms_norm", "cross_entropy",
            "quantize_per_token", "rows_of", "move_axis_last"]
@@ -312,12 +312,21 @@ register(Operator("rms_norm", "RMS norm over the last axis, with weight", _NORM_
 register(Operator("add_rms_norm", "RMS norm of x + residual (both returned), fused", _NORM_KERNELS,
                   VECTOR_ROW_TABLE, reference_add_rms_norm, (4, 5),
                   {**_ROWS, "kind": "rms", "eps": 1e-6, "residual": True}, VECTOR_ROW_TUNE))
+def _cross_entropy_vector(problem, config):
+    return cross_entropy_vector(problem, config, _cross_entropy_kernel)
+
+
+def _quantize_vector(problem, config):
+    return quantize_vector(problem, config, _quantize_kernel, QMAX[problem["qdtype"]])
+
+
 register(Operator("cross_entropy", "cross-entropy of logits against integer labels, per row or reduced",
-                  {"rows": _cross_entropy_kernel}, ROW_TABLE, reference_cross_entropy, (2,),
-                  {"M": 4096, "N": 8192, "dtype": "float16", "ignore_index": -100}, ROW_TUNE))
+                  {"rows": _cross_entropy_kernel, "vector": _cross_entropy_vector}, VECTOR_ROW_TABLE,
+                  reference_cross_entropy, (2,), {"M": 4096, "N": 8192, "dtype": "float16", "ignore_index": -100},
+                  VECTOR_ROW_TUNE))
 register(Operator("quantize_per_token", "per-row (token) absmax scaling to int8 / fp8, with the scales",
-                  {"rows": _quantize_kernel}, ROW_TABLE, reference_quantize_per_token, (1, 2),
-                  {**_ROWS, "qdtype": "float8_e4m3fn"}, ROW_TUNE))
+                  {"rows": _quantize_kernel, "vector": _quantize_vector}, VECTOR_ROW_TABLE,
+                  reference_quantize_per_token, (1, 2), {**_ROWS, "qdtype": "float8_e4m3fn"}, VECTOR_ROW_TUNE))
 
 
 # -- calls ----------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from .. import language as T
 
-__all__ = ["vector_launch", "softmax_vector", "norm_vector", "reduce_vector"]
+__all__ = ["vector_launch", "softmax_vector", "norm_vector", "reduce_vector", "cross_entropy_vector",
+           "quantize_vector"]
 
 LOG2E = 1.4426950408889634
 
@@ -195,5 +196,94 @@ def reduce_vector(problem: dict, config: dict, fallback):
             for t in T.Parallel(threads):
                 if t == 0:
                     Y[bx] = T.cast(total[0] * scale, out_dtype)
+
+    return main
+
+
+def cross_entropy_vector(problem: dict, config: dict, fallback):
+    """loss[i] = logsumexp(x[i, :]) - x[i, label[i]] (0 where label is ignore_index or out of
+    range), one row per block: the row's maximum and sum of exponentials as in softmax."""
+    launch = vector_launch(problem, config)
+    if launch is None:
+        return fallback(problem, config)
+    M, N, dtype, ignore = problem["M"], problem["N"], problem["dtype"], problem["ignore_index"]
+    vec, threads, per = launch
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Labels: T.Tensor((M,), "int64"), Loss: T.Tensor((M,), "float32")):
+        with T.Kernel(M, threads=threads) as bx:
+            raw = T.alloc_local((per * vec,), dtype)
+            acc = T.alloc_local((1,), "float32")
+            part = T.alloc_fragment((1, threads), "float32")
+            row_max = T.alloc_fragment((1,), "float32")
+            row_sum = T.alloc_fragment((1,), "float32")
+            for t in T.Parallel(threads):
+                acc[0] = -T.infinity("float32")
+                for p in T.unroll(per):
+                    if (p * threads + t) * vec < N:
+                        raw[T.Ramp(p * vec, 1, vec)] = X[bx, T.Ramp((p * threads + t) * vec, 1, vec)]
+                        for v in T.unroll(vec):
+                            acc[0] = T.max(acc[0], T.cast(raw[p * vec + v], "float32"))
+                part[0, t] = acc[0]
+            T.reduce_max(part, row_max, dim=1)
+            for t in T.Parallel(threads):
+                acc[0] = 0.0
+                for p in T.unroll(per):
+                    if (p * threads + t) * vec < N:
+                        for v in T.unroll(vec):
+                            acc[0] = acc[0] + T.exp2((T.cast(raw[p * vec + v], "float32") - row_max[0]) * LOG2E)
+                part[0, t] = acc[0]
+            T.reduce_sum(part, row_sum, dim=1)
+            for t in T.Parallel(threads):
+                if t == 0:
+                    label = Labels[bx]
+                    if label == ignore or label < 0 or label >= N:
+                        Loss[bx] = 0.0
+                    else:
+                        Loss[bx] = T.log(row_sum[0]) + row_max[0] - T.cast(X[bx, T.cast(label, "int32")], "float32")
+
+    return main
+
+
+def quantize_vector(problem: dict, config: dict, fallback, qmax: float):
+    """Per-row absmax scaling: scale = max(|x|) / qmax, q = x / scale (rounded for int8)."""
+    launch = vector_launch(problem, config)
+    if launch is None:
+        return fallback(problem, config)
+    M, N, dtype, qdtype = problem["M"], problem["N"], problem["dtype"], problem["qdtype"]
+    integer = qdtype == "int8"
+    vec, threads, per = launch
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Q: T.Tensor((M, N), qdtype), Scale: T.Tensor((M,), "float32")):
+        with T.Kernel(M, threads=threads) as bx:
+            raw = T.alloc_local((per * vec,), dtype)
+            q = T.alloc_local((vec,), qdtype)
+            acc = T.alloc_local((1,), "float32")
+            part = T.alloc_fragment((1, threads), "float32")
+            amax = T.alloc_fragment((1,), "float32")
+            for t in T.Parallel(threads):
+                acc[0] = 0.0
+                for p in T.unroll(per):
+                    if (p * threads + t) * vec < N:
+                        raw[T.Ramp(p * vec, 1, vec)] = X[bx, T.Ramp((p * threads + t) * vec, 1, vec)]
+                        for v in T.unroll(vec):
+                            acc[0] = T.max(acc[0], T.abs(T.cast(raw[p * vec + v], "float32")))
+                part[0, t] = acc[0]
+            T.reduce_max(part, amax, dim=1)
+            for t in T.Parallel(threads):
+                for p in T.unroll(per):
+                    if (p * threads + t) * vec < N:
+                        for v in T.unroll(vec):
+                            if integer:
+                                q[v] = T.cast(T.clamp(T.round(T.cast(raw[p * vec + v], "float32")
+                                                              / (T.max(amax[0], 1e-12) * (1.0 / qmax))), -qmax, qmax),
+                                              qdtype)
+                            else:
+                                q[v] = T.cast(T.clamp(T.cast(raw[p * vec + v], "float32")
+                                                      / (T.max(amax[0], 1e-12) * (1.0 / qmax)), -qmax, qmax), qdtype)
+                        Q[bx, T.Ramp((p * threads + t) * vec, 1, vec)] = q[T.Ramp(0, 1, vec)]
+                if t == 0:
+                    Scale[bx] = T.max(amax[0], 1e-12) * (1.0 / qmax)
 
     return main
