@@ -156,14 +156,12 @@ def _problems(torch, size: str):
         x = rnd(rows, cols)
         fp8 = torch.float8_e4m3fn
 
-        def torch_fn():
+        def torch_fn(x, dtype):
             scale = x.abs().amax(-1).float().clamp(min=1e-12) / 448.0
-            return (x / scale[:, None]).clamp(-448, 448).to(fp8), scale
-
-        def dequant(qs):
-            return qs[0].float() * qs[1][:, None]
-        return (lambda: dequant(ops.quantize_per_token(x, "float8_e4m3fn")), torch_fn,
-                lambda: dequant(torch_fn()), nbytes(x) * 3 // 2, "GB/s", (1e-3, 0.07)), {}
+            return (x.float() / scale[:, None]).clamp(-448, 448).to(dtype), scale
+        # q is checked as a number (fp8 keeps 3 mantissa bits: relative step 2**-3)
+        return (lambda: ops.quantize_per_token(x, "float8_e4m3fn"), lambda: torch_fn(x, fp8),
+                lambda: torch_fn(x, torch.float32), nbytes(x) * 3 // 2, "GB/s", (1e-3, 0.07)), {}
     p["quantize_per_token"] = quantize
 
     for kind, fn in (("sum", torch.sum), ("mean", torch.mean), ("max", torch.amax), ("min", torch.amin)):
@@ -362,17 +360,19 @@ def _outputs(y):
     return list(y) if isinstance(y, (tuple, list)) else [y]
 
 
-def _poison(torch, like) -> None:
-    """Fill freed allocator blocks of the outputs' sizes with NaN, so the next allocation of
-    those sizes (our outputs) starts as NaN rather than as an earlier result."""
-    blocks = [torch.full_like(t, float("nan")) if t.is_floating_point() else torch.full_like(t, -77) for t in like]
+def _poison(torch, shapes) -> None:
+    """Fill freed allocator blocks of the outputs' sizes with NaN (-77 for integers), so the
+    next allocation of those sizes (our outputs) starts poisoned, not as an earlier result."""
+    blocks = [torch.full(shape, float("nan") if dtype.is_floating_point else -77, dtype=dtype, device=DEVICE)
+              for shape, dtype in shapes]
     torch.cuda.synchronize()
     del blocks
 
 
 def _check(torch, ours, reference, tolerance) -> tuple[bool, float]:
     expected = _outputs(reference())
-    _poison(torch, expected)
+    shapes = [(t.shape, t.dtype) for t in _outputs(ours()) if hasattr(t, "is_floating_point")]  # compiles
+    _poison(torch, shapes)
     got = _outputs(ours())
     atol, rtol = tolerance
     worst, good = 0.0, True
