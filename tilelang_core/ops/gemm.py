@@ -57,7 +57,7 @@ def _gemm_kernel(problem: dict, config: dict):
     b_shape = (B, N, K) if tb else (B, K, N)
     a_tile = (bK, bM) if ta else (bM, bK)
     b_tile = (bN, bK) if tb else (bK, bN)
-    accum = "int32" if dtype == "int8" else "float32"
+    accum = "float32"
 
     @T.prim_func
     def main(A: T.Tensor(a_shape, dtype), Bm: T.Tensor(b_shape, dtype), Bias: T.Tensor((N if has_bias else 1,), dtype),
