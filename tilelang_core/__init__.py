@@ -44,13 +44,23 @@ _LAZY = {
     "Fragment": "tilelang_core.language.layout:Fragment",
     "Profiler": "tilelang_core.runtime.profiler:Profiler",
     "dtypes": "tilelang_core.language.dtypes",
+    "ops": "tilelang_core.ops",
 }
+
+# The ready operators at the top level (`tilelang_core.softmax(x)`): TileLang's top level has
+# none of these names. `sum`, `max` and `min` resolve too but stay out of `__all__`, so that
+# `from tilelang_core import *` does not shadow Python's builtins.
+_OPS = ("gelu", "silu", "bias_gelu", "swiglu", "rope", "softmax", "log_softmax", "layer_norm", "rms_norm",
+        "add_rms_norm", "cross_entropy", "quantize_per_token", "mean", "cumsum", "topk", "gemm", "batched_gemm",
+        "grouped_gemm", "dequantize_gemv", "conv2d", "flash_attention", "flash_attention_varlen",
+        "attention_decode")
+_LAZY.update({name: f"tilelang_core.ops:{name}" for name in (*_OPS, "sum", "max", "min")})
 
 # `jit` is both a subpackage and the decorator (as in TileLang): bind the function after the
 # subpackage import so the name means the decorator. The JIT imports TVM only when it compiles.
 from .jit.api import compile, jit  # noqa: E402
 
-__all__ = ["__version__", "compile", "jit", *_LAZY]
+__all__ = ["__version__", "compile", "jit", *(n for n in _LAZY if n not in ("sum", "max", "min"))]
 
 
 def __getattr__(name: str) -> Any:

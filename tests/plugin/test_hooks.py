@@ -69,6 +69,11 @@ def _fake_backend(kind: str, calls: list) -> types.ModuleType:
     def tilelang_conformance_expectations(target):
         return {"gemm_fp8": f"{kind} has no fp8"}
 
+    @hookimpl
+    def tilelang_op_config(target, op, problem, config):
+        calls.append(("op_config", kind, op))
+        return {"block_M": 1} if op == "softmax" else None
+
     for name, value in list(locals().items()):
         if name.startswith("tilelang_"):
             setattr(mod, name, value)
@@ -317,3 +322,18 @@ def test_language_reads_backend_names(monkeypatch):
     assert T.copy is not marker
     with pytest.raises(AttributeError, match="T.vendor_mmaa is not part of the tilelang_core language"):
         T.vendor_mmaa  # noqa: B018
+
+
+def test_hook_tilelang_op_config(two_backends):
+    from tilelang_core.ops.registry import get, resolve_config
+
+    manager, calls = two_backends
+    target = manager.parse_target("fake_gpu/a1")
+    softmax = get("softmax")
+    config, source = resolve_config(softmax, target, softmax.example, manager=manager)
+    assert config["block_M"] == 1 and source == "table[simt]+backend"
+    assert ("op_config", "fake_gpu", "softmax") in calls
+    assert not any(c[:2] == ("op_config", "fake_cpu") for c in calls)  # only the owner is asked
+    gemm = get("gemm")
+    config, source = resolve_config(gemm, target, gemm.example, manager=manager)
+    assert source == "table[simt]" and config["block_M"] == 128  # None keeps the table's config

@@ -1,4 +1,4 @@
-"""`tilelang backends`, `tilelang info TARGET`, `tilelang run PROGRAM`, `tilelang conformance ...`."""
+"""`tilelang backends`, `tilelang info TARGET`, `tilelang ops`, `tilelang run PROGRAM`, `tilelang conformance ...`."""
 from __future__ import annotations
 
 import argparse
@@ -94,6 +94,68 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ops_rows(target_spec: str | None) -> list[dict]:
+    """One row per (operator, target): its kernels, the config that target runs the
+    operator's example problem with (table, backend hook, tuned), and the tuned problems."""
+    from .. import ops
+    from ..ops.launch import tuned_configs
+    from ..ops.registry import resolve_config
+    from ..plugin import get_plugin_manager
+
+    manager = get_plugin_manager()
+    if target_spec:
+        targets = [manager.parse_target(target_spec)]
+    else:
+        targets = [manager.parse_target(f"{kind}/{tk.default_arch}") for kind, tk in sorted(manager.registry.kinds.items())]
+    tuned = tuned_configs()
+    rows = []
+    for name, op in sorted(ops.operators().items()):
+        for target in targets:
+            try:
+                config, source = resolve_config(op, target, op.example)
+                kernel = config.pop("kernel")
+                config = {"kernel": kernel if isinstance(kernel, str) else getattr(kernel, "__name__", "custom"), **config}
+            except Exception as exc:  # noqa: BLE001 - a backend's hook that fails is shown, not fatal
+                config, source = {}, f"error: {exc}"
+            owner = manager.registry.owner_names.get(target.kind, "?")
+            tuned_here = [{"problem": dict(json.loads(k)[2]), "config": v} for k, v in tuned.items()
+                          if json.loads(k)[:2] == [name, str(target)]]
+            rows.append({"op": name, "summary": op.summary, "kernels": sorted(op.kernels), "backend": owner,
+                         "target": str(target), "config": config, "source": source, "tuned": tuned_here})
+    return rows
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    from ..plugin import TargetError
+
+    try:
+        rows = _ops_rows(args.target)
+    except TargetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"ops": rows}, indent=2, default=str))
+        return 0
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="tilelang ops: ready operators, the config each backend runs their example problem with")
+    for col in ("operator", "kernels", "backend", "target", "config of the example problem (source)",
+                "tuned configs (problem: config)"):
+        table.add_column(col, overflow="fold")
+    last = None
+    for row in rows:
+        first = row["op"] != last
+        last = row["op"]
+        config = ", ".join(f"{k}={v}" for k, v in row["config"].items())
+        table.add_row(row["op"] if first else "", ", ".join(row["kernels"]) if first else "", row["backend"],
+                      row["target"], escape(f"{config} ({row['source']})"),
+                      escape("; ".join(f"{t['problem']}: {t['config']}" for t in row["tuned"]) or "-"))
+    Console(width=max(160, Console().width)).print(table)
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from ..compat.run import run_program
 
@@ -110,6 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_info)
+    p = sub.add_parser("ops", help="the ready operators (tilelang_core.ops), their backends and configs")
+    p.add_argument("--target", help="only this target (KIND or KIND/ARCH); default: each backend's default arch")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_ops)
     p = sub.add_parser(
         "run", help="run a TileLang program unchanged, `import tilelang` resolved to tilelang-core",
         description="Run PROGRAM.py (or -m MODULE) as __main__ with `import tilelang[.x]` resolved to "

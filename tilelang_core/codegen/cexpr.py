@@ -227,8 +227,11 @@ class CExprPrinter:
         if buffer in self.scalar_buffers:
             return name
         indices = list(indices)
-        if len(indices) == 1 and isinstance(indices[0], tirx.Ramp):
-            return self.vector_ref(buffer, name, indices[0])
+        if indices and isinstance(indices[-1], tirx.Ramp):
+            ramp = indices[-1]
+            if len(indices) > 1:  # a vector along the last axis of a multi-dimensional buffer
+                ramp = tirx.Ramp(self.flat_index(buffer, indices[:-1] + [ramp.base]), ramp.stride, ramp.lanes)
+            return self.vector_ref(buffer, name, ramp)
         return f"{name}[{self.expr(self.flat_index(buffer, indices))}]"
 
     def vector_ref(self, buffer, name: str, ramp) -> str:

@@ -28,6 +28,7 @@ PER_TARGET_HOOKS = (
     "tilelang_runtime",
     "tilelang_cache_key",
     "tilelang_conformance_expectations",
+    "tilelang_op_config",
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -205,6 +206,33 @@ def tilelang_conformance_expectations(target):
     :returns: a mapping from conformance case name to the reason it is expected to fail.
 
     Called by the conformance runner before it runs the cases for `target`.
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Ready operators (`tilelang_core.ops`)
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def tilelang_op_config(target, op, problem, config):
+    """This target's own choice of kernel and tile config for one ready operator.
+
+    Per-target; the first non-None result wins.
+
+    :param target: the `Target` the operator runs on.
+    :param op: the operator's name (`tilelang ops` lists them: "softmax", "gemm", ...).
+    :param problem: the problem the kernel is specialised to: shapes, dtypes and flags
+        (e.g. `{"M": 4096, "N": 1024, "dtype": "float16"}` for "softmax").
+    :param config: the config the core's table chose for this target (a copy; e.g.
+        `{"kernel": "rows", "block_M": 1, "warps": 4}`).
+    :returns: a mapping of the config entries to change (only keys the operator's table
+        uses, plus "kernel": the name of one of the operator's kernels or a callable
+        `build(problem, config) -> PrimFunc` the backend ships), or None to keep the table's.
+        An unknown key is an error that lists the valid ones.
+
+    Called once per operator, problem and target, before the kernel is compiled; the result
+    is cached with the kernel. A config found by `tilelang_core.ops.tune` overrides it.
     """
 
 

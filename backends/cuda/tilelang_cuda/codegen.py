@@ -315,8 +315,26 @@ class CUDACodegen(CStyleCodegen):
 
     # -- statements -----------------------------------------------------------------------
 
+    def vector_type(self, base: str, lanes: int) -> str:
+        """A vector of 4, 8 or 16 bytes moves as raw words (`unsigned int`, `uint2`, `uint4`):
+        vectors are only ever copied (a Ramp load stored at a Ramp), and a word vector is what
+        the 16-byte `ld.global.v4` / `st.global.v4` take. The address must be aligned to the
+        vector's size; the kernel that writes the Ramp guarantees it."""
+        nbytes = self.dtype_bytes(base) * lanes
+        words = {4: "unsigned int", 8: "uint2", 16: "uint4"}
+        if nbytes not in words:
+            raise CodegenError(f"vector dtype {base}x{lanes} ({nbytes} bytes) is not supported by the cuda "
+                               f"dialect: vectors of 4, 8 or 16 bytes are")
+        return words[nbytes]
+
     def visit_store(self, s) -> None:
         dtype = buffer_info(s.buffer).dtype
+        value = s.value
+        if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source) and s.indices \
+                and isinstance(s.indices[-1], tirx.Ramp) and buffer_info(value.source).dtype == dtype:
+            # a vector copy moves bits, whatever the element type computes in
+            return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = "
+                             f"{self.buffer_ref(value.source, value.indices)};")
         raw = self.storage_value(s.value, dtype) if dtype in self.storage_types else None
         if raw is None:
             return super().visit_store(s)

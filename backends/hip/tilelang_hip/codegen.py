@@ -136,15 +136,6 @@ class HIPCodegen(CStyleCodegen):
         self.vector_typedefs[name] = f"typedef {element} {name} __attribute__((ext_vector_type({count})));"
         return name
 
-    def buffer_ref(self, buffer, indices) -> str:
-        """Also a vector of a multi-dimensional buffer: a unit-stride Ramp as the last index."""
-        indices = list(indices)
-        if len(indices) > 1 and isinstance(indices[-1], tirx.Ramp):
-            ramp = indices[-1]
-            base = self.flat_index(buffer, indices[:-1] + [ramp.base])
-            return self.vector_ref(buffer, self.buffer_names[buffer], tirx.Ramp(base, ramp.stride, ramp.lanes))
-        return super().buffer_ref(buffer, indices)
-
     def file_header(self) -> list[str]:
         head = super().file_header()
         if "mfma" in self.used_helpers:

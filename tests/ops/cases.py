@@ -1,0 +1,268 @@
+"""One case per operator (and per notable option): fresh random inputs at ragged sizes, the
+call, the NumPy reference in float64 and its tolerance. Shared by the CPU run tests and by
+`bench/ops.py --check` on a GPU (there with torch tensors on the device).
+
+A case is `make(rng, lib) -> (call, reference, tolerance)`; `lib` turns a NumPy array into the
+array the call takes (itself on the CPU, a torch tensor on the device in `--check`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tilelang_core import ops
+
+TOL = {"float32": (2e-5, 2e-5), "float16": (1e-2, 1e-2), "bfloat16": (5e-2, 5e-2)}
+
+
+def _x(rng, shape, dtype="float32", scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def elementwise(name, dtype, shape=(7, 333)):
+    def make(rng, lib):
+        x = _x(rng, shape, dtype)
+        return (lambda: getattr(ops, name)(lib(x)), lambda: ops.get(name).reference(x), TOL[dtype])
+    return make
+
+
+def bias_gelu(dtype):
+    def make(rng, lib):
+        x, b = _x(rng, (5, 3, 67), dtype), _x(rng, (67,), dtype)
+        return (lambda: ops.bias_gelu(lib(x), lib(b)), lambda: ops.get("bias_gelu").reference(x, b), TOL[dtype])
+    return make
+
+
+def swiglu(dtype):
+    def make(rng, lib):
+        g, u = _x(rng, (9, 130), dtype), _x(rng, (9, 130), dtype)
+        return (lambda: ops.swiglu(lib(g), lib(u)), lambda: ops.get("swiglu").reference(g, u), TOL[dtype])
+    return make
+
+
+def rope(rng, lib):
+    x = _x(rng, (2, 5, 3, 8))
+    angle = np.arange(5)[:, None] * (1e-2 ** (np.arange(4) / 4))[None, :]
+    cos, sin = np.cos(angle).astype("float32"), np.sin(angle).astype("float32")
+    return (lambda: ops.rope(lib(x), lib(cos), lib(sin)), lambda: ops.get("rope").reference(x, cos, sin),
+            TOL["float32"])
+
+
+def softmax(name, dtype, axis=-1):
+    def make(rng, lib):
+        x = _x(rng, (7, 333), dtype, 3.0)
+        return (lambda: getattr(ops, name)(lib(x), axis=axis), lambda: ops.get(name).reference(x, axis), TOL[dtype])
+    return make
+
+
+def layer_norm(dtype):
+    def make(rng, lib):
+        x, w, b = _x(rng, (7, 333), dtype), _x(rng, (333,), dtype), _x(rng, (333,), dtype)
+        return (lambda: ops.layer_norm(lib(x), lib(w), lib(b)), lambda: ops.get("layer_norm").reference(x, w, b),
+                TOL[dtype])
+    return make
+
+
+def rms_norm(dtype):
+    def make(rng, lib):
+        x, w = _x(rng, (4, 3, 111), dtype), _x(rng, (111,), dtype)
+        return (lambda: ops.rms_norm(lib(x), lib(w)), lambda: ops.get("rms_norm").reference(x, w), TOL[dtype])
+    return make
+
+
+def add_rms_norm(dtype):
+    def make(rng, lib):
+        x, r, w = _x(rng, (7, 333), dtype), _x(rng, (7, 333), dtype), _x(rng, (333,), dtype)
+        return (lambda: ops.add_rms_norm(lib(x), lib(r), lib(w)),
+                lambda: ops.get("add_rms_norm").reference(x, r, w), TOL[dtype])
+    return make
+
+
+def cross_entropy(reduction):
+    def make(rng, lib):
+        x = _x(rng, (7, 333), "float32", 2.0)
+        labels = rng.integers(0, 333, 7).astype("int64")
+        labels[2] = -100
+        ref = ops.get("cross_entropy").reference(x, labels)
+
+        def reduce():
+            if reduction == "none":
+                return ref
+            return ref.sum() / (1 if reduction == "sum" else (labels != -100).sum())
+        return (lambda: ops.cross_entropy(lib(x), lib(labels), reduction=reduction), reduce, TOL["float32"])
+    return make
+
+
+def quantize_per_token(qdtype):
+    """Checked through q * scale (the dequantized values): int8 may round a tie the other way
+    (one step: the row's scale); fp8 keeps 3 mantissa bits (relative step 2**-3)."""
+    def make(rng, lib):
+        x = _x(rng, (6, 200), "float32")
+
+        def call():
+            q, scale = ops.quantize_per_token(lib(x), qdtype)
+            return _host(q).astype("float64") * _host(scale)[:, None]
+        ref = ops.get("quantize_per_token").reference(x, qdtype)[0]
+        step = float(np.abs(x).max() / 127.0)
+        return call, lambda: ref, (step, 0.0) if qdtype == "int8" else (1e-3, 0.07)
+    return make
+
+
+def reduce(kind, axis, shape=(3, 2500)):
+    def make(rng, lib):
+        x = _x(rng, shape, "float32")
+        ref = (lambda: getattr(x.astype("float64"), kind)()) if axis is None else \
+            (lambda: getattr(x.astype("float64"), kind)(axis=axis))
+        return (lambda: getattr(ops, kind)(lib(x), axis=axis), ref, (1e-4, 1e-5))
+    return make
+
+
+def cumsum(reverse):
+    def make(rng, lib):
+        x = _x(rng, (3, 2500), "float32")
+        return (lambda: ops.cumsum(lib(x), reverse=reverse), lambda: ops.get("cumsum").reference(x, -1, reverse),
+                (2e-4, 1e-5))
+    return make
+
+
+def topk(rng, lib):
+    x = _x(rng, (7, 333), "float32")
+    values, indices = ops.get("topk").reference(x, 5)
+    return (lambda: ops.topk(lib(x), 5), lambda: (values, indices), (0.0, 0.0))
+
+
+def gemm(dtype, trans_a=False, trans_b=False, bias=False, activation="none"):
+    def make(rng, lib):
+        a = _x(rng, (70, 45), dtype)
+        b = _x(rng, (45, 52), dtype)
+        c = _x(rng, (52,), dtype) if bias else None
+        a_in = np.ascontiguousarray(a.T) if trans_a else a
+        b_in = np.ascontiguousarray(b.T) if trans_b else b
+        return (lambda: ops.gemm(lib(a_in), lib(b_in), trans_a=trans_a, trans_b=trans_b,
+                                 bias=None if c is None else lib(c), activation=activation),
+                lambda: ops.get("gemm").reference(a, b, bias=c, activation=activation), _gemm_tol(dtype))
+    return make
+
+
+def _gemm_tol(dtype):
+    return (1e-4, 1e-4) if dtype == "float32" else (3e-2, 2e-2)
+
+
+def batched_gemm(rng, lib):
+    a, b = _x(rng, (3, 33, 20)), _x(rng, (3, 20, 17))
+    return (lambda: ops.batched_gemm(lib(a), lib(b)), lambda: a.astype("float64") @ b, _gemm_tol("float32"))
+
+
+def grouped_gemm(rng, lib):
+    sizes = [5, 0, 40, 9]
+    a, b = _x(rng, (54, 24)), _x(rng, (4, 24, 19))
+    return (lambda: ops.grouped_gemm(lib(a), lib(b), sizes), lambda: ops.get("grouped_gemm").reference(a, b, sizes),
+            _gemm_tol("float32"))
+
+
+def dequantize_gemv(bits):
+    def make(rng, lib):
+        x = _x(rng, (3, 256))
+        w = rng.integers(-127, 128, (37, 256)).astype("int8") if bits == 8 else \
+            rng.integers(0, 256, (37, 128)).astype("uint8")
+        s = (rng.random((37, 2)) * 0.05).astype("float32")
+        return (lambda: ops.dequantize_gemv(lib(x), lib(w), lib(s), bits=bits),
+                lambda: ops.get("dequantize_gemv").reference(x, w, s, bits), (1e-4, 1e-4))
+    return make
+
+
+def conv2d(rng, lib):
+    x, w = _x(rng, (2, 3, 9, 11)), _x(rng, (5, 3, 3, 3))
+    return (lambda: ops.conv2d(lib(x), lib(w), stride=2, padding=1),
+            lambda: ops.get("conv2d").reference(x, w, 2, 1), _gemm_tol("float32"))
+
+
+def flash_attention(causal, heads=4, kv_heads=2):
+    def make(rng, lib):
+        q = _x(rng, (2, heads, 37, 32), "float16")
+        k, v = _x(rng, (2, kv_heads, 45, 32), "float16"), _x(rng, (2, kv_heads, 45, 32), "float16")
+        return (lambda: ops.flash_attention(lib(q), lib(k), lib(v), is_causal=causal),
+                lambda: ops.get("flash_attention").reference(q, k, v, causal), (1e-2, 1e-2))
+    return make
+
+
+def flash_attention_varlen(causal):
+    def make(rng, lib):
+        cu_q, cu_k = np.array([0, 5, 40, 77], "int32"), np.array([0, 9, 40, 90], "int32")
+        q = _x(rng, (77, 4, 32), "float16")
+        k, v = _x(rng, (90, 2, 32), "float16"), _x(rng, (90, 2, 32), "float16")
+        return (lambda: ops.flash_attention_varlen(lib(q), lib(k), lib(v), lib(cu_q), lib(cu_k), 37, is_causal=causal),
+                lambda: ops.get("flash_attention_varlen").reference(q, k, v, cu_q, cu_k, causal), (1e-2, 1e-2))
+    return make
+
+
+def attention_decode(rng, lib):
+    q = _x(rng, (3, 8, 32), "float16")
+    k, v = _x(rng, (3, 2, 70, 32), "float16"), _x(rng, (3, 2, 70, 32), "float16")
+    return (lambda: ops.attention_decode(lib(q), lib(k), lib(v)),
+            lambda: ops.get("attention_decode").reference(q, k, v), (1e-2, 1e-2))
+
+
+CASES = {
+    "gelu.float32": elementwise("gelu", "float32"),
+    "gelu.float16": elementwise("gelu", "float16", (1001,)),
+    "silu.float32": elementwise("silu", "float32"),
+    "bias_gelu.float32": bias_gelu("float32"),
+    "swiglu.float16": swiglu("float16"),
+    "rope": rope,
+    "softmax.float32": softmax("softmax", "float32"),
+    "softmax.float16.axis0": softmax("softmax", "float16", 0),
+    "log_softmax.float32": softmax("log_softmax", "float32"),
+    "layer_norm.float32": layer_norm("float32"),
+    "layer_norm.float16": layer_norm("float16"),
+    "rms_norm.float32": rms_norm("float32"),
+    "add_rms_norm.float32": add_rms_norm("float32"),
+    "cross_entropy.none": cross_entropy("none"),
+    "cross_entropy.mean": cross_entropy("mean"),
+    "quantize_per_token.int8": quantize_per_token("int8"),
+    "sum": reduce("sum", -1),
+    "mean.axis0": reduce("mean", 0),
+    "max": reduce("max", -1),
+    "min.all": reduce("min", None),
+    "mean.all.two_stages": reduce("mean", None, (5, 3301)),  # 16384 in 8192-rows, then a 121 tail
+    "cumsum": cumsum(False),
+    "cumsum.reverse": cumsum(True),
+    "topk": topk,
+    "gemm.float32": gemm("float32"),
+    "gemm.float16.TT.bias.gelu": gemm("float16", True, True, True, "gelu"),
+    "gemm.float32.bias.relu": gemm("float32", bias=True, activation="relu"),
+    "batched_gemm": batched_gemm,
+    "grouped_gemm": grouped_gemm,
+    "dequantize_gemv.int8": dequantize_gemv(8),
+    "dequantize_gemv.int4": dequantize_gemv(4),
+    "conv2d": conv2d,
+    "flash_attention.gqa": flash_attention(False),
+    "flash_attention.causal.mqa": flash_attention(True, 4, 1),
+    "flash_attention_varlen": flash_attention_varlen(False),
+    "flash_attention_varlen.causal": flash_attention_varlen(True),
+    "attention_decode": attention_decode,
+}
+
+
+def _host(y):
+    if hasattr(y, "detach"):
+        y = y.detach().cpu()
+        if str(y.dtype) in ("torch.bfloat16",) or "float8" in str(y.dtype):
+            y = y.float()  # no NumPy dtype of its own
+        return y.numpy()
+    return np.asarray(y)
+
+
+def compare(name: str, got, expected, tolerance) -> None:
+    """Every element of `got` (an array or a tuple of them) against the reference; NaN (the
+    poison of an element never written) fails."""
+    atol, rtol = tolerance
+    got = got if isinstance(got, tuple) else (got,)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    assert len(got) == len(expected), f"{name}: {len(got)} outputs, the reference has {len(expected)}"
+    for i, (g, e) in enumerate(zip(got, expected)):
+        g = _host(g).astype("float64")
+        e = np.asarray(e, dtype="float64")
+        assert g.shape == e.shape, f"{name} output {i}: shape {g.shape}, reference {e.shape}"
+        assert np.isfinite(g).all() or not np.isfinite(e).all(), f"{name} output {i}: non-finite values (unwritten?)"
+        scale = max(1.0, float(np.abs(e).max())) if e.size else 1.0
+        np.testing.assert_allclose(g, e, atol=atol * scale, rtol=rtol, err_msg=f"{name} output {i}")

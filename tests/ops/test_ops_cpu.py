@@ -1,0 +1,142 @@
+"""Every operator against its NumPy reference (float64) on the CPU backend: fresh random inputs
+at ragged sizes (no size a multiple of a tile), outputs poisoned before the run, every element
+compared. NumPy arrays in, and torch tensors for a selection; bad arguments give errors that
+name the argument and the fix."""
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+import pytest
+
+from tilelang_core import ops
+from tilelang_core.ops import OpError
+
+from .cases import CASES, compare
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_operator_matches_reference(name):
+    seed = secrets.randbits(32)
+    call, reference, tolerance = CASES[name](np.random.default_rng(seed), lambda a: a)
+    compare(f"{name} (seed {seed})", call(), reference(), tolerance)
+
+
+def test_every_operator_has_a_case_and_the_issue_list_is_covered():
+    covered = {name.split(".")[0] for name in CASES}
+    assert covered == set(ops.operators()), set(ops.operators()) ^ covered
+    assert len(ops.operators()) >= 20
+
+
+@pytest.mark.parametrize("name", ["softmax.float32", "gemm.float32", "rms_norm.float32", "topk",
+                                  "flash_attention.gqa", "cross_entropy.mean"])
+def test_torch_tensors_in_torch_tensors_out(name):
+    torch = pytest.importorskip("torch")
+    seed = secrets.randbits(32)
+    call, reference, tolerance = CASES[name](np.random.default_rng(seed), torch.from_numpy)
+    got = call()
+    for g in got if isinstance(got, tuple) else (got,):
+        assert isinstance(g, torch.Tensor) and g.device.type == "cpu"
+    compare(f"{name} (torch, seed {seed})", got, reference(), tolerance)
+
+
+def test_bfloat16_torch():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(5, 77, dtype=torch.bfloat16)
+    y = ops.silu(x)
+    assert y.dtype == torch.bfloat16 and y.shape == x.shape
+    compare("silu bf16", y, ops.get("silu").reference(x.float().numpy()), (2e-2, 2e-2))
+
+
+def test_top_level_names():
+    import tilelang_core as tl
+
+    assert tl.softmax is ops.softmax and tl.flash_attention is ops.flash_attention and tl.max is ops.max
+    assert "gemm" in tl.__all__ and "sum" not in tl.__all__  # star imports keep Python's sum
+
+
+def test_offset_view_is_copied_for_the_vector_kernels():
+    torch = pytest.importorskip("torch")
+    base = torch.randn(1001)
+    x = base[1:]  # 4 bytes past a 16-byte boundary
+    compare("gelu offset view", ops.gelu(x), ops.get("gelu").reference(x.numpy()), (2e-5, 2e-5))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: ops.softmax(np.zeros((3, 4), "int32")), "argument 'x' has dtype int32"),
+    (lambda: ops.gemm(np.zeros((3, 4), "float32"), np.zeros((5, 2), "float32")), "K = 4 and 5"),
+    (lambda: ops.bias_gelu(np.zeros((3, 4), "float32"), np.zeros(5, "float32")), "bias has shape (5,)"),
+    (lambda: ops.flash_attention(*(np.zeros((1, 3, 8, 16), "float16"),) * 1,
+                                 np.zeros((1, 2, 8, 16), "float16"), np.zeros((1, 2, 8, 16), "float16")),
+     "3 query heads cannot share 2"),
+    (lambda: ops.topk(np.zeros((2, 4), "float32"), 5), "k=5 must be between 1 and"),
+    (lambda: ops.quantize_per_token(np.zeros((2, 4), "float32"), "float8_e4m3fn"), "has no float8_e4m3fn"),
+    (lambda: ops.cross_entropy(np.zeros((2, 4), "float32"), np.zeros(2, "int64"), reduction="avg"),
+     "reduction 'avg'"),
+    (lambda: ops.grouped_gemm(np.zeros((5, 4), "float32"), np.zeros((2, 4, 3), "float32"), [2, 2]),
+     "summing to a's rows (5)"),
+    (lambda: ops.sum(np.zeros((2, 4), "float32"), axis=2), "axis 2 is out of range"),
+])
+def test_bad_arguments_are_named(call, message):
+    with pytest.raises(OpError) as info:
+        call()
+    assert message in str(info.value)
+
+
+def test_config_table_follows_capabilities():
+    from tilelang_core.ops.registry import resolve_config
+    from tilelang_core.plugin import get_plugin_manager
+
+    manager = get_plugin_manager()
+    gemm = ops.get("gemm")
+    cpu = manager.parse_target("cpu")
+    config, source = resolve_config(gemm, cpu, gemm.example)
+    assert source == "table[block-serial]" and config["threads"] == 1
+    if "cuda" in manager.registry.kinds:
+        hopper = manager.parse_target("cuda/sm_90a")
+        ampere = manager.parse_target("cuda/sm_80")
+        assert resolve_config(gemm, hopper, gemm.example)[1] == "table[wgmma]"
+        assert resolve_config(gemm, ampere, gemm.example)[1] == "table[mma.sync]"
+    if "hip" in manager.registry.kinds:  # warps become threads at the target's warp size
+        config = resolve_config(ops.get("softmax"), manager.parse_target("hip/gfx942"), ops.get("softmax").example)[0]
+        assert config["threads"] == 4 * 64
+
+
+def test_cli_lists_every_operator_with_its_config(capsys):
+    import json
+
+    from tilelang_core.cli.main import main
+
+    assert main(["ops", "--target", "cpu", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["ops"]
+    assert {r["op"] for r in rows} == set(ops.operators())
+    softmax = next(r for r in rows if r["op"] == "softmax")
+    assert softmax["backend"] == "cpu" and softmax["source"] == "table[block-serial]"
+    assert softmax["config"]["kernel"] == "rows" and softmax["config"]["block_M"] == 8
+    assert main(["ops", "--target", "nonsense"]) == 2
+
+
+def test_tune_keeps_the_best_config_for_later_calls(tmp_path, monkeypatch, capsys):
+    import json
+
+    from tilelang_core.cli.main import main
+    from tilelang_core.ops import launch
+
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    launch._tuned_store.cache_clear()
+    try:
+        x = np.random.default_rng().standard_normal((9, 130)).astype("float32")
+        best = ops.tune("softmax", x, rep=2, warmup=1, max_candidates=2)
+        assert best["block_M"] in ops.get("softmax").tune_space["block_M"][:2]
+        assert (tmp_path / "ops" / "tuned.json").is_file()
+        compare("softmax tuned", ops.softmax(x), ops.get("softmax").reference(x), (2e-6, 2e-6))
+        row = [r for r in ops.explain() if r["op"] == "softmax" and r["problem"]["M"] == 9][0]
+        assert row["source"].endswith("+tuned") and row["config"]["block_M"] == best["block_M"]
+        capsys.readouterr()
+        assert main(["ops", "--target", "cpu", "--json"]) == 0  # `tilelang ops` lists the tuned config
+        listed = next(r for r in json.loads(capsys.readouterr().out)["ops"] if r["op"] == "softmax")["tuned"]
+        assert [t["problem"]["M"] for t in listed] == [9] and listed[0]["config"]["block_M"] == best["block_M"]
+    finally:
+        launch._tuned_store.cache_clear()

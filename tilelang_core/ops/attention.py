@@ -1,0 +1,361 @@
+"""Attention: flash_attention (forward; causal; GQA/MQA), flash_attention_varlen (packed
+sequences of different lengths) and attention_decode (one query per head against a KV cache).
+
+All three run the online softmax over key/value tiles: a block owns `block_M` query rows (for
+decode: the query heads that share one KV head), multiplies them with a K tile on the matrix
+units, keeps a running row maximum and sum in registers, rescales its output accumulator and
+adds P @ V. P is rounded to the inputs' dtype before the second product. A causal mask is
+top-left aligned (query i sees keys 0..i), as `torch.nn.functional.scaled_dot_product_attention`.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import language as T
+from .launch import OpError, check_dtype, contiguous, dtype_of, kernel_for, target_for
+from .registry import ConfigRule, Operator, get, register
+
+__all__ = ["flash_attention", "flash_attention_varlen", "attention_decode"]
+
+DTYPES = ("float16", "bfloat16")
+LOG2E = 1.4426950408889634
+
+ATTENTION_TABLE = (
+    ConfigRule("block-serial", {"block_M": 32, "block_N": 32, "stages": 1, "threads": 1}),
+    ConfigRule("wgmma", {"block_M": 128, "block_N": 128, "stages": 2, "warps": 8}),
+    ConfigRule("simt", {"block_M": 64, "block_N": 64, "stages": 2, "warps": 4}),
+)
+ATTENTION_TUNE = {"block_M": (64, 128), "block_N": (32, 64, 128), "stages": (1, 2), "warps": (4, 8)}
+
+
+def _fit(block: int, size: int, least: int = 16) -> int:
+    while block > least and block // 2 >= size:
+        block //= 2
+    return block
+
+
+def _fwd_kernel(problem: dict, config: dict):
+    B, Hq, Hkv, Sq, Skv, D, dtype, causal = (problem[k] for k in (
+        "batch", "heads", "kv_heads", "seq_q", "seq_kv", "dim", "dtype", "causal"))
+    group = Hq // Hkv
+    bM, bN = _fit(config["block_M"], Sq), _fit(config["block_N"], Skv)
+    scale = problem["scale"] * LOG2E
+    ragged = Skv % bN != 0
+
+    @T.prim_func
+    def main(Q: T.Tensor((B, Hq, Sq, D), dtype), K: T.Tensor((B, Hkv, Skv, D), dtype),
+             V: T.Tensor((B, Hkv, Skv, D), dtype), O: T.Tensor((B, Hq, Sq, D), dtype)):
+        with T.Kernel(T.ceildiv(Sq, bM), Hq, B, threads=config["threads"]) as (bx, by, bz):
+            Q_s = T.alloc_shared((bM, D), dtype)
+            K_s = T.alloc_shared((bN, D), dtype)
+            V_s = T.alloc_shared((bN, D), dtype)
+            s = T.alloc_fragment((bM, bN), "float32")
+            p = T.alloc_fragment((bM, bN), dtype)
+            o = T.alloc_fragment((bM, D), "float32")
+            m = T.alloc_fragment((bM,), "float32")
+            m_prev = T.alloc_fragment((bM,), "float32")
+            alpha = T.alloc_fragment((bM,), "float32")
+            l = T.alloc_fragment((bM,), "float32")  # noqa: E741
+            row_sum = T.alloc_fragment((bM,), "float32")
+            T.copy(Q[bz, by, bx * bM, 0], Q_s)
+            T.fill(o, 0)
+            T.fill(l, 0)
+            T.fill(m, -T.infinity("float32"))
+            steps = T.min(T.ceildiv(Skv, bN), T.ceildiv((bx + 1) * bM, bN)) if causal else T.ceildiv(Skv, bN)
+            for k in T.Pipelined(steps, num_stages=config["stages"]):
+                T.copy(K[bz, by // group, k * bN, 0], K_s)
+                T.clear(s)
+                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                for i, j in T.Parallel(bM, bN):
+                    if causal:
+                        s[i, j] = T.if_then_else((k * bN + j < Skv) and (bx * bM + i >= k * bN + j),
+                                                 s[i, j] * scale, -T.infinity("float32"))
+                    elif ragged:
+                        s[i, j] = T.if_then_else(k * bN + j < Skv, s[i, j] * scale, -T.infinity("float32"))
+                    else:
+                        s[i, j] = s[i, j] * scale
+                T.copy(m, m_prev)
+                T.reduce_max(s, m, dim=1, clear=False)
+                for i in T.Parallel(bM):
+                    alpha[i] = T.exp2(m_prev[i] - m[i])
+                for i, j in T.Parallel(bM, bN):
+                    s[i, j] = T.exp2(s[i, j] - m[i])
+                T.reduce_sum(s, row_sum, dim=1)
+                for i in T.Parallel(bM):
+                    l[i] = l[i] * alpha[i] + row_sum[i]
+                T.copy(s, p)
+                for i, j in T.Parallel(bM, D):
+                    o[i, j] = o[i, j] * alpha[i]
+                T.copy(V[bz, by // group, k * bN, 0], V_s)
+                T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(bM, D):
+                o[i, j] = o[i, j] / l[i]
+            T.copy(o, O[bz, by, bx * bM, 0])
+
+    return main
+
+
+def _varlen_kernel(problem: dict, config: dict):
+    """Sequences packed along the first axis, sequence b at rows cu[b]..cu[b+1]-1."""
+    batch, Hq, Hkv, Tq, Tk, D, dtype, causal, max_q = (problem[k] for k in (
+        "batch", "heads", "kv_heads", "total_q", "total_kv", "dim", "dtype", "causal", "max_seq_q"))
+    group = Hq // Hkv
+    bM, bN = _fit(config["block_M"], max_q), config["block_N"]
+    scale = problem["scale"] * LOG2E
+
+    @T.prim_func
+    def main(Q: T.Tensor((Tq, Hq, D), dtype), K: T.Tensor((Tk, Hkv, D), dtype), V: T.Tensor((Tk, Hkv, D), dtype),
+             CuQ: T.Tensor((batch + 1,), "int32"), CuK: T.Tensor((batch + 1,), "int32"),
+             O: T.Tensor((Tq, Hq, D), dtype)):
+        with T.Kernel(T.ceildiv(max_q, bM), Hq, batch, threads=config["threads"]) as (bx, by, bz):
+            Q_s = T.alloc_shared((bM, D), dtype)
+            K_s = T.alloc_shared((bN, D), dtype)
+            V_s = T.alloc_shared((bN, D), dtype)
+            s = T.alloc_fragment((bM, bN), "float32")
+            p = T.alloc_fragment((bM, bN), dtype)
+            o = T.alloc_fragment((bM, D), "float32")
+            m = T.alloc_fragment((bM,), "float32")
+            m_prev = T.alloc_fragment((bM,), "float32")
+            alpha = T.alloc_fragment((bM,), "float32")
+            l = T.alloc_fragment((bM,), "float32")  # noqa: E741
+            row_sum = T.alloc_fragment((bM,), "float32")
+            q_start = CuQ[bz]
+            q_len = CuQ[bz + 1] - q_start
+            k_start = CuK[bz]
+            k_len = CuK[bz + 1] - k_start
+            T.copy(Q[q_start + bx * bM:q_start + bx * bM + bM, by, :], Q_s)
+            T.fill(o, 0)
+            T.fill(l, 0)
+            T.fill(m, -T.infinity("float32"))
+            for k in T.serial(T.ceildiv(k_len, bN)):
+                T.copy(K[k_start + k * bN:k_start + k * bN + bN, by // group, :], K_s)
+                T.clear(s)
+                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                for i, j in T.Parallel(bM, bN):
+                    if causal:
+                        s[i, j] = T.if_then_else((k * bN + j < k_len) and (bx * bM + i >= k * bN + j),
+                                                 s[i, j] * scale, -T.infinity("float32"))
+                    else:
+                        s[i, j] = T.if_then_else(k * bN + j < k_len, s[i, j] * scale, -T.infinity("float32"))
+                T.copy(m, m_prev)
+                T.reduce_max(s, m, dim=1, clear=False)
+                for i in T.Parallel(bM):
+                    alpha[i] = T.exp2(m_prev[i] - m[i])
+                for i, j in T.Parallel(bM, bN):
+                    s[i, j] = T.exp2(s[i, j] - m[i])
+                T.reduce_sum(s, row_sum, dim=1)
+                for i in T.Parallel(bM):
+                    l[i] = l[i] * alpha[i] + row_sum[i]
+                T.copy(s, p)
+                for i, j in T.Parallel(bM, D):
+                    o[i, j] = o[i, j] * alpha[i]
+                for i, j in T.Parallel(bN, D):  # rows past this sequence's keys are zero, never NaN
+                    V_s[i, j] = T.if_then_else(k * bN + i < k_len, V[T.min(k_start + k * bN + i, Tk - 1), by // group, j],
+                                               T.cast(0, dtype))
+                T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(bM, D):
+                if bx * bM + i < q_len:
+                    O[q_start + bx * bM + i, by, j] = T.cast(o[i, j] / l[i], dtype)
+
+    return main
+
+
+def _decode_kernel(problem: dict, config: dict):
+    """One query per head: a block takes the `group` query heads of one KV head as its rows."""
+    B, Hq, Hkv, S, D, dtype = (problem[k] for k in ("batch", "heads", "kv_heads", "seq_kv", "dim", "dtype"))
+    group = Hq // Hkv
+    bH = max(config["block_H"], 1 << (group - 1).bit_length())
+    bN = _fit(config["block_N"], S)
+    scale = problem["scale"] * LOG2E
+    ragged = S % bN != 0
+
+    @T.prim_func
+    def main(Q: T.Tensor((B, Hq, D), dtype), K: T.Tensor((B, Hkv, S, D), dtype), V: T.Tensor((B, Hkv, S, D), dtype),
+             O: T.Tensor((B, Hq, D), dtype)):
+        with T.Kernel(Hkv, B, threads=config["threads"]) as (bx, bz):
+            Q_s = T.alloc_shared((bH, D), dtype)
+            K_s = T.alloc_shared((bN, D), dtype)
+            V_s = T.alloc_shared((bN, D), dtype)
+            s = T.alloc_fragment((bH, bN), "float32")
+            p = T.alloc_fragment((bH, bN), dtype)
+            o = T.alloc_fragment((bH, D), "float32")
+            m = T.alloc_fragment((bH,), "float32")
+            m_prev = T.alloc_fragment((bH,), "float32")
+            alpha = T.alloc_fragment((bH,), "float32")
+            l = T.alloc_fragment((bH,), "float32")  # noqa: E741
+            row_sum = T.alloc_fragment((bH,), "float32")
+            for i, j in T.Parallel(bH, D):
+                Q_s[i, j] = T.if_then_else(i < group, Q[bz, T.min(bx * group + i, Hq - 1), j], T.cast(0, dtype))
+            T.fill(o, 0)
+            T.fill(l, 0)
+            T.fill(m, -T.infinity("float32"))
+            for k in T.Pipelined(T.ceildiv(S, bN), num_stages=config["stages"]):
+                T.copy(K[bz, bx, k * bN, 0], K_s)
+                T.clear(s)
+                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                for i, j in T.Parallel(bH, bN):
+                    if ragged:
+                        s[i, j] = T.if_then_else(k * bN + j < S, s[i, j] * scale, -T.infinity("float32"))
+                    else:
+                        s[i, j] = s[i, j] * scale
+                T.copy(m, m_prev)
+                T.reduce_max(s, m, dim=1, clear=False)
+                for i in T.Parallel(bH):
+                    alpha[i] = T.exp2(m_prev[i] - m[i])
+                for i, j in T.Parallel(bH, bN):
+                    s[i, j] = T.exp2(s[i, j] - m[i])
+                T.reduce_sum(s, row_sum, dim=1)
+                for i in T.Parallel(bH):
+                    l[i] = l[i] * alpha[i] + row_sum[i]
+                T.copy(s, p)
+                for i, j in T.Parallel(bH, D):
+                    o[i, j] = o[i, j] * alpha[i]
+                T.copy(V[bz, bx, k * bN, 0], V_s)
+                T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(bH, D):
+                if i < group:
+                    O[bz, bx * group + i, j] = T.cast(o[i, j] / l[i], dtype)
+
+    return main
+
+
+# -- references -----------------------------------------------------------------------------
+
+
+def reference_attention(q, k, v, is_causal=False, scale=None):
+    """Softmax attention in float64 on (batch, heads, seq, dim) arrays; KV heads repeated for GQA."""
+    import numpy as np
+
+    q, k, v = (np.asarray(t, dtype="float64") for t in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if is_causal:
+        sq, sk = s.shape[-2], s.shape[-1]
+        s = np.where(np.tril(np.ones((sq, sk), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def reference_attention_varlen(q, k, v, cu_q, cu_k, is_causal=False, scale=None):
+    import numpy as np
+
+    out = np.zeros(np.shape(q), dtype="float64")
+    cu_q, cu_k = np.asarray(cu_q), np.asarray(cu_k)
+    for b in range(len(cu_q) - 1):
+        qs = np.asarray(q)[cu_q[b]:cu_q[b + 1]].transpose(1, 0, 2)[None]
+        ks = np.asarray(k)[cu_k[b]:cu_k[b + 1]].transpose(1, 0, 2)[None]
+        vs = np.asarray(v)[cu_k[b]:cu_k[b + 1]].transpose(1, 0, 2)[None]
+        if qs.shape[2]:
+            out[cu_q[b]:cu_q[b + 1]] = reference_attention(qs, ks, vs, is_causal, scale)[0].transpose(1, 0, 2)
+    return out
+
+
+def reference_decode(q, k, v, scale=None):
+    import numpy as np
+
+    return reference_attention(np.asarray(q)[:, :, None, :], k, v, False, scale)[:, :, 0, :]
+
+
+_ATT = {"batch": 8, "heads": 16, "kv_heads": 16, "seq_q": 4096, "seq_kv": 4096, "dim": 128, "dtype": "float16",
+        "causal": False, "scale": 1 / math.sqrt(128)}
+register(Operator("flash_attention", "softmax(Q K^T * scale [causal]) V; GQA/MQA by fewer KV heads",
+                  {"online_softmax": _fwd_kernel}, ATTENTION_TABLE, reference_attention, (3,), _ATT, ATTENTION_TUNE))
+register(Operator("flash_attention_varlen", "flash_attention over packed sequences of different lengths",
+                  {"online_softmax": _varlen_kernel},
+                  (ConfigRule("block-serial", {"block_M": 32, "block_N": 32, "threads": 1}),
+                   ConfigRule("simt", {"block_M": 64, "block_N": 64, "warps": 4})),
+                  reference_attention_varlen, (5,),
+                  {"batch": 8, "heads": 16, "kv_heads": 16, "total_q": 16384, "total_kv": 16384, "dim": 128,
+                   "dtype": "float16", "causal": True, "max_seq_q": 4096, "scale": 1 / math.sqrt(128)},
+                  {"block_M": (64, 128), "block_N": (32, 64)}))
+register(Operator("attention_decode", "one query token per head against a KV cache (GQA groups per block)",
+                  {"online_softmax": _decode_kernel},
+                  (ConfigRule("block-serial", {"block_H": 1, "block_N": 64, "stages": 1, "threads": 1}),
+                   ConfigRule("warp_size=64", {"block_H": 16, "block_N": 64, "stages": 1, "warps": 4}),
+                   ConfigRule("simt", {"block_H": 16, "block_N": 64, "stages": 2, "warps": 4})),
+                  reference_decode, (3,),
+                  {"batch": 16, "heads": 32, "kv_heads": 8, "seq_kv": 8192, "dim": 128, "dtype": "float16",
+                   "scale": 1 / math.sqrt(128)},
+                  {"block_N": (64, 128, 256), "stages": (1, 2, 3)}))
+
+
+# -- calls ----------------------------------------------------------------------------------
+
+
+def _heads(op: str, hq: int, hkv: int) -> None:
+    if hkv < 1 or hq % hkv:
+        raise OpError(f"{op}: {hq} query heads cannot share {hkv} key/value heads; the query heads must be a "
+                      f"multiple of the KV heads (GQA), or equal (MHA), or the KV heads 1 (MQA)")
+
+
+def _same(op: str, dtype: str, **arrays) -> None:
+    for name, a in arrays.items():
+        if dtype_of(a) != dtype:
+            raise OpError(f"{op}: {name} is {dtype_of(a)}, q is {dtype}; give q, k and v one dtype")
+
+
+def flash_attention(q, k, v, is_causal: bool = False, scale: float | None = None, target=None):
+    """Attention of `q` (batch, heads, seq_q, dim) over `k`, `v` (batch, kv_heads, seq_kv,
+    dim): softmax(q k^T * scale) v, scale 1/sqrt(dim) by default; `is_causal` masks keys after
+    each query (top-left aligned). kv_heads dividing heads gives GQA (1: MQA)."""
+    dtype = check_dtype("flash_attention", "q", q, DTYPES)
+    _same("flash_attention", dtype, k=k, v=v)
+    if len(q.shape) != 4 or len(k.shape) != 4 or tuple(k.shape) != tuple(v.shape) \
+            or k.shape[0] != q.shape[0] or k.shape[3] != q.shape[3]:
+        raise OpError(f"flash_attention: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} must be "
+                      f"(batch, heads, seq, dim) with k and v of one shape and q's batch and dim")
+    b, hq, sq, d = (int(x) for x in q.shape)
+    hkv, skv = int(k.shape[1]), int(k.shape[2])
+    _heads("flash_attention", hq, hkv)
+    problem = {"batch": b, "heads": hq, "kv_heads": hkv, "seq_q": sq, "seq_kv": skv, "dim": d, "dtype": dtype,
+               "causal": bool(is_causal), "scale": float(1 / math.sqrt(d) if scale is None else scale)}
+    kernel, _, _ = kernel_for(get("flash_attention"), target_for([q, k, v], target, "flash_attention"), problem)
+    return kernel(contiguous(q), contiguous(k), contiguous(v))
+
+
+def flash_attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_causal: bool = False,
+                           scale: float | None = None, target=None):
+    """Attention over packed sequences: `q` (total_q, heads, dim), `k`, `v` (total_kv,
+    kv_heads, dim); sequence b holds rows cu_seqlens_q[b]..cu_seqlens_q[b+1]-1 of q (and
+    likewise of k, v); `cu_seqlens_*` are int32 of length batch + 1 on q's device;
+    `max_seqlen_q` bounds the query lengths (it sizes the grid)."""
+    dtype = check_dtype("flash_attention_varlen", "q", q, DTYPES)
+    _same("flash_attention_varlen", dtype, k=k, v=v)
+    if len(q.shape) != 3 or len(k.shape) != 3 or tuple(k.shape) != tuple(v.shape) or k.shape[2] != q.shape[2]:
+        raise OpError(f"flash_attention_varlen: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} "
+                      f"must be (total, heads, dim) with k and v of one shape")
+    for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        check_dtype("flash_attention_varlen", name, cu, ("int32",))
+    if tuple(cu_seqlens_q.shape) != tuple(cu_seqlens_k.shape) or len(cu_seqlens_q.shape) != 1:
+        raise OpError("flash_attention_varlen: cu_seqlens_q and cu_seqlens_k must be 1-D of one length (batch + 1)")
+    tq, hq, d = (int(x) for x in q.shape)
+    tk, hkv = int(k.shape[0]), int(k.shape[1])
+    _heads("flash_attention_varlen", hq, hkv)
+    problem = {"batch": int(cu_seqlens_q.shape[0]) - 1, "heads": hq, "kv_heads": hkv, "total_q": tq,
+               "total_kv": tk, "dim": d, "dtype": dtype, "causal": bool(is_causal), "max_seq_q": int(max_seqlen_q),
+               "scale": float(1 / math.sqrt(d) if scale is None else scale)}
+    tgt = target_for([q, k, v, cu_seqlens_q, cu_seqlens_k], target, "flash_attention_varlen")
+    kernel, _, _ = kernel_for(get("flash_attention_varlen"), tgt, problem)
+    out = kernel(contiguous(q), contiguous(k), contiguous(v), contiguous(cu_seqlens_q), contiguous(cu_seqlens_k))
+    return out
+
+
+def attention_decode(q, k, v, scale: float | None = None, target=None):
+    """One decoding step: `q` (batch, heads, dim) against a KV cache `k`, `v` (batch,
+    kv_heads, seq_kv, dim); kv_heads dividing heads gives GQA. Returns (batch, heads, dim)."""
+    dtype = check_dtype("attention_decode", "q", q, DTYPES)
+    _same("attention_decode", dtype, k=k, v=v)
+    if len(q.shape) != 3 or len(k.shape) != 4 or tuple(k.shape) != tuple(v.shape) \
+            or k.shape[0] != q.shape[0] or k.shape[3] != q.shape[2]:
+        raise OpError(f"attention_decode: q {tuple(q.shape)} must be (batch, heads, dim) and k, v "
+                      f"{tuple(k.shape)}, {tuple(v.shape)} (batch, kv_heads, seq_kv, dim)")
+    b, hq, d = (int(x) for x in q.shape)
+    hkv, s = int(k.shape[1]), int(k.shape[2])
+    _heads("attention_decode", hq, hkv)
+    problem = {"batch": b, "heads": hq, "kv_heads": hkv, "seq_kv": s, "dim": d, "dtype": dtype,
+               "scale": float(1 / math.sqrt(d) if scale is None else scale)}
+    kernel, _, _ = kernel_for(get("attention_decode"), target_for([q, k, v], target, "attention_decode"), problem)
+    return kernel(contiguous(q), contiguous(k), contiguous(v))
+

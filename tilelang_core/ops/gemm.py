@@ -1,0 +1,439 @@
+"""Matrix operators: gemm (transposes, bias, activation epilogue), batched_gemm, grouped_gemm,
+dequantize_gemv (int8 / int4 weights) and conv2d (implicit GEMM: the im2col tile is gathered
+into shared memory, never written out).
+
+A GEMM block computes a (block_M, block_N) tile over `T.Pipelined` K steps with `T.gemm`,
+which each backend lowers to its matrix instructions (wgmma, mma.sync, MFMA, ...) or to the
+portable loops; the table picks tile sizes by the matrix family the target declares.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import language as T
+from .launch import OpError, check_dtype, contiguous, dtype_of, kernel_for, library, target_for
+from .registry import ConfigRule, Operator, get, register
+
+__all__ = ["gemm", "batched_gemm", "grouped_gemm", "dequantize_gemv", "conv2d"]
+
+MATRIX_DTYPES = ("float16", "bfloat16", "float32")
+ACTIVATIONS = ("none", "relu", "gelu", "silu")
+
+GEMM_TABLE = (
+    ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1}),
+    ConfigRule("wgmma", {"block_M": 128, "block_N": 256, "block_K": 64, "stages": 3, "warps": 8}),
+    ConfigRule("mma.sync", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 3, "warps": 4}),
+    ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4}),
+)
+GEMM_TUNE = {"block_M": (64, 128), "block_N": (64, 128, 256), "block_K": (32, 64), "stages": (2, 3, 4),
+             "warps": (4, 8)}
+
+
+def _activate(v, activation: str):
+    if activation == "relu":
+        return T.max(v, 0.0)
+    if activation == "gelu":
+        return v * 0.5 * (1.0 + T.erf(v * (1.0 / math.sqrt(2.0))))
+    if activation == "silu":
+        return v / (1.0 + T.exp(-v))
+    return v
+
+
+def _tile(config: dict, M: int, N: int, K: int) -> tuple[int, int, int]:
+    """The config's tile, shrunk (powers of two, at least 16) for problems smaller than it."""
+    def fit(block, size):
+        while block > 16 and block // 2 >= size:
+            block //= 2
+        return block
+    return fit(config["block_M"], M), fit(config["block_N"], N), fit(config["block_K"], K)
+
+
+def _gemm_kernel(problem: dict, config: dict):
+    B, M, N, K = problem["batch"], problem["M"], problem["N"], problem["K"]
+    dtype, ta, tb = problem["dtype"], problem["trans_a"], problem["trans_b"]
+    has_bias, activation = problem["bias"], problem["activation"]
+    bM, bN, bK = _tile(config, M, N, K)
+    a_shape = (B, K, M) if ta else (B, M, K)
+    b_shape = (B, N, K) if tb else (B, K, N)
+    a_tile = (bK, bM) if ta else (bM, bK)
+    b_tile = (bN, bK) if tb else (bK, bN)
+    accum = "float32"
+
+    @T.prim_func
+    def main(A: T.Tensor(a_shape, dtype), Bm: T.Tensor(b_shape, dtype), Bias: T.Tensor((N if has_bias else 1,), dtype),
+             C: T.Tensor((B, M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), B, threads=config["threads"]) as (bx, by, bz):
+            A_s = T.alloc_shared(a_tile, dtype)
+            B_s = T.alloc_shared(b_tile, dtype)
+            C_f = T.alloc_fragment((bM, bN), accum)
+            T.use_swizzle(panel_size=10)
+            T.clear(C_f)
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=config["stages"]):
+                if ta:
+                    T.copy(A[bz, ko * bK, by * bM], A_s)
+                else:
+                    T.copy(A[bz, by * bM, ko * bK], A_s)
+                if tb:
+                    T.copy(Bm[bz, bx * bN, ko * bK], B_s)
+                else:
+                    T.copy(Bm[bz, ko * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_f, transpose_A=ta, transpose_B=tb)
+            if has_bias or activation != "none":
+                for i, j in T.Parallel(bM, bN):
+                    if has_bias:
+                        C_f[i, j] = _activate(C_f[i, j] + T.cast(
+                            Bias[T.min(bx * bN + j, N - 1)], accum), activation)
+                    else:
+                        C_f[i, j] = _activate(C_f[i, j], activation)
+            T.copy(C_f, C[bz, by * bM, bx * bN])
+
+    return main
+
+
+def reference_gemm(a, b, trans_a=False, trans_b=False, bias=None, activation="none"):
+    import numpy as np
+
+    a, b = np.asarray(a, dtype="float64"), np.asarray(b, dtype="float64")
+    if trans_a:
+        a = np.swapaxes(a, -1, -2)
+    if trans_b:
+        b = np.swapaxes(b, -1, -2)
+    c = a @ b
+    if bias is not None:
+        c = c + np.asarray(bias, dtype="float64")
+    if activation == "relu":
+        c = np.maximum(c, 0)
+    elif activation == "gelu":
+        from .elementwise import reference_gelu
+
+        c = reference_gelu(c)
+    elif activation == "silu":
+        c = c / (1 + np.exp(-c))
+    return c
+
+
+_GEMM_EXAMPLE = {"batch": 1, "M": 4096, "N": 4096, "K": 4096, "dtype": "float16", "trans_a": False,
+                 "trans_b": False, "bias": False, "activation": "none"}
+register(Operator("gemm", "C = act(op(A) @ op(B) + bias): transposes, bias, relu/gelu/silu epilogue",
+                  {"tiled": _gemm_kernel}, GEMM_TABLE, reference_gemm, (3,), _GEMM_EXAMPLE, GEMM_TUNE))
+register(Operator("batched_gemm", "a batch of GEMMs of one shape (3-D A and B)", {"tiled": _gemm_kernel},
+                  GEMM_TABLE, reference_gemm, (3,), {**_GEMM_EXAMPLE, "batch": 8, "M": 1024, "N": 1024, "K": 1024},
+                  GEMM_TUNE))
+
+
+def _matmul(name: str, a, b, trans_a: bool, trans_b: bool, bias, activation: str, target):
+    dtype = check_dtype(name, "a", a, MATRIX_DTYPES)
+    if dtype_of(b) != dtype:
+        raise OpError(f"{name}: a is {dtype}, b is {dtype_of(b)}; give both one dtype")
+    if activation not in ACTIVATIONS:
+        raise OpError(f"{name}: activation {activation!r} is not one of {ACTIVATIONS}")
+    batched = len(a.shape) == 3
+    if len(a.shape) != len(b.shape) or len(a.shape) != (3 if name == "batched_gemm" else 2):
+        want = "3-D (batch, rows, cols)" if name == "batched_gemm" else "2-D"
+        raise OpError(f"{name}: a {tuple(a.shape)} and b {tuple(b.shape)} must both be {want}")
+    a3 = a if batched else a.reshape(1, *a.shape)
+    b3 = b if batched else b.reshape(1, *b.shape)
+    batch = int(a3.shape[0])
+    m, ka = (int(a3.shape[2]), int(a3.shape[1])) if trans_a else (int(a3.shape[1]), int(a3.shape[2]))
+    kb, n = (int(b3.shape[2]), int(b3.shape[1])) if trans_b else (int(b3.shape[1]), int(b3.shape[2]))
+    if ka != kb or int(b3.shape[0]) != batch:
+        raise OpError(f"{name}: shapes do not multiply: a {tuple(a.shape)} (trans_a={trans_a}) and b "
+                      f"{tuple(b.shape)} (trans_b={trans_b}) give K = {ka} and {kb}")
+    if bias is not None:
+        if tuple(bias.shape) != (n,) or dtype_of(bias) != dtype:
+            raise OpError(f"{name}: bias {tuple(bias.shape)} {dtype_of(bias)} must be ({n},) {dtype}")
+    tgt = target_for([a, b, bias], target, name)
+    problem = {"batch": batch, "M": m, "N": n, "K": ka, "dtype": dtype, "trans_a": bool(trans_a),
+               "trans_b": bool(trans_b), "bias": bias is not None, "activation": activation}
+    kernel, _, _ = kernel_for(get(name), tgt, problem)
+    a3, b3 = contiguous(a3), contiguous(b3)
+    c = kernel(a3, b3, contiguous(bias) if bias is not None else b3.reshape(-1)[:1])
+    return c if batched else c.reshape(m, n)
+
+
+def gemm(a, b, trans_a: bool = False, trans_b: bool = False, bias=None, activation: str = "none", target=None):
+    """act(op(a) @ op(b) + bias) for 2-D `a`, `b` of one dtype (float16, bfloat16, float32),
+    op = transpose where asked; `bias` (N,) is added per column; `activation` is "none",
+    "relu", "gelu" or "silu". Accumulates in float32; the result has the inputs' dtype."""
+    return _matmul("gemm", a, b, trans_a, trans_b, bias, activation, target)
+
+
+def batched_gemm(a, b, trans_a: bool = False, trans_b: bool = False, bias=None, activation: str = "none",
+                 target=None):
+    """`gemm` over a batch: `a` (batch, M, K), `b` (batch, K, N) (transposed where asked)."""
+    return _matmul("batched_gemm", a, b, trans_a, trans_b, bias, activation, target)
+
+
+# -- grouped GEMM ---------------------------------------------------------------------------
+
+
+def _grouped_kernel(problem: dict, config: dict):
+    """Rows of A belong to groups one after another; group g multiplies B[g]. A host-built
+    table gives each row tile its (group, first row, end row); tiles past the table's live
+    entries have first row == end row and write nothing."""
+    total, G, N, K, dtype, tiles = (problem[k] for k in ("rows", "groups", "N", "K", "dtype", "tiles"))
+    bM, bN, bK = config["block_M"], config["block_N"], config["block_K"]
+
+    @T.prim_func
+    def main(A: T.Tensor((total, K), dtype), Bm: T.Tensor((G, K, N), dtype), Tiles: T.Tensor((tiles, 3), "int32"),
+             C: T.Tensor((total, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), tiles, threads=config["threads"]) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), dtype)
+            B_s = T.alloc_shared((bK, bN), dtype)
+            C_f = T.alloc_fragment((bM, bN), "float32")
+            g = Tiles[by, 0]
+            first = Tiles[by, 1]
+            end = Tiles[by, 2]
+            T.clear(C_f)
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=config["stages"]):
+                T.copy(A[first, ko * bK], A_s)
+                T.copy(Bm[g, ko * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_f)
+            for i, j in T.Parallel(bM, bN):
+                if first + i < end and bx * bN + j < N:
+                    C[first + i, bx * bN + j] = T.cast(C_f[i, j], dtype)
+
+    return main
+
+
+def reference_grouped_gemm(a, b, group_sizes):
+    import numpy as np
+
+    a, b = np.asarray(a, dtype="float64"), np.asarray(b, dtype="float64")
+    out, start = [], 0
+    for g, m in enumerate(int(s) for s in group_sizes):
+        out.append(a[start:start + m] @ b[g])
+        start += m
+    return np.concatenate(out, axis=0) if out else np.zeros((0, b.shape[-1]))
+
+
+register(Operator("grouped_gemm", "GEMMs of groups of rows of A, each with its own B (mixture of experts)",
+                  {"tiled": _grouped_kernel},
+                  (ConfigRule("block-serial", {"block_M": 32, "block_N": 64, "block_K": 32, "stages": 1,
+                                               "threads": 1}),
+                   ConfigRule("simt", {"block_M": 64, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4})),
+                  reference_grouped_gemm, (3,),
+                  {"rows": 8192, "groups": 8, "N": 4096, "K": 4096, "dtype": "float16", "tiles": 136},
+                  {"block_M": (64, 128), "block_N": (64, 128, 256)}))
+
+
+def grouped_gemm(a, b, group_sizes, target=None):
+    """Grouped GEMM: `a` (rows, K) holds the groups' rows one after another (group g has
+    group_sizes[g] rows), `b` (groups, K, N); row r of group g gives a[r] @ b[g]."""
+    dtype = check_dtype("grouped_gemm", "a", a, MATRIX_DTYPES)
+    sizes = [int(s) for s in (group_sizes.tolist() if hasattr(group_sizes, "tolist") else group_sizes)]
+    if len(b.shape) != 3 or len(a.shape) != 2 or int(b.shape[1]) != int(a.shape[1]) or dtype_of(b) != dtype:
+        raise OpError(f"grouped_gemm: a {tuple(a.shape)} {dtype} must be (rows, K) and b {tuple(b.shape)} "
+                      f"{dtype_of(b)} (groups, K, N) of the same dtype")
+    if len(sizes) != int(b.shape[0]) or any(s < 0 for s in sizes) or sum(sizes) != int(a.shape[0]):
+        raise OpError(f"grouped_gemm: group_sizes {sizes} must give one non-negative size per group of b "
+                      f"({int(b.shape[0])}) summing to a's rows ({int(a.shape[0])})")
+    tgt = target_for([a, b], target, "grouped_gemm")
+    op = get("grouped_gemm")
+    total, groups = int(a.shape[0]), len(sizes)
+    # the tile table's length depends only on (rows, groups): one kernel for every split
+    from .registry import resolve_config
+
+    bM = resolve_config(op, tgt, {})[0]["block_M"]
+    tiles = -(-total // bM) + groups
+    table, start = [], 0
+    for g, m in enumerate(sizes):
+        for first in range(start, start + m, bM):
+            table.append((g, first, min(first + bM, start + m)))
+        start += m
+    table += [(0, 0, 0)] * (tiles - len(table))
+    if library(a) == "torch":
+        import torch
+
+        table = torch.tensor(table, dtype=torch.int32, device=a.device)
+    else:
+        import numpy as np
+
+        table = np.asarray(table, dtype="int32")
+    problem = {"rows": total, "groups": groups, "N": int(b.shape[2]), "K": int(a.shape[1]), "dtype": dtype,
+               "tiles": tiles}
+    kernel, _, _ = kernel_for(op, tgt, problem)
+    return kernel(contiguous(a), contiguous(b), table)
+
+
+# -- dequantize + GEMV ----------------------------------------------------------------------
+
+
+def _gemv_kernel(problem: dict, config: dict):
+    """y[m, n] = sum_k x[m, k] * (q[n, k] * scale[n, k // group]); int4 weights are packed
+    two per byte along K (low nibble first), stored with an offset of 8."""
+    M, N, K, dtype, bits, group = (problem[k] for k in ("M", "N", "K", "dtype", "bits", "group"))
+    sdtype = problem["scale_dtype"]
+    bN, bK = config["block_N"], config["block_K"]
+    packed = K // 2 if bits == 4 else K
+    wdtype = "uint8" if bits == 4 else "int8"
+
+    @T.prim_func
+    def main(X: T.Tensor((M, K), dtype), W: T.Tensor((N, packed), wdtype), S: T.Tensor((N, K // group), sdtype),
+             Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), M, threads=config["threads"]) as (bx, by):
+            acc = T.alloc_fragment((bN, bK), "float32")
+            red = T.alloc_fragment((bN,), "float32")
+            T.clear(acc)
+            for ko in T.serial(T.ceildiv(K, bK)):
+                for n, k in T.Parallel(bN, bK):
+                    if bx * bN + n < N and ko * bK + k < K:
+                        if bits == 4:
+                            acc[n, k] += T.cast(X[by, ko * bK + k], "float32") * T.cast(
+                                T.cast(T.bitwise_and(T.shift_right(W[bx * bN + n, (ko * bK + k) // 2],
+                                                                   T.cast(((ko * bK + k) % 2) * 4, "uint8")),
+                                                     T.cast(15, "uint8")), "int32") - 8, "float32") \
+                                * T.cast(S[bx * bN + n, (ko * bK + k) // group], "float32")
+                        else:
+                            acc[n, k] += T.cast(X[by, ko * bK + k], "float32") \
+                                * T.cast(W[bx * bN + n, ko * bK + k], "float32") \
+                                * T.cast(S[bx * bN + n, (ko * bK + k) // group], "float32")
+            T.reduce_sum(acc, red, dim=1)
+            for n in T.Parallel(bN):
+                if bx * bN + n < N:
+                    Y[by, bx * bN + n] = T.cast(red[n], dtype)
+
+    return main
+
+
+def unpack_int4(w):
+    """Signed int4 values (as int8, -8..7) of weights packed two per byte (low nibble first,
+    offset 8), (N, K // 2) uint8 -> (N, K)."""
+    import numpy as np
+
+    w = np.asarray(w).astype("int16")
+    low, high = (w & 15) - 8, (w >> 4) - 8
+    return np.stack([low, high], axis=-1).reshape(w.shape[0], -1).astype("int8")
+
+
+def reference_dequantize_gemv(x, w, scales, bits=8):
+    import numpy as np
+
+    q = unpack_int4(w) if bits == 4 else np.asarray(w)
+    s = np.asarray(scales, dtype="float64")
+    group = q.shape[1] // s.shape[1]
+    dq = q.astype("float64") * np.repeat(s, group, axis=1)
+    return np.asarray(x, dtype="float64") @ dq.T
+
+
+register(Operator("dequantize_gemv", "y = x @ dequant(W).T for int8 or packed int4 weights with group scales",
+                  {"rows": _gemv_kernel},
+                  (ConfigRule("block-serial", {"block_N": 16, "block_K": 512, "threads": 1}),
+                   ConfigRule("simt", {"block_N": 8, "block_K": 256, "warps": 8})),
+                  reference_dequantize_gemv, (3,),
+                  {"M": 1, "N": 4096, "K": 4096, "dtype": "float16", "bits": 4, "group": 128,
+                   "scale_dtype": "float16"},
+                  {"block_N": (4, 8, 16), "block_K": (128, 256, 512)}))
+
+
+def dequantize_gemv(x, w, scales, bits: int = 8, target=None):
+    """x @ dequant(w).T for a few rows x (M, K) (or a vector (K,)): `w` (N, K) int8 for
+    bits=8, or (N, K // 2) uint8 holding two int4 per byte (low nibble first, value + 8) for
+    bits=4; `scales` (N, K // group) per output row and group of K."""
+    dtype = check_dtype("dequantize_gemv", "x", x, MATRIX_DTYPES)
+    vector = len(x.shape) == 1
+    x2 = x.reshape(1, -1) if vector else x
+    m, k = (int(v) for v in x2.shape)
+    if bits not in (4, 8):
+        raise OpError(f"dequantize_gemv: bits={bits}; 8 (int8 weights) and 4 (packed int4) are supported")
+    check_dtype("dequantize_gemv", "w", w, ("uint8",) if bits == 4 else ("int8",))
+    n = int(w.shape[0])
+    if int(w.shape[1]) != (k // 2 if bits == 4 else k) or (bits == 4 and k % 2):
+        raise OpError(f"dequantize_gemv: w {tuple(w.shape)} does not match x's K={k} for bits={bits} "
+                      f"(expected ({n}, {k // 2 if bits == 4 else k}))")
+    sdtype = check_dtype("dequantize_gemv", "scales", scales, MATRIX_DTYPES)
+    if len(scales.shape) != 2 or int(scales.shape[0]) != n or k % int(scales.shape[1]):
+        raise OpError(f"dequantize_gemv: scales {tuple(scales.shape)} must be ({n}, groups) with groups dividing K={k}")
+    problem = {"M": m, "N": n, "K": k, "dtype": dtype, "bits": bits, "group": k // int(scales.shape[1]),
+               "scale_dtype": sdtype}
+    kernel, _, _ = kernel_for(get("dequantize_gemv"), target_for([x, w, scales], target, "dequantize_gemv"), problem)
+    y = kernel(contiguous(x2), contiguous(w), contiguous(scales))
+    return y.reshape(n) if vector else y
+
+
+# -- conv2d ---------------------------------------------------------------------------------
+
+
+def _conv_kernel(problem: dict, config: dict):
+    """Implicit GEMM: rows = (image, out_y, out_x), columns = out channels, K = (in channel,
+    ky, kx); the A tile is gathered from the NCHW image (zero outside), B is the OIHW weight
+    seen as (O, K)."""
+    n, c, h, w, o, kh, kw, stride, pad, dtype = (problem[k] for k in (
+        "N", "C", "H", "W", "O", "KH", "KW", "stride", "padding", "dtype"))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
+    M, K = n * oh * ow, c * kh * kw
+    bM, bN, bK = _tile(config, M, o, K)
+
+    @T.prim_func
+    def main(X: T.Tensor((n, c, h, w), dtype), Wt: T.Tensor((o, K), dtype), Y: T.Tensor((n, o, oh, ow), dtype)):
+        with T.Kernel(T.ceildiv(o, bN), T.ceildiv(M, bM), threads=config["threads"]) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), dtype)
+            B_s = T.alloc_shared((bN, bK), dtype)
+            C_f = T.alloc_fragment((bM, bN), "float32")
+            T.clear(C_f)
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=config["stages"]):
+                for i, kk in T.Parallel(bM, bK):
+                    row = by * bM + i
+                    col = ko * bK + kk
+                    img = row // (oh * ow)
+                    y = (row % (oh * ow)) // ow * stride - pad + (col % (kh * kw)) // kw
+                    x = row % ow * stride - pad + col % kw
+                    A_s[i, kk] = T.if_then_else(
+                        (row < M) and (col < K) and (y >= 0) and (y < h) and (x >= 0) and (x < w),
+                        X[T.min(img, n - 1), T.min(col // (kh * kw), c - 1), T.max(T.min(y, h - 1), 0),
+                          T.max(T.min(x, w - 1), 0)],
+                        T.cast(0, dtype))
+                T.copy(Wt[bx * bN, ko * bK], B_s)
+                T.gemm(A_s, B_s, C_f, transpose_B=True)
+            for i, j in T.Parallel(bM, bN):
+                row = by * bM + i
+                if row < M and bx * bN + j < o:
+                    Y[row // (oh * ow), bx * bN + j, (row % (oh * ow)) // ow, row % ow] = T.cast(C_f[i, j], dtype)
+
+    return main
+
+
+def reference_conv2d(x, w, stride=1, padding=0):
+    import numpy as np
+
+    x, w = np.asarray(x, dtype="float64"), np.asarray(w, dtype="float64")
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    oh, ow = (h + 2 * padding - kh) // stride + 1, (wd + 2 * padding - kw) // stride + 1
+    out = np.zeros((n, o, oh, ow))
+    for ky in range(kh):
+        for kx in range(kw):
+            patch = xp[:, :, ky:ky + stride * oh:stride, kx:kx + stride * ow:stride]
+            out += np.einsum("nchw,oc->nohw", patch, w[:, :, ky, kx])
+    return out
+
+
+register(Operator("conv2d", "2-D convolution, NCHW x OIHW, stride and zero padding (implicit GEMM)",
+                  {"implicit_gemm": _conv_kernel},
+                  (ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1,
+                                               "threads": 1}),
+                   ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4})),
+                  reference_conv2d, (2,),
+                  {"N": 16, "C": 128, "H": 56, "W": 56, "O": 128, "KH": 3, "KW": 3, "stride": 1, "padding": 1,
+                   "dtype": "float16"},
+                  {"block_M": (64, 128), "block_N": (64, 128), "block_K": (32, 64)}))
+
+
+def conv2d(x, weight, stride: int = 1, padding: int = 0, target=None):
+    """2-D convolution of `x` (N, C, H, W) with `weight` (O, C, KH, KW), as
+    `torch.nn.functional.conv2d` with an int stride and zero padding (no dilation, no groups)."""
+    dtype = check_dtype("conv2d", "x", x, MATRIX_DTYPES)
+    if len(x.shape) != 4 or len(weight.shape) != 4 or int(weight.shape[1]) != int(x.shape[1]) \
+            or dtype_of(weight) != dtype:
+        raise OpError(f"conv2d: x {tuple(x.shape)} must be (N, C, H, W) and weight {tuple(weight.shape)} "
+                      f"(O, C, KH, KW) of x's dtype {dtype}")
+    n, c, h, w = (int(v) for v in x.shape)
+    o, _, kh, kw = (int(v) for v in weight.shape)
+    if stride < 1 or padding < 0 or h + 2 * padding < kh or w + 2 * padding < kw:
+        raise OpError(f"conv2d: stride={stride}, padding={padding} and a {kh}x{kw} kernel leave no output "
+                      f"for a {h}x{w} image")
+    problem = {"N": n, "C": c, "H": h, "W": w, "O": o, "KH": kh, "KW": kw, "stride": int(stride),
+               "padding": int(padding), "dtype": dtype}
+    kernel, _, _ = kernel_for(get("conv2d"), target_for([x, weight], target, "conv2d"), problem)
+    return kernel(contiguous(x), contiguous(weight).reshape(o, c * kh * kw))
