@@ -201,6 +201,11 @@ class MUSACodegen(CStyleCodegen):
         super().note_call(op_name, call)
         if op_name in ("tirx.call_extern", "tirx.call_pure_extern"):
             name = str(call.args[0].value)
+            if name.startswith("tl_musa_tce") and self.target is not None \
+                    and not self.target.capabilities.has_matrix("tce"):
+                raise CodegenError(f"{name} (T.gemm on the TCE, T.tce_commit_group, T.tce_wait_group) needs the "
+                                   f"'tce' capability, which {self.target} does not declare; TCE is mp_31's: "
+                                   f"compile for musa/mp_31, or leave the call out")
             for prefix, header in HEADERS.items():
                 if name.startswith(prefix):
                     self.headers_used.add(header)

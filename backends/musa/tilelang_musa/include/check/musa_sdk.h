@@ -132,8 +132,8 @@ __device__ void __musa_tme_ld_tile_2d(uint32_t barrier_id, void __attribute__((a
 //    the M x N forms of the SQMMA atoms there. Commit and wait: mutlass
 //    include/mute/arch/mma_mp31.hpp `warpsquad_commit_batch()` -> `__musa_tce_commit_group()`,
 //    `warpsquad_wait<N>()` -> `__musa_tce_wait_group(N)` ---------------------------------------------
-#define TL_MUSA_CHECK_SQMMA(m, n)                                                                  \
-  __device__ void __musa_sqmma_m##m##n##n##_mma(int32_t* d, const int32_t* desc_a, const int32_t* desc_b,   \
+#define TL_MUSA_CHECK_SQMMA(M, N)                                                                  \
+  __device__ void __musa_sqmma_m##M##n##N##_mma(int32_t* d, const int32_t* desc_a, const int32_t* desc_b,   \
                                                  int32_t* c, int transpose_a, int transpose_b, int negate_a, \
                                                  int negate_b, int scale_d, int saturate, int k, int mma_type);
 TL_MUSA_CHECK_SQMMA(16, 64) TL_MUSA_CHECK_SQMMA(32, 32) TL_MUSA_CHECK_SQMMA(32, 64) TL_MUSA_CHECK_SQMMA(32, 128)
