@@ -106,30 +106,10 @@ __device__ void __musa_memcpy_g2s(void __attribute__((address_space(3)))* shared
                                   int total_bytes, int prefetch_size);
 __device__ void __musa_memcpy_g2s_wait();
 
-// -- ASYNC barriers (mp_31): port src/tl_templates/musa/barrier.h:11
-//    `__musa_async_init_arrival(barrier_id, warp_count, init_phase)` (uint32_t each), :17
-//    `__musa_async_wait(barrier_id, phase_bit)` (uint32_t, int), :23 `return __musa_async_arrive(id)`
-//    (returns uint32_t), :30 `__musa_async_add_trans(barrier_id, transaction_bytes)` --------------------
-__device__ void __musa_async_init_arrival(uint32_t barrier_id, uint32_t warp_count, uint32_t init_phase);
-__device__ void __musa_async_wait(uint32_t barrier_id, int phase_bit);
-__device__ uint32_t __musa_async_arrive(uint32_t barrier_id);
-__device__ void __musa_async_add_trans(uint32_t barrier_id, uint32_t transaction_bytes);
-
-// -- TME tile loads (mp_31): port src/tl_templates/musa/copy_mp31.h:56-61
-//    `__musa_tme_ld_tile_2d(bar_id, (void AS3*)smem, uint64 descriptor address, v2i32 dim, v2i32 crd,
-//    sg, ss, sl, prefetch, inner_hint, outer_hint, 0)`; v2i32_t is `int32_t vector_size(8)`
-//    (common.h:34); the 3-D form takes v3i32_t (vector_size(12)) ----------------------------------
-typedef int32_t tl_musa_check_v2i32 __attribute__((vector_size(8)));
-typedef int32_t tl_musa_check_v3i32 __attribute__((vector_size(12)));
-__device__ void __musa_tme_ld_tile_2d(uint32_t barrier_id, void __attribute__((address_space(3)))* shared_dst,
-                                      uint64_t descriptor, tl_musa_check_v2i32 dims, tl_musa_check_v2i32 coords,
-                                      int swizzle_granularity, int swizzle_stride, int swizzle_line, int prefetch,
-                                      int inner_hint, int outer_hint, int reserved);
-
 // -- TCE / SQMMA (mp_31): mutlass include/mute/arch/mma_mp31_sqmma.hpp, e.g. MP31_32x32x32_U32U8U8_SS::fma
 //    `__musa_sqmma_m32n32_mma(d, &desc_a, &desc_b, d, tnspA, 1 - tnspB, 0, 0, scaleD, sat, k, mma_type)`
 //    with `int32_t* d`, `int32_t const& desc_a/desc_b` (so `int32_t const*` arguments) and ints;
-//    the M x N forms of the SQMMA atoms there. Commit and wait: mutlass
+//    the M x N forms of the 16-bit SQMMA atoms there (MP31_<M>x<N>x<K>_F32F16F16_SS). Commit and wait: mutlass
 //    include/mute/arch/mma_mp31.hpp `warpsquad_commit_batch()` -> `__musa_tce_commit_group()`,
 //    `warpsquad_wait<N>()` -> `__musa_tce_wait_group(N)` ---------------------------------------------
 #define TL_MUSA_CHECK_SQMMA(M, N)                                                                  \
@@ -138,7 +118,6 @@ __device__ void __musa_tme_ld_tile_2d(uint32_t barrier_id, void __attribute__((a
                                                  int negate_b, int scale_d, int saturate, int k, int mma_type);
 TL_MUSA_CHECK_SQMMA(16, 64) TL_MUSA_CHECK_SQMMA(32, 32) TL_MUSA_CHECK_SQMMA(32, 64) TL_MUSA_CHECK_SQMMA(32, 128)
 TL_MUSA_CHECK_SQMMA(64, 16) TL_MUSA_CHECK_SQMMA(64, 32) TL_MUSA_CHECK_SQMMA(64, 64) TL_MUSA_CHECK_SQMMA(64, 128)
-TL_MUSA_CHECK_SQMMA(128, 16) TL_MUSA_CHECK_SQMMA(128, 32) TL_MUSA_CHECK_SQMMA(128, 64) TL_MUSA_CHECK_SQMMA(128, 128)
 #undef TL_MUSA_CHECK_SQMMA
 __device__ void __musa_tce_commit_group();
 __device__ void __musa_tce_wait_group(int pending);
