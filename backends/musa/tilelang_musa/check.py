@@ -13,6 +13,7 @@ signature of a public MUSA call site. A misspelled intrinsic, a wrong argument c
 argument of the wrong type fails the check; so does any C++ error of ours. (`--cuda-gpu-arch`
 only satisfies the CUDA driver of clang; no NVIDIA code is produced.)
 
+Finding the checker imports no TVM (detection runs where only the runtime is installed).
 This is the codegen-level evidence of the conformance suite for MUSA targets; the compile
 level needs mcc (`compile.py`).
 """
@@ -25,8 +26,6 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-
-from tilelang_core.codegen import CodegenError
 
 __all__ = ["SyntaxChecker", "find_checker", "check_syntax", "INCLUDE_DIR", "SDK_STANDIN"]
 
@@ -73,6 +72,8 @@ def find_checker() -> SyntaxChecker | None:
 def check_syntax(source: str, entry: str = "kernel") -> str | None:
     """Check one generated file; returns what was done (for reports), or None when no clang
     is available. Raises CodegenError with clang's diagnostics, the file and the command."""
+    from tilelang_core.codegen import CodegenError  # imports TVM: only when checking
+
     checker = find_checker()
     if checker is None:
         return None

@@ -41,13 +41,11 @@ from tilelang_core.layout import Fragment
 from tilelang_core.transform.irutil import map_stmts, seq, walk
 
 from .lower_copy import SHARED_SCOPES, dtype_bytes, plan_copy
-from .target import warp_squad_threads
+from .target import SQMMA_SHAPES, warp_squad_threads
 
 __all__ = ["TCEPlan", "Slabs", "plan_tce", "accumulator_layout", "lower_tce", "plan_operand_placement",
            "TCE_SLABS", "TCE_BLOCKED", "SQMMA_SHAPES", "MMA_TYPES"]
 
-# (M, N) of the SQMMA atoms of mutlass for 16-bit operands
-SQMMA_SHAPES = ((64, 128), (64, 64), (64, 32), (64, 16), (32, 128), (32, 64), (32, 32), (16, 64))
 MMA_TYPES = {"float16": 2, "bfloat16": 3}
 MAJOR_K, MAJOR_MN = 0, 1
 _INST_K = (64, 32, 16)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from tilelang_core.plugin import Capabilities, MatrixInstruction, TargetKind
 
-__all__ = ["MUSA_ARCHS", "DEFAULT_ARCH", "musa_kind", "warp_squad_threads"]
+__all__ = ["MUSA_ARCHS", "DEFAULT_ARCH", "SQMMA_SHAPES", "musa_kind", "warp_squad_threads"]
 
 DEFAULT_ARCH = "mp_31"
 
@@ -38,17 +38,13 @@ _FMMA_MP22 = MatrixInstruction(
 )
 
 
-def _sqmma_shapes() -> tuple:
-    shapes = []
-    for m, ns in ((16, (64,)), (32, (32, 64, 128)), (64, (16, 32, 64, 128)), (128, (16, 32, 64, 128))):
-        for n in ns:
-            shapes.append((m, n, 16))
-    return tuple(shapes)
+# (M, N) of the 16-bit SQMMA atoms of mutlass (MP31_<M>x<N>x<K>_F32F16F16_SS, K 16..64)
+SQMMA_SHAPES = ((64, 128), (64, 64), (64, 32), (64, 16), (32, 128), (32, 64), (32, 32), (16, 64))
 
 
 _TCE_MP31 = MatrixInstruction(
     "tce",
-    shapes=_sqmma_shapes(),
+    shapes=tuple((m, n, 16) for m, n in SQMMA_SHAPES),
     dtypes=(("float16", "float32"), ("bfloat16", "float32"), ("tfloat32", "float32"),
             ("int8", "int32"), ("float8_e4m3fn", "float32"), ("float8_e5m2", "float32")),
     scope="warpsquad",  # 4 warps of 32 threads issue one SQMMA together
