@@ -34,7 +34,10 @@ _CUDA_TESTS = str(Path(__file__).resolve().parents[1] / "cuda")
 if _CUDA_TESTS not in sys.path:
     sys.path.insert(0, _CUDA_TESTS)
 
-from tir_emulator import _launch, _Machine, start_threads, warp_step  # noqa: E402
+from tir_emulator import _launch, _Machine  # noqa: E402
+# A warp squad, like a warpgroup, is 128 consecutive threads that issue one collective: the
+# wgmma emulator's block scheduler runs both (its "wg" events, handed to `machine.wgmma`).
+from wgmma_emulator import _run_block  # noqa: E402
 
 __all__ = ["run_kernel", "clayout_element"]
 
@@ -91,7 +94,7 @@ class _MusaMachine(_Machine):
         elif name in ("tl_musa_tce_commit",) or name.startswith("tl_musa_tce_wait"):
             return
         elif _TCE.fullmatch(name):
-            yield ("squad", name, args)
+            yield ("wg", name, args)  # a collective of the warp squad
         else:
             yield from super().extern(name, args, th)
 
@@ -107,6 +110,10 @@ class _MusaMachine(_Machine):
                 else:
                     out[r, kk] = float((raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)[0])
         return out
+
+    def wgmma(self, name: str, lane_args) -> None:
+        """The squad collective the shared block scheduler runs (see `sqmma`)."""
+        self.sqmma(name, lane_args)
 
     def sqmma(self, name: str, lane_args) -> None:
         m, n, kind, major_a, major_b, k = (int(g) for g in _TCE.fullmatch(name).groups())
@@ -138,35 +145,3 @@ def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray) -> None:
         for var, n in axes:
             env[var], rest = rest % n, rest // n
         _run_block(_MusaMachine(func, arrays, threads, code), env, threads)
-
-
-def _run_block(m: _MusaMachine, env: dict, threads: int) -> None:
-    """tir_emulator's scheduler plus warp-squad collectives, which run when all 128 threads of
-    a squad wait at one."""
-    waiting, done, advance = start_threads(m, env, threads)
-    for t in range(threads):
-        advance(t)
-    while not all(done):
-        progressed = False
-        for s in range(threads // 128):
-            lanes = range(s * 128, s * 128 + 128)
-            events = [waiting[t] for t in lanes]
-            if all(e is not None and e[0] == "squad" for e in events):
-                names = {e[1] for e in events}
-                assert len(names) == 1, f"squad {s}: threads diverge at {names}"
-                m.sqmma(events[0][1], [e[2] for e in events])
-                for t in lanes:
-                    advance(t)
-                progressed = True
-                break
-        if progressed:
-            continue
-        if warp_step(threads // 32, threads, waiting, advance):
-            continue
-        live = [t for t in range(threads) if not done[t]]
-        if live and all(waiting[t] == ("sync",) for t in live):
-            assert len(live) == threads, "__syncthreads_lm reached by only some threads"
-            for t in range(threads):
-                advance(t)
-            continue
-        raise AssertionError(f"deadlock: threads wait on {({str(waiting[t][:2]) for t in live})}")
