@@ -20,6 +20,11 @@ functions (MUTLASS, mirror github.com/zhe-pang/mutlass at 6dd17cb6):
   ((M, 1, 4), (8M, 16M, 16)), column-major over the M x N tile. D = A B + D.
 - `tl_musa_tce_commit`, `tl_musa_tce_wait<n>`: ordering only; the emulated SQMMA completes
   when the squad issues it.
+- `tl_musa_(b)fmma_m32n32k16<layout>(acc, a, b)` (mp_22): a collective of one 128-thread warp;
+  `a`, `b` point to this lane's 4 values, read through the CuTe layouts of
+  `mute/atom/mma_traits_mp22.hpp` (`MP22_LAYOUTS`: A `MP22_32x16_Row`; B `MP22_32x16_Col` for
+  layout 0 "TT", `MP22_32x16_Row` for 1 "TN"; C `MP22_32x32_32b`), which map (lane, value) to a
+  column-major offset in A (32 x 16), B (N x K = 32 x 16) and C (32 x 32). D = A B^T + C.
 """
 from __future__ import annotations
 
@@ -34,7 +39,7 @@ _CUDA_TESTS = str(Path(__file__).resolve().parents[1] / "cuda")
 if _CUDA_TESTS not in sys.path:
     sys.path.insert(0, _CUDA_TESTS)
 
-from tir_emulator import _launch, _Machine  # noqa: E402
+from tir_emulator import _launch, _Machine, cute_offset  # noqa: E402
 # A warp squad, like a warpgroup, is 128 consecutive threads that issue one collective: the
 # wgmma emulator's block scheduler runs both (its "wg" events, handed to `machine.wgmma`).
 from wgmma_emulator import _run_block  # noqa: E402
@@ -42,6 +47,14 @@ from wgmma_emulator import _run_block  # noqa: E402
 __all__ = ["run_kernel", "clayout_element"]
 
 _TCE = re.compile(r"tl_musa_tce_m(\d+)n(\d+)<(\d+), (\d), (\d), (\d+)>")
+_FMMA = re.compile(r"tl_musa_(b?)fmma_m32n32k16<(\d)>")
+_ROW = (((4, 16, 2), (2, 2)), ((64, 1, 256), (32, 16)))  # MP22_32x16_Row
+MP22_LAYOUTS = {
+    "A": _ROW,
+    "B0": (((8, 16), (2, 2)), ((2, 32), (1, 16))),  # MP22_32x16_Col (TT)
+    "B1": _ROW,  # TN
+    "C": (((8, 4, 2, 2), (2, 4)), ((32, 1, 256, 4), (512, 8))),  # MP22_32x32_32b
+}
 
 
 def clayout_element(m: int, n: int, lane: int, value: int) -> tuple[int, int]:
@@ -93,8 +106,8 @@ class _MusaMachine(_Machine):
             th.open_group = []
         elif name in ("tl_musa_tce_commit",) or name.startswith("tl_musa_tce_wait"):
             return
-        elif _TCE.fullmatch(name):
-            yield ("wg", name, args)  # a collective of the warp squad
+        elif _TCE.fullmatch(name) or _FMMA.fullmatch(name):
+            yield ("wg", name, args)  # a collective of the warp squad (mp_31) or of the warp (mp_22)
         else:
             yield from super().extern(name, args, th)
 
@@ -112,8 +125,32 @@ class _MusaMachine(_Machine):
         return out
 
     def wgmma(self, name: str, lane_args) -> None:
-        """The squad collective the shared block scheduler runs (see `sqmma`)."""
-        self.sqmma(name, lane_args)
+        """The 128-thread collective the shared block scheduler runs (`sqmma` or `fmma`)."""
+        (self.fmma if _FMMA.fullmatch(name) else self.sqmma)(name, lane_args)
+
+    @staticmethod
+    def fmma(name: str, lane_args) -> None:
+        bf16, layout = _FMMA.fullmatch(name).groups()
+
+        def value(ptr, i):
+            raw = ptr.array.reshape(-1)[ptr.index + i]
+            if bf16:
+                return float((np.array([raw], np.uint16).astype(np.uint32) << 16).view(np.float32)[0])
+            return float(raw)
+
+        a, b, c = np.zeros(32 * 16), np.zeros(32 * 16), np.zeros(32 * 32)
+        for lane, args in enumerate(lane_args):
+            for v in range(4):
+                a[cute_offset(MP22_LAYOUTS["A"], lane, v)] = value(args[1], v)
+                b[cute_offset(MP22_LAYOUTS["B" + layout], lane, v)] = value(args[2], v)
+            for v in range(8):
+                c[cute_offset(MP22_LAYOUTS["C"], lane, v)] = args[0].array.reshape(-1)[args[0].index + v]
+        d = a.reshape(16, 32).T @ b.reshape(16, 32) + c.reshape(32, 32).T  # column-major tiles
+        d = d.T.reshape(-1)
+        for lane, args in enumerate(lane_args):
+            out = args[0].array.reshape(-1)
+            for v in range(8):
+                out[args[0].index + v] = d[cute_offset(MP22_LAYOUTS["C"], lane, v)]
 
     def sqmma(self, name: str, lane_args) -> None:
         m, n, kind, major_a, major_b, k = (int(g) for g in _TCE.fullmatch(name).groups())

@@ -48,9 +48,42 @@ def test_seed_gemm_maps_to_tce_and_async_copies():
     assert re.search(r"&B_shared\[flat_1 % 32 / 16 \* 8192 \+ flat_1 / 32 \* 128 \+ flat_1 % 16 \* 8\]", src), src
 
 
-def test_seed_gemm_on_quyuan_is_portable_with_async_copies():
-    src = _source(seed_gemm(1024, 1024, 1024, 64, 64, 32, 128), "musa/mp_22").source
-    assert "tl_musa_tce" not in src and "tl_musa_g2s" in src
+def test_gemm_on_quyuan_maps_to_fmma():
+    """mp_22: 64 x 64 tiles over two 128-thread warps (one 32 x 64 half each), two fmma per
+    16-deep k-step; B not transposed is the "TT" form."""
+    src = _source(seed_gemm(1024, 1024, 1024, 64, 64, 32, 256), "musa/mp_22").source
+    assert "tl_musa_tce" not in src and "tl_musa_g2s" in src and '#include "tl_musa_fmma.h"' in src
+    assert re.search(r"tl_musa_fmma_m32n32k16<0>\(&C_local_reg\[[^]]*\], &A_frag\[[^]]*\], &B_frag\[[^]]*\]\);", src)
+    assert "float C_local_reg[16];" in src
+
+
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_fmma_gemm_runs_in_the_emulator(trans_b):
+    from tilelang_core import language as T
+
+    M, N, K = 64, 128, 64  # noqa: N806
+    b_shape = (N, K) if trans_b else (K, N)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor(b_shape, "float16"), C: T.Tensor((M, N), "float32")):  # noqa: N803
+        with T.Kernel(1, threads=256) as bx:
+            A_s = T.alloc_shared((M, K), "float16")
+            B_s = T.alloc_shared(b_shape, "float16")
+            C_l = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.gemm(A_s, B_s, C_l, transpose_B=trans_b, clear_accum=True)
+            T.copy(C_l, C)
+
+    lowered = _lowered(main, "musa/mp_22")
+    assert "tl_musa_fmma_m32n32k16" in str(lowered)
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal(b_shape).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float32)
+    run_kernel(lowered, a, b, c)
+    ref = a.astype(np.float64) @ (b.T if trans_b else b).astype(np.float64)
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
 
 
 def test_flash_attention_maps_qk_to_tce():

@@ -17,7 +17,8 @@ What the generated file looks like:
   tl_musa_common.h and computed in float (a load converts, a store rounds to nearest even).
 - `tl.atomic_*` become the header's `tl_atomic_add/max/min`; `tl.printf` is `printf`;
   `tl.device_assert` is `TL_DEVICE_ASSERT(cond, "file:line: msg", "kernel")` (prints, then traps).
-- Calls of the backend's lowerings (`tl_musa_*` helpers of tl_musa_async.h / tl_musa_tce.h, and
+- Calls of the backend's lowerings (`tl_musa_*` helpers of tl_musa_async.h / tl_musa_tce.h /
+  tl_musa_fmma.h, and
   `__musa_*` intrinsics) are printed as they are; the header that declares them is included
   when one is called.
 
@@ -43,7 +44,7 @@ _ATOMIC_DTYPES = {"add": ("float32", "int32"), "max": ("int32",), "min": ("int32
 
 # extern-call name prefix -> the backend header that declares it
 HEADERS = {"tl_musa_g2s": "tl_musa_async.h", "tl_musa_async": "tl_musa_async.h",
-           "tl_musa_tme": "tl_musa_async.h", "tl_musa_tce": "tl_musa_tce.h"}
+           "tl_musa_tce": "tl_musa_tce.h", "tl_musa_fmma": "tl_musa_fmma.h", "tl_musa_bfmma": "tl_musa_fmma.h"}
 
 
 def _storage(ctype: str) -> dict:

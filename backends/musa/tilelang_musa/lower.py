@@ -3,12 +3,12 @@
 | tile op | MUSA lowering | when | module |
 |---|---|---|---|
 | `T.gemm(A_shared, B_shared, C_fragment)`, f16/bf16 -> f32 | SQMMA on the TCE per warp squad, descriptors over the shared tiles; C in the SQMMA accumulator layout | the target declares the `tce` matrix family (mp_31) | `lower_tce.py` |
+| `T.gemm(A_shared, B_shared, C_fragment)`, f16/bf16 -> f32, A not transposed | fmma m32n32k16 per 128-thread warp, operands gathered from shared into registers; C in the fmma accumulator layout | the target declares the `fmma` family (mp_22) | `lower_fmma.py` |
 | `T.copy(global, shared)` | async LDLMS copies (`__musa_memcpy_g2s`), 16 bytes per thread, then the wait | the target declares the `ldlms` copy engine (every arch here) | `lower_copy.py` |
 
 Everything else, and every case a lowering does not cover, takes the core's portable path
-(the hook returns None): the fmma instructions of mp_22 are declared in its capability table
-but not used yet (their register layouts are not published), and so are TME copies and ASYNC
-barriers of mp_31.
+(the hook returns None). TME copies and ASYNC barriers of mp_31 are declared in its capability
+table but not used yet.
 """
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ def lower_tile_op(target, op, ctx):
         from .lower_tce import lower_tce
 
         return lower_tce(op, ctx)
+    if op.name == "gemm" and target.capabilities.has_matrix("fmma"):
+        from .lower_fmma import lower_fmma
+
+        return lower_fmma(op, ctx)
     if op.name == "copy" and target.capabilities.has_copy_engine("ldlms"):
         from .lower_copy import lower_copy
         from .lower_tce import TCE_SLABS
@@ -34,13 +38,21 @@ def lower_tile_op(target, op, ctx):
 
 
 def infer_layout(target, op, ctx):
-    """`tilelang_infer_layout`: the SQMMA accumulator layout a TCE gemm imposes on C."""
+    """`tilelang_infer_layout`: the accumulator layout a TCE (mp_31) or fmma (mp_22) gemm
+    imposes on C."""
     if op.name == "gemm" and target.capabilities.has_matrix("tce"):
         from .lower_tce import accumulator_layout, usable_plan
 
         plan = usable_plan(op, ctx.threads, target.capabilities, getattr(ctx, "facts", {}))
         if plan is not None and getattr(ctx, "thread_range", None) is None:
             return {op.regions[2].buffer: accumulator_layout(plan)}
+    if op.name == "gemm" and target.capabilities.has_matrix("fmma") and getattr(ctx, "thread_range", None) is None:
+        from .lower_fmma import accumulator_layout as fmma_layout
+        from .lower_fmma import plan_fmma
+
+        plan = plan_fmma(op, ctx.threads, target.capabilities)
+        if plan is not None:
+            return {op.regions[2].buffer: fmma_layout(plan)}
     return None
 
 

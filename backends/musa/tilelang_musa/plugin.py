@@ -53,7 +53,13 @@ def tilelang_lower_tile_op(target, op, ctx):
 def tilelang_codegen(target, module, options):
     from .codegen import MUSACodegen
 
-    return MUSACodegen(target, options).render(module)
+    source = MUSACodegen(target, options).render(module)
+    if "tl_musa_g2s" in source.source:
+        # 16-byte async copies read 16-byte aligned tensors: the caller's check says so
+        import dataclasses
+
+        source = dataclasses.replace(source, extra={**source.extra, "tensor_alignment": 16})
+    return source
 
 
 @hookimpl

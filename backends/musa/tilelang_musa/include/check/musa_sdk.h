@@ -106,6 +106,15 @@ __device__ void __musa_memcpy_g2s(void __attribute__((address_space(3)))* shared
                                   int total_bytes, int prefetch_size);
 __device__ void __musa_memcpy_g2s_wait();
 
+// -- fmma (mp_22): mutlass include/mute/arch/mma_mp22.hpp, MP22_32x32x16_F32F16F16F32_TT::fma
+//    `__musa_fmma_m32n32k16_mma(d, a, b, c, 0, 0, 0, 0, 1, 0)` with `int32_t* d`, `int32_t const* a, b, c`
+//    (the last argument 0..3 for TT, TN, NT, NN); MP22_32x32x16_F32BF16BF16F32_* call
+//    `__musa_bfmma_m32n32k16_mma` the same way ------------------------------------------------------
+__device__ void __musa_fmma_m32n32k16_mma(int32_t* d, const int32_t* a, const int32_t* b, const int32_t* c,
+                                          int, int, int, int, int, int layout);
+__device__ void __musa_bfmma_m32n32k16_mma(int32_t* d, const int32_t* a, const int32_t* b, const int32_t* c,
+                                           int, int, int, int, int, int layout);
+
 // -- TCE / SQMMA (mp_31): mutlass include/mute/arch/mma_mp31_sqmma.hpp, e.g. MP31_32x32x32_U32U8U8_SS::fma
 //    `__musa_sqmma_m32n32_mma(d, &desc_a, &desc_b, d, tnspA, 1 - tnspB, 0, 0, scaleD, sat, k, mma_type)`
 //    with `int32_t* d`, `int32_t const& desc_a/desc_b` (so `int32_t const*` arguments) and ints;
