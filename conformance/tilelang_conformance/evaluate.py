@@ -74,22 +74,24 @@ def _program(spec: Spec) -> Any:
         raise StageError("parse", exc) from exc
 
 
-def _build_to(program: Any, target: Any, level: str) -> Any:
-    """Take `program` as far as `level` asks: source, binary, or a callable kernel."""
+def _build_to(program: Any, target: Any, level: str) -> tuple[Any, str]:
+    """Take `program` as far as `level` asks: source, binary, or a callable kernel; with what
+    checked the source at the codegen level (the backend's `tilelang_check_source`)."""
     if level == "run":
-        return compile_kernel(program, target)
+        return compile_kernel(program, target), ""
     source = render(program, target)
-    check_source(source)
     if level == "compile":
+        check_source(source)
         compile_binary(source, target)
-    return source
+        return source, ""
+    return source, check_source(source, target)
 
 
 def _check(spec: Spec, target: Any, level: str, seed: int, result: Result) -> None:
     program = _program(spec)
-    built = _build_to(program, target, level)
+    built, checked = _build_to(program, target, level)
     if level != "run":
-        _pass(result, level)
+        _pass(result, level, checked)
         return
     from .devices import arrays_for
 

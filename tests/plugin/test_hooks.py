@@ -54,6 +54,14 @@ def _fake_backend(kind: str, calls: list) -> types.ModuleType:
         return f"{kind}-source-of-{module}"
 
     @hookimpl
+    def tilelang_check_source(target, source):
+        if kind == "fake_cpu":
+            return None  # no check of its own
+        if "bad" in source:
+            raise ValueError(f"{kind} check: {source} is bad")
+        return f"{kind}-checked"
+
+    @hookimpl
     def tilelang_compile(target, source, options):
         return f"{kind}:{source}".encode()
 
@@ -161,6 +169,21 @@ def test_hook_tilelang_codegen(two_backends):
     hooks = TargetHooks.__new__(TargetHooks)
     hooks.target, hooks._manager = target, manager
     assert hooks.codegen("mod", None) == "fake_gpu-source-of-mod"
+
+
+def test_hook_tilelang_check_source(two_backends):
+    manager, _ = two_backends
+    from tilelang_core.plugin.facade import TargetHooks
+
+    def hooks(kind):
+        h = TargetHooks.__new__(TargetHooks)
+        h.target, h._manager = manager.parse_target(kind), manager
+        return h
+
+    assert hooks("fake_gpu").check_source("good") == "fake_gpu-checked"
+    assert hooks("fake_cpu").check_source("bad") is None  # only the owner is asked
+    with pytest.raises(ValueError, match="fake_gpu check"):
+        hooks("fake_gpu").check_source("bad")
 
 
 def test_hook_tilelang_compile(two_backends):

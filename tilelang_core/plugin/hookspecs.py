@@ -24,6 +24,7 @@ PER_TARGET_HOOKS = (
     "tilelang_lower_tile_op",
     "tilelang_infer_layout",
     "tilelang_codegen",
+    "tilelang_check_source",
     "tilelang_compile",
     "tilelang_runtime",
     "tilelang_cache_key",
@@ -142,6 +143,24 @@ def tilelang_codegen(target, module, options):
     :returns: a `KernelSource` (source text, entry name, launch metadata).
 
     Called once per compilation; must not import a driver (rendering runs without a device).
+    """
+
+
+@hookspec(firstresult=True)
+def tilelang_check_source(target, source):
+    """Check generated source without the vendor's compiler (the codegen level of evidence).
+
+    Per-target; the first non-None result wins.
+
+    :param target: the `Target`.
+    :param source: the `KernelSource` from `tilelang_codegen`.
+    :returns: a short description of the check that was made (e.g. "clang++-19 -fsyntax-only
+        against the backend's declared intrinsics"), or None when the backend has no check
+        here beyond the core's own (source produced, braces balanced).
+    :raises Exception: with the checker's diagnostics when the source fails the check.
+
+    Called by the conformance runner at the codegen level, after `tilelang_codegen`; never on
+    the compile path of a kernel (the vendor's compiler is the check there).
     """
 
 

@@ -1,0 +1,226 @@
+"""The MUSA dialect of the core's C-family printer: MUSA C++ for mcc (and a clang syntax check).
+
+What the generated file looks like:
+
+    #include "tl_musa_common.h"        // + "tl_musa_async.h" when the kernel copies asynchronously
+    extern "C" __global__ void __launch_bounds__(256) main_kernel(const tl_half_t* __restrict__ A, ...) {
+      extern __shared__ __align__(128) unsigned char tl_dyn_smem[];
+      int32_t bx = blockIdx.x;
+      ...
+      __syncthreads_lm();
+    }
+
+- Every attribute this dialect relies on is set here, none inherited: the core's base printer
+  is being made neutral, and MUSA spells some things its own way (the block barrier is
+  `__syncthreads_lm()`, the one the MUSA port prints for a shared-memory sync).
+- float16 / bfloat16 / float8 are stored as `tl_half_t` / `tl_bfloat16_t` / `tl_fp8_*` of
+  tl_musa_common.h and computed in float (a load converts, a store rounds to nearest even).
+- `tl.atomic_*` become the header's `tl_atomic_add/max/min`; `tl.printf` is `printf`;
+  `tl.device_assert` is `TL_DEVICE_ASSERT(cond, "file:line: msg", "kernel")` (prints, then traps).
+- Calls of the backend's lowerings (`tl_musa_*` helpers of tl_musa_async.h / tl_musa_tce.h /
+  tl_musa_fmma.h, and
+  `__musa_*` intrinsics) are printed as they are; the header that declares them is included
+  when one is called.
+
+Rendering needs TVM but no driver, no SDK and no GPU.
+"""
+from __future__ import annotations
+
+from tvm import ir, tirx
+
+from tilelang_core.codegen import CodegenError, CStyleCodegen
+from tilelang_core.codegen.analysis import buffer_info, dtype_of
+from tilelang_core.codegen.cexpr import c_string_literal
+from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
+
+__all__ = ["MUSACodegen", "MUSA_TYPES", "HEADERS"]
+
+# dtypes stored in their own bits and computed in float32 (types of tl_musa_common.h)
+_STORAGE_TYPES = {"float16": "tl_half_t", "bfloat16": "tl_bfloat16_t",
+                  "float8_e4m3fn": "tl_fp8_e4m3_t", "float8_e5m2": "tl_fp8_e5m2_t"}
+MUSA_TYPES = {**C_TYPES, **_STORAGE_TYPES}
+
+_ATOMIC_DTYPES = {"add": ("float32", "int32"), "max": ("int32",), "min": ("int32",)}
+
+# extern-call name prefix -> the backend header that declares it
+HEADERS = {"tl_musa_g2s": "tl_musa_async.h", "tl_musa_async": "tl_musa_async.h",
+           "tl_musa_tce": "tl_musa_tce.h", "tl_musa_fmma": "tl_musa_fmma.h", "tl_musa_bfmma": "tl_musa_fmma.h"}
+
+
+def _storage(ctype: str) -> dict:
+    return {"value": "float32", "load": "tl_to_float({0})", "store": f"tl_from_float<{ctype}>({{0}})",
+            "round": f"tl_round<{ctype}>({{0}})"}
+
+
+class MUSACodegen(CStyleCodegen):
+    """MUSA C++ for mcc; see the module docstring for the shape of the output."""
+
+    language = "musa"
+    kernel_prefix = 'extern "C" __global__ '
+    kernel_return_type = "void"
+    restrict = "__restrict__"
+    preamble = ('#include "tl_musa_common.h"',)
+    helper_qualifier = "static __device__ __forceinline__"
+    indent_unit = "  "
+    barrier = "__syncthreads_lm();"
+    thread_index = {
+        "blockIdx.x": "blockIdx.x", "blockIdx.y": "blockIdx.y", "blockIdx.z": "blockIdx.z",
+        "threadIdx.x": "threadIdx.x", "threadIdx.y": "threadIdx.y", "threadIdx.z": "threadIdx.z",
+    }
+    shared_qualifier = "__shared__ "
+    dyn_shared_name = "tl_dyn_smem"
+    dyn_shared_decl = "extern __shared__ __align__({align}) unsigned char {name}[];"
+    dyn_shared_alignment = 128
+    local_array_suffix = ""
+    addressed_local_format = "__align__(16) "
+    unroll_pragma = "#pragma unroll"
+    vectorize_pragma: tuple[str, ...] = ()
+    parallel_pragma: tuple[str, ...] = ()
+    type_map = MUSA_TYPES
+    storage_types = {dtype: _storage(ctype) for dtype, ctype in _STORAGE_TYPES.items()}
+    math_ops = {**C_MATH_OPS,
+                "round": {"float32": "rintf({0})", "float64": "rint({0})"},
+                "nearbyint": {"float32": "rintf({0})", "float64": "rint({0})"},
+                "min": {"default": "tl_min({0}, {1})"}, "max": {"default": "tl_max({0}, {1})"}}
+    float_suffix = {"float32": "f"}
+    inf_literal = "__builtin_huge_valf()"
+    nan_literal = '__builtin_nanf("")'
+    atomic_ops = {(kind, dtype): f"tl_atomic_{kind}({{0}}, {{1}})"
+                  for kind, dtypes in _ATOMIC_DTYPES.items() for dtype in dtypes}
+    memory_orders = None  # relaxed atomics only
+    printf_name = "printf"
+    eager_logic = False
+    reinterpret_format = "__builtin_bit_cast({2}, {0})"
+    shuffle_xor_format = "tl_shfl_xor({0}, {1})"
+    dp4a_format = None  # the core's portable helper
+    assert_format = "TL_DEVICE_ASSERT({cond}, {msg}, {kernel});"
+    reserved_names = CStyleCodegen.reserved_names + (
+        "blockDim", "gridDim", "warpSize", "tl_half_t", "tl_bfloat16_t", "tl_fp8_e4m3_t", "tl_fp8_e5m2_t",
+        "half", "__half", "__mt_bfloat16", "__syncthreads_lm", "tl_dyn_smem")
+    calling_convention = ('extern "C" __global__ void entry(buffer pointers..., scalars...) in parameter '
+                          'order; dynamic shared memory of KernelSource.shared_memory bytes')
+
+    # -- launch ---------------------------------------------------------------------------
+
+    @staticmethod
+    def block_threads(launch) -> int | None:
+        """Threads per block when every block extent is a constant, else None."""
+        total = 1
+        for extent in launch.block:
+            if not isinstance(extent, int):
+                return None
+            total *= extent
+        return total
+
+    def check_launch(self, launch) -> None:
+        limit = self.target.capabilities.max_threads_per_block if self.target is not None else 1024
+        threads = self.block_threads(launch)
+        if threads is not None and threads > limit:
+            raise CodegenError(f"the kernel launches {threads} threads per block ({launch.block}); "
+                               f"{self.target or 'MUSA'} allows {limit} (capability max_threads_per_block): "
+                               f"pass fewer threads to T.Kernel")
+
+    def launch_bounds(self, launch) -> str:
+        """Nothing before the signature: the bounds go after the return type."""
+        return ""
+
+    def kernel_signature(self, entry: str, params: list[tuple]) -> str:
+        args = ", ".join(self.param_decl(kind, var) for kind, var in params)
+        threads = self.block_threads(self.launch)
+        bounds = f"__launch_bounds__({threads}) " if threads is not None else ""
+        return f"{self.kernel_prefix}{self.kernel_return_type} {bounds}{entry}({args})"
+
+    def kernel_prologue(self) -> None:
+        if self.dyn_shared_bytes:
+            self.emit(self.dyn_shared_decl.format(align=self.dyn_shared_alignment, name=self.dyn_shared_name))
+
+    def visit_thread_extent(self, s) -> None:
+        iv = s.node
+        var = iv.var
+        tag = str(iv.thread_tag)
+        if tag not in self.thread_index:
+            raise CodegenError(f"thread tag {tag!r} has no MUSA spelling; known: {', '.join(self.thread_index)}")
+        if var not in self.var_names:
+            name = self.var_names[var] = self.names.get(var)
+            self.analyzer.bind(var, ir.Range.from_min_extent(0, s.value), allow_override=True)
+            self.emit(f"{self.value_type_name(dtype_of(var))} {name} = {self.thread_index[tag]};")
+        self.visit(s.body)
+
+    # -- statements -----------------------------------------------------------------------
+
+    def emit_barrier(self) -> None:
+        self.emit(self.barrier)
+
+    def emit_assert(self, cond, message: str) -> None:
+        # the core puts the user's file:line into the message; the kernel's name says which one
+        self.emit(self.assert_format.format(cond=self.expr(cond), msg=c_string_literal(message),
+                                            kernel=c_string_literal(self.entry)))
+
+    def visit_store(self, s) -> None:
+        """A copy of a storage-only element of the same type moves its bits; a value just cast
+        to the stored type is rounded once."""
+        dtype = buffer_info(s.buffer).dtype
+        value = s.value
+        if dtype in self.storage_types:
+            if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source) \
+                    and buffer_info(value.source).dtype == dtype:
+                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = "
+                                 f"{self.buffer_ref(value.source, value.indices)};")
+            if isinstance(value, tirx.Cast) and dtype_of(value) == dtype:
+                text = self.expr(value.value)
+                if self.value_dtype(dtype_of(value.value)) != "float32":
+                    text = f"(float)({text})"
+                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = {self.store_value(dtype, text)};")
+        super().visit_store(s)
+
+    # -- types ----------------------------------------------------------------------------
+
+    def vector_type(self, base: str, lanes: int) -> str:
+        """Clang vector types (`ext_vector_type`), declared in the file header. Storage-only
+        and 8-bit types move as raw 32-bit words (`tl_bits32x<n>`): such vectors are only
+        ever copied."""
+        nbytes = self.dtype_bytes(base) * lanes
+        if (base in self.storage_types or self.dtype_bytes(base) == 1) and nbytes % 4 == 0:
+            name, element, count = f"tl_bits32x{nbytes // 4}", "unsigned int", nbytes // 4
+        else:
+            name, element, count = f"tl_{base}x{lanes}", self.type_name(base), lanes
+        self.vector_typedefs[name] = f"typedef {element} {name} __attribute__((ext_vector_type({count})));"
+        return name
+
+    def buffer_ref(self, buffer, indices) -> str:
+        """Also a vector of a multi-dimensional buffer: a unit-stride Ramp as the last index."""
+        indices = list(indices)
+        if len(indices) > 1 and isinstance(indices[-1], tirx.Ramp):
+            ramp = indices[-1]
+            base = self.flat_index(buffer, indices[:-1] + [ramp.base])
+            return self.vector_ref(buffer, self.buffer_names[buffer], tirx.Ramp(base, ramp.stride, ramp.lanes))
+        return super().buffer_ref(buffer, indices)
+
+    # -- header ---------------------------------------------------------------------------
+
+    def note_call(self, op_name: str, call) -> None:
+        super().note_call(op_name, call)
+        if op_name in ("tirx.call_extern", "tirx.call_pure_extern"):
+            name = str(call.args[0].value)
+            if name.startswith("tl_musa_tce") and self.target is not None \
+                    and not self.target.capabilities.has_matrix("tce"):
+                raise CodegenError(f"{name} (T.gemm on the TCE, T.tce_commit_group, T.tce_wait_group) needs the "
+                                   f"'tce' capability, which {self.target} does not declare; TCE is mp_31's: "
+                                   f"compile for musa/mp_31, or leave the call out")
+            for prefix, header in HEADERS.items():
+                if name.startswith(prefix):
+                    self.headers_used.add(header)
+
+    def file_header(self) -> list[str]:
+        head = super().file_header()
+        at = head.index(self.preamble[0]) + 1
+        for header in sorted(self.headers_used, reverse=True):
+            head.insert(at, f'#include "{header}"')
+        if self.vector_typedefs:
+            head[-1:-1] = sorted(self.vector_typedefs.values())
+        return head
+
+    def render(self, module):
+        self.vector_typedefs: dict = {}
+        self.headers_used: set = set()
+        return super().render(module)

@@ -1,0 +1,202 @@
+"""Loading and launching MUSA device binaries through the driver API (ctypes on libmusa).
+
+`muModuleLoadData`, `muModuleGetFunction`, `muLaunchKernel`, `muFuncSetAttribute`, events
+and `muCtxSynchronize` mirror CUDA's driver API one for one (the MUSA port's generated host
+wrapper calls them the same way: `tilelang/jit/adapter/musa_wrapper.py`). Tensors are
+torch_musa tensors (device "musa"); their streams are torch_musa's current streams.
+
+Written without a MUSA device: nothing here has run on hardware yet. On a machine without the
+driver, torch_musa or a device, making the runtime raises `MUSARuntimeUnavailable` saying which
+is missing; `MUSARuntimeOnDemand` makes it only when a kernel is loaded or launched, so
+compiling and exporting work anywhere.
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+from typing import Any, Callable, Sequence
+
+from tilelang_core.runtime import KernelCallError, KernelMeta, LoadedKernel, ParamSpec, Runtime
+
+from . import sdk
+
+__all__ = ["MUSARuntime", "MUSARuntimeOnDemand", "MUSARuntimeUnavailable", "MUSAError", "pack_args"]
+
+# muFuncSetAttribute: the dynamic shared memory a launch may use (CUDA's value, 8)
+_ATTR_MAX_DYNAMIC_SHARED = 8
+_STATIC_SHARED_LIMIT = 28 * 1024
+
+
+class MUSARuntimeUnavailable(RuntimeError):
+    """The MUSA driver, torch_musa or a MUSA device is missing here."""
+
+
+class MUSAError(RuntimeError):
+    """A MUSA driver call failed."""
+
+
+def _driver() -> ctypes.CDLL:
+    lib, why = sdk.load_driver()
+    if lib is None:
+        raise MUSARuntimeUnavailable(f"cannot run MUSA kernels here: {why}; the backend generates MUSA C++ "
+                                     f"here (conformance level: codegen, or compile with mcc)")
+    return lib
+
+
+def _check(status: int, call: str) -> None:
+    if status != 0:
+        raise MUSAError(f"{call} failed with MUresult {status}")
+
+
+_SCALARS: dict[str, Callable[[Any], Any]] = {
+    "bool": lambda v: ctypes.c_bool(bool(v)),
+    "int8": lambda v: ctypes.c_int8(int(v)),
+    "uint8": lambda v: ctypes.c_uint8(int(v)),
+    "int16": lambda v: ctypes.c_int16(int(v)),
+    "uint16": lambda v: ctypes.c_uint16(int(v)),
+    "int32": lambda v: ctypes.c_int32(int(v)),
+    "uint32": lambda v: ctypes.c_uint32(int(v)),
+    "int64": lambda v: ctypes.c_int64(int(v)),
+    "uint64": lambda v: ctypes.c_uint64(int(v)),
+    "float16": lambda v: ctypes.c_uint16(struct.unpack("<H", struct.pack("<e", float(v)))[0]),
+    "float32": lambda v: ctypes.c_float(float(v)),
+    "float64": lambda v: ctypes.c_double(float(v)),
+}
+
+
+def _packer(param: ParamSpec) -> Callable[[Any], Any]:
+    if param.kind == "tensor":
+        return lambda ptr: ctypes.c_void_p(int(ptr))
+    if param.kind == "scalar" and param.dtype in _SCALARS:
+        return _SCALARS[param.dtype]
+    raise KernelCallError(f"parameter {param.name!r}: the MUSA runtime cannot pass a {param.kind} of dtype "
+                          f"{param.dtype!r}; scalars may be {', '.join(_SCALARS)}")
+
+
+def pack_args(params: Sequence[ParamSpec], args: Sequence[Any]) -> list[Any]:
+    """One ctypes value per parameter: a device pointer per tensor, the scalar's C type per scalar."""
+    if len(args) != len(params):
+        raise KernelCallError(f"kernel takes {len(params)} arguments ({', '.join(p.name for p in params)}), got {len(args)}")
+    return [_packer(p)(a) for p, a in zip(params, args)]
+
+
+class MUSAKernel(LoadedKernel):
+    """One kernel function of a loaded module."""
+
+    def __init__(self, lib: ctypes.CDLL, module: ctypes.c_void_p, function: ctypes.c_void_p, meta: KernelMeta,
+                 stream: Callable[[], int]):
+        self._lib, self._module, self._function, self.meta = lib, module, function, meta
+        self._packers = [_packer(p) for p in meta.params]
+        self._stream = stream
+        self._shared_set = 0
+
+    def launch(self, args, grid, block, shared_memory, stream=None) -> None:
+        if len(args) != len(self._packers):
+            raise KernelCallError(f"{self.meta.entry} takes {len(self._packers)} arguments, got {len(args)}")
+        if shared_memory > _STATIC_SHARED_LIMIT and shared_memory != self._shared_set:
+            _check(self._lib.muFuncSetAttribute(self._function, _ATTR_MAX_DYNAMIC_SHARED, int(shared_memory)),
+                   f"muFuncSetAttribute({self.meta.entry}, max dynamic shared = {shared_memory})")
+            self._shared_set = shared_memory
+        values = [pack(a) for pack, a in zip(self._packers, args)]
+        pointers = (ctypes.c_void_p * max(1, len(values)))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
+                                                              for v in values])
+        handle = self._stream() if stream is None else stream
+        _check(self._lib.muLaunchKernel(self._function, *(ctypes.c_uint(int(g)) for g in grid),
+                                        *(ctypes.c_uint(int(b)) for b in block), ctypes.c_uint(int(shared_memory)),
+                                        ctypes.c_void_p(int(handle or 0)), pointers, None),
+               f"muLaunchKernel({self.meta.entry})")
+
+
+class MUSAEventTimer:
+    """Times with torch_musa's events on the current stream."""
+
+    def __init__(self, torch: Any):
+        self._start = torch.musa.Event(enable_timing=True)
+        self._stop = torch.musa.Event(enable_timing=True)
+
+    def start(self) -> None:
+        self._start.record()
+
+    def stop(self) -> None:
+        self._stop.record()
+
+    def elapsed_ms(self) -> float:
+        self._stop.synchronize()
+        return float(self._start.elapsed_time(self._stop))
+
+
+class MUSARuntime(Runtime):
+    """The driver through ctypes, torch_musa for tensors and streams."""
+
+    # DLPack has no device type for MUSA; torch_musa exports its tensors as kDLExtDev (12).
+    # Unverified without a device: a mismatch shows as a clear "wrong device" error at call time.
+    dlpack_device_type = 12
+
+    def __init__(self) -> None:
+        self._lib = _driver()
+        if sdk.import_torch_musa() is None:
+            raise MUSARuntimeUnavailable("cannot run MUSA kernels here: torch_musa is not installed (PyTorch "
+                                         "for MUSA, from Moore Threads; not on PyPI)")
+        import torch
+
+        self._torch = torch
+        self.device_index = int(torch.musa.current_device())
+
+    def load(self, binary: bytes, meta: KernelMeta) -> MUSAKernel:
+        self._torch.musa.init()  # makes the primary context current
+        module, function = ctypes.c_void_p(), ctypes.c_void_p()
+        _check(self._lib.muModuleLoadData(ctypes.byref(module), ctypes.c_char_p(binary)), f"muModuleLoadData({meta.target})")
+        _check(self._lib.muModuleGetFunction(ctypes.byref(function), module, meta.entry.encode()),
+               f"muModuleGetFunction({meta.entry!r})")
+        return MUSAKernel(self._lib, module, function, meta, lambda: self.current_stream(self.device_index))
+
+    def current_stream(self, device_index: int = 0) -> Any:
+        return self._torch.musa.current_stream(device_index).musa_stream
+
+    def synchronize(self) -> None:
+        self._torch.musa.synchronize()
+
+    def allocate(self, like: Any, shape: Sequence[int], dtype: str) -> Any:
+        torch_dtype = getattr(self._torch, dtype, None)
+        if not isinstance(torch_dtype, self._torch.dtype):
+            raise KernelCallError(f"torch has no dtype {dtype!r} for an output tensor")
+        return self._torch.empty(tuple(int(s) for s in shape), dtype=torch_dtype, device=like.device)
+
+    def from_numpy(self, array: Any) -> Any:
+        return self._torch.from_numpy(array).to(f"musa:{self.device_index}")
+
+    def make_timer(self) -> MUSAEventTimer:
+        return MUSAEventTimer(self._torch)
+
+
+class MUSARuntimeOnDemand(Runtime):
+    """A `MUSARuntime` made on first use, so compiling works where nothing can run."""
+
+    dlpack_device_type = MUSARuntime.dlpack_device_type
+
+    def __init__(self) -> None:
+        self._runtime: MUSARuntime | None = None
+
+    @property
+    def runtime(self) -> MUSARuntime:
+        if self._runtime is None:
+            self._runtime = MUSARuntime()
+        return self._runtime
+
+    def load(self, binary: bytes, meta: KernelMeta) -> MUSAKernel:
+        return self.runtime.load(binary, meta)
+
+    def current_stream(self, device_index: int = 0) -> Any:
+        return self.runtime.current_stream(device_index)
+
+    def synchronize(self) -> None:
+        self.runtime.synchronize()
+
+    def allocate(self, like: Any, shape: Sequence[int], dtype: str) -> Any:
+        return self.runtime.allocate(like, shape, dtype)
+
+    def from_numpy(self, array: Any) -> Any:
+        return self.runtime.from_numpy(array)
+
+    def make_timer(self) -> MUSAEventTimer:
+        return self.runtime.make_timer()
