@@ -47,9 +47,11 @@ def render(program: Any, target: Any) -> Any:
 _STRIP = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|//[^\n]*|/\*.*?\*/|^\s*#[^\n]*', re.S | re.M)
 
 
-def check_source(source: Any) -> None:
+def check_source(source: Any, target: Any = None) -> str:
     """The codegen-level check: source was produced, defines its entry, and its braces and
-    parentheses balance (the strongest check that needs no vendor compiler)."""
+    parentheses balance; then, for `target`, the backend's own check without the vendor
+    compiler (`tilelang_check_source`, e.g. clang against declared intrinsics). Returns what
+    was checked."""
     text = getattr(source, "source", "") or ""
     entry = getattr(source, "entry", "") or ""
     problems = []
@@ -63,6 +65,15 @@ def check_source(source: Any) -> None:
             problems.append(f"unbalanced {open_}{close}: {code.count(open_)} vs {code.count(close)}")
     if problems:
         raise StageError("codegen", AssertionError("; ".join(problems)))
+    if target is None:
+        return "entry defined, brackets balance"
+    from tilelang_core.plugin import hooks_for
+
+    try:
+        checked = hooks_for(target).check_source(source)
+    except Exception as exc:  # noqa: BLE001
+        raise StageError("codegen", exc) from exc
+    return checked or "entry defined, brackets balance"
 
 
 def compile_binary(source: Any, target: Any) -> bytes:

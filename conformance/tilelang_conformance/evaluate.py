@@ -79,7 +79,7 @@ def _build_to(program: Any, target: Any, level: str) -> Any:
     if level == "run":
         return compile_kernel(program, target)
     source = render(program, target)
-    check_source(source)
+    check_source(source, target)
     if level == "compile":
         compile_binary(source, target)
     return source
@@ -87,10 +87,14 @@ def _build_to(program: Any, target: Any, level: str) -> Any:
 
 def _check(spec: Spec, target: Any, level: str, seed: int, result: Result) -> None:
     program = _program(spec)
-    built = _build_to(program, target, level)
     if level != "run":
-        _pass(result, level)
+        source = render(program, target)
+        checked = check_source(source, target)
+        if level == "compile":
+            compile_binary(source, target)
+        _pass(result, level, checked if level == "codegen" else "")
         return
+    built = _build_to(program, target, level)
     from .devices import arrays_for
 
     arrays = arrays_for(built.runtime)

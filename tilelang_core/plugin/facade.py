@@ -34,6 +34,10 @@ class TargetHooks:
             raise NotImplementedError(f"the backend of {self.target} implements no tilelang_codegen")
         return result
 
+    def check_source(self, source: Any) -> str | None:
+        """The owning backend's `tilelang_check_source`: what it checked, or None (no check)."""
+        return self._call("tilelang_check_source", source=source)
+
     def compile(self, source: Any, options: Any) -> bytes:
         result = self._call("tilelang_compile", source=source, options=options)
         if result is None:

@@ -24,6 +24,7 @@ PER_TARGET_HOOKS = (
     "tilelang_lower_tile_op",
     "tilelang_infer_layout",
     "tilelang_codegen",
+    "tilelang_check_source",
     "tilelang_compile",
     "tilelang_runtime",
     "tilelang_cache_key",
@@ -141,6 +142,27 @@ def tilelang_codegen(target, module, options):
     :returns: a `KernelSource` (source text, entry name, launch metadata).
 
     Called once per compilation; must not import a driver (rendering runs without a device).
+    """
+
+
+@hookspec(firstresult=True)
+def tilelang_check_source(target, source):
+    """Check generated source without the vendor's compiler (the conformance suite's codegen
+    level), as strongly as this machine allows: e.g. a syntax check by clang against a header
+    that declares the target language's types and functions.
+
+    Per-target; the first non-None result wins. Optional: a backend without such a check
+    leaves it out, and the codegen level then checks only that the source defines its entry
+    and that its brackets balance.
+
+    :param target: the `Target`.
+    :param source: the `KernelSource` from `tilelang_codegen`.
+    :returns: a short description of the check that passed (e.g. "clang-19 -fsyntax-only
+        against the MSL declarations"), or None when the backend has none.
+    :raises: an exception naming what failed, the tool's log, and a command that reproduces
+        it; or, when the tool the check needs is missing here, one that says how to install it.
+
+    Called by the conformance runner at the codegen and compile levels, after `tilelang_codegen`.
     """
 
 

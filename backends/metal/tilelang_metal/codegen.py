@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tvm import tirx
+from tvm import ir, tirx
 
 from tilelang_core.codegen import CodegenError, CStyleCodegen
 from tilelang_core.codegen.analysis import buffer_info, dtype_of
@@ -269,6 +269,24 @@ class MetalCodegen(CStyleCodegen):
         base = self.expr(self.flat_index(buffer, [ramp.base]))
         vtype = self.type_name(f"{info.dtype}x{int(ramp.lanes)}")
         return f"(*({address_space(info.scope)} {vtype}*)(&{name}[{base}]))"
+
+    def visit_store(self, s) -> None:
+        """A store of a half/bfloat element skips the trip through float where it changes
+        nothing: a copy from an element of the same type moves it as is, and a value just cast
+        to the stored type is rounded once."""
+        dtype = buffer_info(s.buffer).dtype
+        value = s.value
+        if dtype in self.storage_types:
+            if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source) \
+                    and buffer_info(value.source).dtype == dtype:
+                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = "
+                                 f"{self.buffer_ref(value.source, value.indices)};")
+            if isinstance(value, tirx.Cast) and dtype_of(value) == dtype:
+                text = self.expr(value.value)
+                if self.value_dtype(dtype_of(value.value)) != "float32":
+                    text = f"float({text})"
+                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = {self.store_value(dtype, text)};")
+        super().visit_store(s)
 
     # -- what MSL cannot say --------------------------------------------------------------
 
