@@ -54,6 +54,12 @@ def _fake_backend(kind: str, calls: list) -> types.ModuleType:
         return f"{kind}-source-of-{module}"
 
     @hookimpl
+    def tilelang_check_source(target, source):
+        if "bad" in source:
+            raise ValueError(f"{kind} refuses {source}")
+        return f"{kind}-checked"
+
+    @hookimpl
     def tilelang_compile(target, source, options):
         return f"{kind}:{source}".encode()
 
@@ -162,6 +168,15 @@ def test_hook_tilelang_compile(two_backends):
     manager, _ = two_backends
     target = manager.parse_target("fake_cpu")
     assert manager.hook_for(target, "tilelang_compile")(target=target, source="s", options=None) == b"fake_cpu:s"
+
+
+def test_hook_tilelang_check_source(two_backends):
+    """Dispatched to the owning backend only; its failure propagates to the caller."""
+    manager, _ = two_backends
+    target = manager.parse_target("fake_gpu")
+    assert manager.hook_for(target, "tilelang_check_source")(target=target, source="src") == "fake_gpu-checked"
+    with pytest.raises(ValueError, match="fake_gpu refuses bad"):
+        manager.hook_for(target, "tilelang_check_source")(target=target, source="bad")
 
 
 def test_hook_tilelang_runtime(two_backends):

@@ -17,8 +17,9 @@ __all__ = ["detect", "why_not_here"]
 def why_not_here() -> str | None:
     """None when a Metal device and a way to compile MSL are here, else the reason."""
     if sys.platform != "darwin":
-        return (f"Metal needs macOS on Apple silicon; this is {sys.platform}: MSL is generated and checked "
-                f"(conformance level codegen), never compiled or run here")
+        from .check import describe
+
+        return f"Metal runs on macOS only (this is {sys.platform}); MSL is generated and checked ({describe()})"
     from .runtime import metal_launcher_problem
 
     return metal_launcher_problem()

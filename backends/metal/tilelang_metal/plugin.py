@@ -41,9 +41,9 @@ def tilelang_codegen(target, module, options):
 
 @hookimpl
 def tilelang_check_source(target, source):
-    from .check import check_msl
+    from .check import check_msl, find_clang
 
-    return check_msl(source.source, source.entry)
+    return check_msl(source.source, source.entry) if find_clang() is not None else None
 
 
 @hookimpl
