@@ -239,3 +239,15 @@ def test_golden_flash_attention():
     assert re.search(r"tl_simdgroup_mma\(&acc_o_reg\[[^\]]+\], &acc_s_cast_reg\[[^\]]+\], &B_frag_1\[", text)
     assert "simd_shuffle_xor(" in text  # row reductions over the lanes that share a row
     _golden("flashattn_f16_apple-m2.metal", text)
+
+
+def test_64_bit_literals_use_msl_long_suffixes():
+    @T.prim_func
+    def main(X: T.Tensor((128,), "int64")):
+        with T.Kernel(1, threads=128) as _:
+            for i in T.Parallel(128):
+                X[i] = X[i] + T.int64(1 << 40)
+
+    text = render(main).source
+    assert "1099511627776L" in text and "LL" not in text.split("void main_kernel")[1]
+    assert "device long* X" in text

@@ -125,7 +125,7 @@ class MetalCodegen(CStyleCodegen):
     dyn_shared_decl = ""  # unused: kernel_prologue declares the static threadgroup array
     dyn_shared_alignment = 16
     local_array_suffix = ""
-    addressed_local_format = "alignas(16) "
+    addressed_local_format = ""  # the helpers read local arrays element by element
     unroll_pragma = "#pragma unroll"
     vectorize_pragma: tuple[str, ...] = ()
     parallel_pragma: tuple[str, ...] = ()
@@ -287,6 +287,11 @@ class MetalCodegen(CStyleCodegen):
                     text = f"float({text})"
                 return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = {self.store_value(dtype, text)};")
         super().visit_store(s)
+
+    def _int(self, e) -> tuple[str, int]:
+        """64-bit literals take MSL's `long` suffixes (`L`, `UL`): MSL has no `long long`."""
+        text, prec = super()._int(e)
+        return text.replace("LL", "L"), prec
 
     # -- what MSL cannot say --------------------------------------------------------------
 

@@ -27,13 +27,11 @@ def why_not_here() -> str | None:
 
 def _device_arch() -> str:
     """The arch of this Mac's GPU from its name ("Apple M3 Pro" -> apple-m3), else the newest."""
+    from .runtime import device_name
+
     try:
-        import torch  # noqa: F401 - the device name comes from pyobjc or torch's MPS backend
-
-        from .runtime import device_name
-
         name = device_name().lower()
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - no sysctl: take the newest simdgroup-only arch
         return "apple-m4"
     for arch in reversed(list(METAL_ARCHS)):
         if arch.replace("apple-", "apple ") in name:

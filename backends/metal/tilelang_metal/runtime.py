@@ -213,7 +213,11 @@ class MetalPyObjCRuntime(Runtime):
     def load(self, binary: bytes, meta: KernelMeta) -> MetalPyObjCKernel:
         from tilelang_core.runtime.base import CompileError
 
-        library, error = self._device.newLibraryWithSource_options_error_(binary.decode("utf-8"), None, None)
+        import Metal
+
+        options = Metal.MTLCompileOptions.new()
+        options.setFastMathEnabled_(False)  # IEEE infinities and NaNs (masks use -inf)
+        library, error = self._device.newLibraryWithSource_options_error_(binary.decode("utf-8"), options, None)
         if library is None:
             raise CompileError(f"Metal refused the MSL of {meta.entry}: {error}")
         function = library.newFunctionWithName_(meta.entry)

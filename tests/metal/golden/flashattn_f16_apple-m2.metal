@@ -132,9 +132,9 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
   threadgroup half* K_shared = (threadgroup half*)(tl_smem + 8192);
   threadgroup half* V_shared = (threadgroup half*)(tl_smem + 16384);
   threadgroup half* O_shared = (threadgroup half*)(tl_smem + 0);
-  alignas(16) float acc_s_reg[32];
-  alignas(16) half acc_s_cast_reg[32];
-  alignas(16) float acc_o_reg[32];
+  float acc_s_reg[32];
+  half acc_s_cast_reg[32];
+  float acc_o_reg[32];
   float scores_max_reg[2];
   float scores_max_prev_reg[2];
   float scores_scale_reg[2];
@@ -175,8 +175,8 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     #pragma unroll
     for (int r_6 = 0; r_6 < 1; ++r_6) {
       int flat_2 = r_6 * 128 + tx;
-      alignas(16) half B_frag[16];
-      alignas(16) half A_frag[4];
+      half B_frag[16];
+      half A_frag[4];
       #pragma unroll
       for (int kk = 0; kk < 8; ++kk) {
         #pragma unroll
@@ -326,7 +326,7 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     #pragma unroll
     for (int r_15 = 0; r_15 < 1; ++r_15) {
       int flat_6 = r_15 * 128 + tx;
-      alignas(16) half B_frag_1[16];
+      half B_frag_1[16];
       #pragma unroll
       for (int kk_1 = 0; kk_1 < 8; ++kk_1) {
         #pragma unroll

@@ -129,7 +129,7 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
   int tx = tl_thread_id.x;
   threadgroup half* A_s = (threadgroup half*)(tl_smem + 0);
   threadgroup half* B_s = (threadgroup half*)(tl_smem + 4096);
-  alignas(16) float C_l_reg[32];
+  float C_l_reg[32];
   #pragma unroll
   for (int r = 0; r < 32; ++r) {
     C_l_reg[r] = 0.0f;
@@ -151,8 +151,8 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     #pragma unroll
     for (int r_3 = 0; r_3 < 1; ++r_3) {
       int flat_2 = r_3 * 128 + tx;
-      alignas(16) half B_frag[8];
-      alignas(16) half A_frag[8];
+      half B_frag[8];
+      half A_frag[8];
       #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
         #pragma unroll
