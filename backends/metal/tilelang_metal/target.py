@@ -5,13 +5,16 @@ Set Tables: 1024 threads per threadgroup, 32 KB of threadgroup memory, SIMD-grou
 threads) plus each generation's GPU-core count in its base configuration (a detected device
 would refine it; this backend detects none on Linux).
 
-| arch | GPU family | MSL | what it adds here |
+| arch | GPU family | MSL the code needs | what it adds here |
 |---|---|---|---|
-| apple-m1 | Apple7 | 3.0 | simdgroup matrices 8x8x8, half and float |
+| apple-m1 | Apple7 | 3.0 (atomic_float) | simdgroup matrices 8x8x8, half and float |
 | apple-m2 | Apple8 | 3.1 | bfloat (`bfloat`, `simdgroup_bfloat8x8`) |
 | apple-m3 | Apple9 | 3.1 | dynamic caching (no new instruction used here) |
-| apple-m4 | Apple9 | 3.2 | as M3 |
-| apple-m5 | Apple10 | 4.0 | Metal 4 tensor ops (`mpp::tensor_ops::matmul2d`); not used by this backend yet: its T.gemm runs on simdgroup matrices as on M1-M4 (`extra["tensor_ops"]` says so) |
+| apple-m4 | Apple9 | 3.1 | as M3 |
+| apple-m5 | Apple10 | 3.1 | Metal 4 tensor ops (`mpp::tensor_ops::matmul2d`); not used by this backend yet: its T.gemm runs on simdgroup matrices as on M1-M4 (`extra["tensor_ops"]` says so) |
+
+bfloat is declared from M2 on, as the simdgroup bfloat matrices are documented for it; the
+core counts are the base configuration of each chip.
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ def _simdgroup(pairs) -> MatrixInstruction:
                              scope="simdgroup")
 
 
-def _table(arch: str, *, family: str, msl: str, cores: int, bfloat: bool, tensor_ops: bool = False):
+def _table(arch: str, *, family: str, cores: int, bfloat: bool, tensor_ops: bool = False):
     pairs = _MATRIX_PAIRS + ((("bfloat16", "float32"),) if bfloat else ())
     return Capabilities(
         kind="metal",
@@ -56,17 +59,18 @@ def _table(arch: str, *, family: str, msl: str, cores: int, bfloat: bool, tensor
         atomics=_ATOMICS,
         # no printf and no device-side assert in MSL: debug.* conformance cases are N/A
         features=("warp_shuffle",),
-        extra={"gpu_family": family, "msl_version": msl,
-               "tensor_ops": "declared by the hardware, not used by tilelang-metal yet" if tensor_ops else "no"},
+        extra={"gpu_family": family, "msl_version_needed": "3.1" if bfloat else "3.0",
+               "tensor_ops": "Metal 4 (matmul2d): in the hardware, not used by tilelang-metal yet"
+               if tensor_ops else "none"},
     )
 
 
 METAL_ARCHS = {
-    "apple-m1": _table("apple-m1", family="Apple7", msl="3.0", cores=8, bfloat=False),
-    "apple-m2": _table("apple-m2", family="Apple8", msl="3.1", cores=10, bfloat=True),
-    "apple-m3": _table("apple-m3", family="Apple9", msl="3.1", cores=10, bfloat=True),
-    "apple-m4": _table("apple-m4", family="Apple9", msl="3.2", cores=10, bfloat=True),
-    "apple-m5": _table("apple-m5", family="Apple10", msl="4.0", cores=10, bfloat=True, tensor_ops=True),
+    "apple-m1": _table("apple-m1", family="Apple7", cores=8, bfloat=False),
+    "apple-m2": _table("apple-m2", family="Apple8", cores=10, bfloat=True),
+    "apple-m3": _table("apple-m3", family="Apple9", cores=10, bfloat=True),
+    "apple-m4": _table("apple-m4", family="Apple9", cores=10, bfloat=True),
+    "apple-m5": _table("apple-m5", family="Apple10", cores=10, bfloat=True, tensor_ops=True),
 }
 
 
