@@ -10,7 +10,7 @@ import tilelang_core as tilelang
 from tilelang_core import language as T
 
 from .metal_emulator import emulate, host_compiler
-from .test_metal_codegen import gemm
+from .programs import gemm
 
 pytestmark = pytest.mark.skipif(host_compiler() is None, reason="no clang++ to build the host emulation "
                                 "(scripts/install_hip_toolchain.sh installs clang-19)")
