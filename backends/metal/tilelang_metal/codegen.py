@@ -144,8 +144,8 @@ class MetalCodegen(CStyleCodegen):
     shuffle_xor_format = "simd_shuffle_xor({0}, ushort({1}))"
     dp4a_format = "tl_dp4a({0}, {1}, {2})"
     assert_format = ""  # refused in emit_assert: MSL has no device-side assert
-    reserved_names = ("tl_block_id", "tl_thread_id", "tl_smem_words", "metal", "precise", "fast", "kernel", "device",
-                      "threadgroup", "thread", "constant", "half", "bfloat", "uint", "uchar", "ushort",
+    reserved_names = ("tl_block_id", "tl_thread_id", "tl_smem_words", "metal", "precise", "fast", "kernel",
+                      "device", "threadgroup", "thread", "constant", "half", "bfloat", "uint", "uchar", "ushort",
                       "ulong", "min", "max", "abs", "exp", "log", "vec", "simd_sum", "simd_max")
     calling_convention = ("MSL kernel entry(device buffers and constant scalars in PrimFunc order, "
                           "[[buffer(i)]] each; scalars as long or float), dispatched with "

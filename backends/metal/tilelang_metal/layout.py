@@ -112,7 +112,8 @@ def accumulator_layout(plan: GemmPlan) -> Fragment:
     def element_of(thread, slot):
         group, lane = thread // LANES, thread % LANES
         row0, col0 = simdgroup_origin(plan, group)
-        return [row0 + (slot // (2 * tn)) * TILE + lane_row(lane), col0 + ((slot // 2) % tn) * TILE + lane_col(lane, slot % 2)]
+        row = row0 + (slot // (2 * tn)) * TILE + lane_row(lane)
+        return [row, col0 + ((slot // 2) % tn) * TILE + lane_col(lane, slot % 2)]
 
     name = f"{ACCUMULATOR_NAME}[{plan.groups_m}x{plan.groups_n} simdgroups]"
     return Fragment((plan.m, plan.n), plan.threads, plan.tiles_m * tn * 2, element_of, name)
