@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-BACKENDS := backends/cpu backends/cuda backends/hip backends/musa
+BACKENDS := backends/cpu backends/cuda backends/hip backends/musa backends/metal
 TEST_ARGS ?= -n 2
 
 .PHONY: setup demo test clean

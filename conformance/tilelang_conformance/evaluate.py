@@ -76,15 +76,16 @@ def _program(spec: Spec) -> Any:
 
 def _build_to(program: Any, target: Any, level: str) -> tuple[Any, str]:
     """Take `program` as far as `level` asks: source, binary, or a callable kernel; with what
-    checked the source at the codegen level (the backend's `tilelang_check_source`)."""
+    checked the source at the codegen level (the backend's `tilelang_check_source`, which
+    runs at the compile level too, before the vendor's compiler)."""
     if level == "run":
         return compile_kernel(program, target), ""
     source = render(program, target)
+    checked = check_source(source, target)
     if level == "compile":
-        check_source(source)
         compile_binary(source, target)
         return source, ""
-    return source, check_source(source, target)
+    return source, checked
 
 
 def _check(spec: Spec, target: Any, level: str, seed: int, result: Result) -> None:

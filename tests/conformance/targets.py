@@ -1,7 +1,8 @@
 """The CI matrix of the conformance suite, and one test id per (target, case).
 
 cpu runs for real (the host's arch); cuda compiles for sm_80 and sm_90a; hip compiles for
-gfx90a and gfx942. A target whose toolchain (or device) is missing is skipped with the
+gfx90a and gfx942; metal generates MSL for apple-m2 (checked by clang against the backend's MSL
+declarations). A target whose toolchain (or device) is missing is skipped with the
 backend's own reason.
 """
 from __future__ import annotations
@@ -13,7 +14,8 @@ from tilelang_conformance.result import FAILING, NA, level_rank
 
 # (target, level CI evaluates it at)
 CI_MATRIX = (("cpu", "run"), ("cuda/sm_80", "compile"), ("cuda/sm_90a", "compile"),
-             ("hip/gfx90a", "compile"), ("hip/gfx942", "compile"))
+             ("hip/gfx90a", "compile"), ("hip/gfx942", "compile"),
+             ("metal/apple-m2", "codegen"))
 
 
 def _target(spec: str):

@@ -192,6 +192,15 @@ def test_hook_tilelang_compile(two_backends):
     assert manager.hook_for(target, "tilelang_compile")(target=target, source="s", options=None) == b"fake_cpu:s"
 
 
+def test_hook_tilelang_check_source_through_the_manager(two_backends):
+    """Dispatched to the owning backend only; its failure propagates to the caller."""
+    manager, _ = two_backends
+    target = manager.parse_target("fake_gpu")
+    assert manager.hook_for(target, "tilelang_check_source")(target=target, source="src") == "fake_gpu-checked"
+    with pytest.raises(ValueError, match="fake_gpu check: bad is bad"):
+        manager.hook_for(target, "tilelang_check_source")(target=target, source="bad")
+
+
 def test_hook_tilelang_runtime(two_backends):
     manager, _ = two_backends
     target = manager.parse_target("fake_gpu")

@@ -35,7 +35,7 @@ class TargetHooks:
         return result
 
     def check_source(self, source: Any) -> str | None:
-        """What the owning backend's `tilelang_check_source` checked, or None for no check."""
+        """The owning backend's `tilelang_check_source`: what it checked, or None (no check)."""
         return self._call("tilelang_check_source", source=source)
 
     def compile(self, source: Any, options: Any) -> bytes:

@@ -148,19 +148,22 @@ def tilelang_codegen(target, module, options):
 
 @hookspec(firstresult=True)
 def tilelang_check_source(target, source):
-    """Check generated source without the vendor's compiler (the codegen level of evidence).
+    """Check generated source without the vendor's compiler (the conformance suite's codegen
+    level), as strongly as this machine allows: e.g. a syntax check by clang against a header
+    that declares the target language's types and functions.
 
-    Per-target; the first non-None result wins.
+    Per-target; the first non-None result wins. Optional: a backend without such a check
+    leaves it out, and the codegen level then checks only that the source defines its entry
+    and that its brackets balance.
 
     :param target: the `Target`.
     :param source: the `KernelSource` from `tilelang_codegen`.
-    :returns: a short description of the check that was made (e.g. "clang++-19 -fsyntax-only
-        against the backend's declared intrinsics"), or None when the backend has no check
-        here beyond the core's own (source produced, braces balanced).
-    :raises Exception: with the checker's diagnostics when the source fails the check.
+    :returns: a short description of the check that passed (e.g. "clang-19 -fsyntax-only
+        against the MSL declarations"), or None when the backend has no such check or the
+        tool it needs is missing here (its `tilelang_detect_targets` reason should say so).
+    :raises: an exception naming what failed, the tool's log, and a command that reproduces it.
 
-    Called by the conformance runner at the codegen level, after `tilelang_codegen`; never on
-    the compile path of a kernel (the vendor's compiler is the check there).
+    Called by the conformance runner at the codegen and compile levels, after `tilelang_codegen`.
     """
 
 

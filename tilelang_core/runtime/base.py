@@ -218,9 +218,15 @@ class Runtime(abc.ABC):
 
     `dlpack_device_type` is the DLPack device type of the tensors it accepts (a number from
     the DLPack standard, 1 for host memory); the core checks every tensor argument against it.
+    `takes_tensors` says whether launches get the tensors themselves instead of their data
+    pointers (default: pointers).
     """
 
     dlpack_device_type: int = 1
+    # True: `LoadedKernel.launch` receives each tensor argument itself (checked as usual), not
+    # its data pointer, for runtimes whose launch API takes tensors (torch.mps's compiled
+    # shaders, where a tensor's data_ptr names a device buffer object, not an address).
+    takes_tensors: bool = False
 
     @abc.abstractmethod
     def load(self, binary: bytes, meta: KernelMeta) -> LoadedKernel:

@@ -53,6 +53,7 @@ class Kernel:
         self.runtime = runtime
         self.source = source
         self._loaded: LoadedKernel | None = None
+        self._takes_tensors = bool(getattr(runtime, "takes_tensors", False))
         self._tensor_params = [i for i, p in enumerate(meta.params) if p.kind == "tensor"]
         self._n_user = len(meta.params) - len(meta.symbols)
         # byte alignment the kernel assumes of every tensor (e.g. 16 for vector async copies)
@@ -148,6 +149,8 @@ class Kernel:
         outputs included), which just passed the checked path; generated once per shape of call
         (a few, for callers that alternate, e.g. NumPy and torch)."""
         signature = tuple((type(a), getattr(a, "dtype", None), getattr(a, "device", None)) for a in full)
+        if self._takes_tensors:
+            return  # the guard passes data pointers; such a runtime always takes the checked path
         if signature in self._guards:
             guard = self._guards[signature]
         elif len(self._guards) < _MAX_GUARDS:  # None too: a call shape no guard can take
@@ -166,7 +169,8 @@ class Kernel:
         launch_args = self._launch_args(full, values)
         workspaces = self._allocate_workspaces(args, values)
         if workspaces:  # their pointers go between the user's parameters and the symbolic dims
-            launch_args[self._n_user:self._n_user] = [view_of(w).data_ptr for w in workspaces]
+            launch_args[self._n_user:self._n_user] = [w if self._takes_tensors else view_of(w).data_ptr
+                                                      for w in workspaces]
         self._make_guard(full)
         grid = (self._grid[0](values), self._grid[1](values), self._grid[2](values))
         block = (self._block[0](values), self._block[1](values), self._block[2](values))
@@ -278,7 +282,7 @@ class Kernel:
                 and view.device_type == self.runtime.dlpack_device_type
                 and (param.strides is not None or view.strides == _contiguous_strides(view.shape))):
             self._check_writable(index, where, arg)
-            return self._aligned(where, view.data_ptr)
+            return self._tensor_arg(where, arg, view)
         if len(view.shape) != len(param.shape):
             raise KernelCallError(f"{where}: expected rank {len(param.shape)} with shape {_fmt(param.shape)}, got rank {len(view.shape)} {view.shape}")
         for dim, (want, got) in enumerate(zip(param.shape, view.shape)):
@@ -302,7 +306,13 @@ class Kernel:
                     f"{where}: the tensor holds {size} elements, past the kernel's 32-bit index width "
                     f"(at most {INDEX_MAX}: symbolic dims and element offsets are int32); split it into "
                     f"pieces of at most {INDEX_MAX} elements and call the kernel on each")
-        return self._aligned(where, view.data_ptr)
+        return self._tensor_arg(where, arg, view)
+
+    def _tensor_arg(self, where: str, arg: Any, view) -> Any:
+        """What the launch receives for a checked tensor: its (aligned) data pointer, or the
+        tensor itself for a runtime that `takes_tensors`."""
+        pointer = self._aligned(where, view.data_ptr)
+        return arg if self._takes_tensors else pointer
 
     def _placement_error(self, where: str, view) -> str | None:
         """Why the kernel cannot use the memory of `view`: no storage, or another device."""
