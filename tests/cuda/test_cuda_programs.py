@@ -47,7 +47,10 @@ def test_program_compiles(name, arch):
             threads *= extent
         assert 0 < threads <= 1024
         assert meta.shared_memory <= (166912 if arch == "sm_80" else 232448)
-        assert f'extern "C" __global__ void __launch_bounds__({threads}) {meta.entry}(' in kernel.get_kernel_source()
+        # `(threads, 1)` where a loading warpgroup hands its registers over (setmaxnreg)
+        source = kernel.get_kernel_source()
+        assert any(f'extern "C" __global__ void __launch_bounds__({threads}{bound}) {meta.entry}(' in source
+                   for bound in ("", ", 1"))
 
 
 @pytest.mark.parametrize("dtype,instruction", [("float16", "HMMA"), ("bfloat16", "HMMA")])
