@@ -18,6 +18,7 @@ from .builtins import (
     sync_threads,
 )
 from .cstyle import C_MATH_OPS, C_TYPES, CStyleCodegen
+from .gpu import SIMT_THREAD_INDEX, GPUCodegen
 
 __all__ = [
     "BUILTIN_OPS",
@@ -26,6 +27,8 @@ __all__ = [
     "C_TYPES",
     "CStyleCodegen",
     "CodegenError",
+    "GPUCodegen",
+    "SIMT_THREAD_INDEX",
     "LaunchInfo",
     "NameTable",
     "atomic_add",
