@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-BACKENDS := backends/cpu backends/cuda backends/hip
+BACKENDS := backends/cpu backends/cuda backends/hip backends/opencl
 TEST_ARGS ?= -n 2
 
 .PHONY: setup demo test clean

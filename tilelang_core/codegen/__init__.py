@@ -2,7 +2,7 @@
 
 Importing this package imports TVM; the runtime half of the project never does.
 """
-from .analysis import CodegenError, LaunchInfo, NameTable, find_launch, param_specs
+from .analysis import CodegenError, LaunchInfo, NameTable, buffer_info, dtype_of, find_launch, param_specs
 from .builtins import (
     BUILTIN_OPS,
     MEMORY_ORDERS,
@@ -32,6 +32,8 @@ __all__ = [
     "LaunchInfo",
     "NameTable",
     "atomic_add",
+    "buffer_info",
+    "dtype_of",
     "atomic_load",
     "atomic_max",
     "atomic_min",
