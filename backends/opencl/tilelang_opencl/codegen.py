@@ -141,14 +141,30 @@ class OpenCLCodegen(GPUCodegen):
 
     # -- launch and signature -------------------------------------------------------------
 
+    def uses_subgroups(self) -> bool:
+        """Whether the target declares sub-group shuffles (the `warp_shuffle` feature)."""
+        return self.target is not None and "warp_shuffle" in self.target.capabilities.features
+
     def kernel_signature(self, entry: str, params: list[tuple]) -> str:
         args = ", ".join(self.param_decl(kind, var) for kind, var in params)
         block = self.launch.block
-        size = ""
+        attributes = ""
         if all(isinstance(b, int) for b in block):
             dims = (tuple(block) + (1, 1, 1))[:3]
-            size = f"__attribute__((reqd_work_group_size({dims[0]}, {dims[1]}, {dims[2]}))) "
-        return f"{self.kernel_prefix}{size}{self.kernel_return_type} {entry}({args})"
+            attributes = f"__attribute__((reqd_work_group_size({dims[0]}, {dims[1]}, {dims[2]}))) "
+        if self.uses_subgroups():
+            # the core's shuffles assume sub-groups of exactly warp_size work-items
+            warp = self.target.capabilities.warp_size
+            attributes += f"__attribute__((intel_reqd_sub_group_size({warp}))) "
+        return f"{self.kernel_prefix}{attributes}{self.kernel_return_type} {entry}({args})"
+
+    def file_header(self) -> list[str]:
+        head = super().file_header()
+        if self.uses_subgroups():
+            at = head.index(self.preamble[0])
+            head[at:at] = ["#pragma OPENCL EXTENSION cl_khr_subgroups : enable",
+                           "#pragma OPENCL EXTENSION cl_khr_subgroup_shuffle : enable"]
+        return head
 
     def param_decl(self, kind: str, var) -> str:
         if kind == "scalar":
