@@ -46,11 +46,28 @@ _LAZY = {
     "dtypes": "tilelang_core.language.dtypes",
 }
 
+# The core's public API for backends: these modules, each exposing the names in its `__all__`
+# (tests/plugin/test_backend_boundary.py checks that every backend package imports nothing
+# else). Everything else in tilelang_core is internal and may change without notice.
+PUBLIC_MODULES = (
+    "tilelang_core",
+    "tilelang_core.codegen",
+    "tilelang_core.env",
+    "tilelang_core.ir",
+    "tilelang_core.jit",
+    "tilelang_core.language",
+    "tilelang_core.layout",
+    "tilelang_core.plugin",
+    "tilelang_core.runtime",
+    "tilelang_core.testing",
+    "tilelang_core.transform",
+)
+
 # `jit` is both a subpackage and the decorator (as in TileLang): bind the function after the
 # subpackage import so the name means the decorator. The JIT imports TVM only when it compiles.
 from .jit.api import compile, jit  # noqa: E402
 
-__all__ = ["__version__", "compile", "jit", *_LAZY]
+__all__ = ["__version__", "PUBLIC_MODULES", "compile", "jit", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

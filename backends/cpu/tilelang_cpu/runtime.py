@@ -14,7 +14,7 @@ import tempfile
 import time
 from typing import Any, Sequence
 
-from tilelang_core.runtime.base import KernelMeta, LoadedKernel, Runtime
+from tilelang_core.runtime import KernelMeta, LoadedKernel, Runtime
 
 __all__ = ["CPURuntime", "CPUKernel", "CPUTimer", "DeviceAssertionError", "ForeignCPUError", "SCALAR_CTYPES"]
 

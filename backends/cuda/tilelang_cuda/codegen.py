@@ -38,10 +38,10 @@ from __future__ import annotations
 from tvm import ir, tirx
 
 from tilelang_core.codegen import CodegenError, GPUCodegen
-from tilelang_core.codegen.analysis import buffer_info, dtype_of, iter_exprs
-from tilelang_core.codegen.cexpr import PREC_ATOM, c_string_literal
-from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
-from tilelang_core.ir.constants import SCOPE_BARRIER
+from tilelang_core.codegen import buffer_info, dtype_of, iter_exprs
+from tilelang_core.codegen import PREC_ATOM, c_string_literal
+from tilelang_core.codegen import C_MATH_OPS, C_TYPES
+from tilelang_core.ir import SCOPE_BARRIER
 
 from .codegen_ptx import PTX_OPS, ptx_call_handlers
 
@@ -114,7 +114,7 @@ WGMMA_SHARED_ALIGNMENT = 1024
 
 def _calls_extern(func, name: str) -> bool:
     from tvm import ir
-    from tilelang_core.transform.irutil import walk
+    from tilelang_core.transform import walk
 
     found = []
     walk(func.body, lambda c: found.append(c) if getattr(c.op, "name", None) == "tirx.call_extern"
