@@ -10,6 +10,11 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+# The modules of the compiler half ([compiler] extra); a runtime-only install lacks them.
+_COMPILER_MODULES = ("tvm", "tvm_ffi")
+COMPILER_HINT = ("pip install 'tilelang-core[compiler]' to compile here; kernels compiled and exported "
+                 "elsewhere (kernel.export) run without it through tilelang_core.load")
+
 # public name -> "module:attribute", resolved on first access
 _LAZY = {
     "hookimpl": "tilelang_core.plugin.hookspecs:hookimpl",
@@ -67,7 +72,7 @@ PUBLIC_MODULES = (
 # subpackage import so the name means the decorator. The JIT imports TVM only when it compiles.
 from .jit.api import compile, jit  # noqa: E402
 
-__all__ = ["__version__", "PUBLIC_MODULES", "compile", "jit", *_LAZY]
+__all__ = ["__version__", "COMPILER_HINT", "PUBLIC_MODULES", "compile", "jit", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
@@ -75,7 +80,13 @@ def __getattr__(name: str) -> Any:
     if spec is None:
         raise AttributeError(f"module 'tilelang_core' has no attribute {name!r}")
     module_name, _, attr = spec.partition(":")
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name in _COMPILER_MODULES:
+            raise ImportError(f"tilelang_core.{name} needs the compiler half (TVM, module {exc.name!r}), which "
+                              f"this install lacks: {COMPILER_HINT}") from exc
+        raise
     value = getattr(module, attr) if attr else module
     globals()[name] = value
     return value
