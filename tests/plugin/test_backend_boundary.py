@@ -32,6 +32,8 @@ def violations(package: Path) -> list[str]:
     found = []
     for path in sorted(package.rglob("*.py")):
         where = path.relative_to(package.parent)
+        if any(part in ("build", "dist") or part.startswith(".") for part in where.parts[1:]):
+            continue  # build outputs (copies of the sources), not the package
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if isinstance(node, ast.Import):
                 for alias in node.names:

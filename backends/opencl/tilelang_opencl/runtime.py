@@ -9,15 +9,14 @@ visible in host memory, as the standard requires) and released. Launches are syn
 from __future__ import annotations
 
 import ctypes
-import time
 from typing import Any, Sequence
 
-from tilelang_core.runtime import KernelCallError, KernelMeta, LoadedKernel, Runtime, eval_launch_expr
+from tilelang_core.runtime import KernelCallError, KernelMeta, LoadedKernel, Runtime, WallTimer, eval_launch_expr
 
 from .compile import read_program
 from .device import context_for, device_for, import_pyopencl
 
-__all__ = ["OpenCLRuntime", "OpenCLKernel", "WallTimer", "SCALAR_TYPES", "ITEM_BYTES"]
+__all__ = ["OpenCLRuntime", "OpenCLKernel", "SCALAR_TYPES", "ITEM_BYTES"]
 
 # scalar dtype -> the NumPy type of the kernel argument (16-bit floats are passed as float,
 # their computed type; bool as uchar)
@@ -89,22 +88,6 @@ class OpenCLKernel(LoadedKernel):
         self._queue.finish()
         for _, buffer, _ in buffers:
             buffer.release()
-
-
-class WallTimer:
-    """Wall-clock timer with the interface of a GPU event timer (launches are synchronous)."""
-
-    def __init__(self) -> None:
-        self._start = self._stop = 0.0
-
-    def start(self) -> None:
-        self._start = time.perf_counter()
-
-    def stop(self) -> None:
-        self._stop = time.perf_counter()
-
-    def elapsed_ms(self) -> float:
-        return (self._stop - self._start) * 1e3
 
 
 class OpenCLRuntime(Runtime):
