@@ -344,3 +344,26 @@ def test_base_printer_refuses_what_it_cannot_spell():
         CStyleCodegen().render(with_barrier)
     with pytest.raises(CodegenError, match="atomic add on float32 is not supported by the c dialect; supported: none"):
         CStyleCodegen().render(atomic_only)
+
+
+# the defaults CStyleCodegen had before it became neutral (CUDA-like); GPUCodegen keeps them so
+# that a dialect written against the old base moves by changing its base class
+PRE_SPLIT_DEFAULTS = {
+    "language": "c", "kernel_prefix": "", "kernel_return_type": "void", "restrict": "__restrict__",
+    "preamble": (), "helper_qualifier": "static inline", "indent_unit": "  ", "barrier": "__syncthreads();",
+    "thread_index": {f"{k}.{d}": f"{k}.{d}" for k in ("blockIdx", "threadIdx") for d in "xyz"},
+    "shared_qualifier": "__shared__ ", "dyn_shared_name": "tl_dyn_smem",
+    "dyn_shared_decl": "extern __shared__ __align__({align}) unsigned char {name}[];",
+    "dyn_shared_alignment": 128, "local_array_suffix": "", "addressed_local_format": "",
+    "unroll_pragma": "#pragma unroll", "vectorize_pragma": (), "parallel_pragma": (),
+    "atomic_ops": {"add": "atomicAdd({0}, {1})", "max": "atomicMax({0}, {1})", "min": "atomicMin({0}, {1})"},
+    "memory_orders": None, "printf_name": "printf", "eager_logic": False, "reinterpret_format": None,
+    "shuffle_xor_format": None, "dp4a_format": None, "assert_format": "assert(({cond}) && {msg});",
+    "reserved_names": ("blockIdx", "threadIdx", "blockDim", "gridDim", "printf", "min", "max", "assert"),
+}
+
+
+def test_the_gpu_layer_keeps_the_pre_split_defaults():
+    for name, value in PRE_SPLIT_DEFAULTS.items():
+        assert getattr(GPUCodegen, name) == value, name
+    assert GPUCodegen.type_map is CStyleCodegen.type_map and GPUCodegen.math_ops is CStyleCodegen.math_ops

@@ -5,8 +5,13 @@
 places "shared" buffers in the block's shared memory and is refused at codegen when it asks
 for more threads per block than the target's capabilities allow (`max_threads_per_block`).
 
-Its spellings are data, the ones CUDA, HIP and MUSA share (`__global__`, `__shared__`,
-`__syncthreads()`, `blockIdx.x`); a dialect with other spellings sets the same attributes
+Its spellings are data, the ones CUDA, HIP and MUSA share (`__shared__`, `__syncthreads()`,
+`blockIdx.x`, `atomicAdd`, `__restrict__`, `#pragma unroll`); they are exactly the defaults
+`CStyleCodegen` had before it became neutral, so a dialect written against that base moves
+here by changing its base class, with byte-identical output. The kernel qualifier and the
+helpers' qualifier stay the base's (`kernel_prefix = ""`, `helper_qualifier = "static
+inline"`): set them (`'extern "C" __global__ '`, `"static __device__ __forceinline__"`).
+A dialect with other spellings sets the same attributes
 (OpenCL: `get_group_id(0)`, `__local`, `barrier(CLK_LOCAL_MEM_FENCE)`). A dialect with another
 launch model (a block as one thread of execution) subclasses `CStyleCodegen` instead.
 """
@@ -27,13 +32,11 @@ SIMT_THREAD_INDEX = {
 class GPUCodegen(CStyleCodegen):
     """A SIMT dialect: thread indices, a block barrier, shared memory, launch limits.
 
-    Attributes a GPU dialect usually sets: `kernel_prefix`, `thread_index`, `barrier`,
+    Attributes a GPU dialect usually sets: `kernel_prefix`, `helper_qualifier`, `thread_index`, `barrier`,
     `shared_qualifier`, `dyn_shared_decl`, `atomic_ops`, `shuffle_xor_format`, `preamble`.
     """
 
-    kernel_prefix = 'extern "C" __global__ '
     restrict = "__restrict__"
-    helper_qualifier = "static __device__ __forceinline__"
     barrier = "__syncthreads();"
     thread_index = SIMT_THREAD_INDEX
     shared_qualifier = "__shared__ "
