@@ -56,33 +56,33 @@ inline float tl_round_bf16(float f) { return tl_bf16_to_float(tl_float_to_bf16(f
 /* -- atomics -------------------------------------------------------------------------------- */
 
 /* integers: the built-in functions (atomic_* for 32 bits, atom_* for 64 bits) */
-#define TL_INT_ATOMICS(SPACE, T, ADD, MAX, MIN, XCHG)                                                  \
-  TL_OVERLOAD inline T tl_atomic_add(volatile SPACE T* p, T v) { return ADD(p, v); }              \
-  TL_OVERLOAD inline T tl_atomic_max(volatile SPACE T* p, T v) { return MAX(p, v); }              \
-  TL_OVERLOAD inline T tl_atomic_min(volatile SPACE T* p, T v) { return MIN(p, v); }              \
-  TL_OVERLOAD inline T tl_atomic_load(volatile SPACE T* p) { return *p; }                         \
+#define TL_INT_ATOMICS(SPACE, T, ADD, MAX, MIN, XCHG)                                              \
+  TL_OVERLOAD inline T tl_atomic_add(volatile SPACE T* p, T v) { return ADD(p, v); }               \
+  TL_OVERLOAD inline T tl_atomic_max(volatile SPACE T* p, T v) { return MAX(p, v); }               \
+  TL_OVERLOAD inline T tl_atomic_min(volatile SPACE T* p, T v) { return MIN(p, v); }               \
+  TL_OVERLOAD inline T tl_atomic_load(volatile SPACE T* p) { return *p; }                          \
   TL_OVERLOAD inline T tl_atomic_store(volatile SPACE T* p, T v) { return XCHG(p, v); }
 
 /* floats: compare-and-swap on the bit pattern until no other work-item came between */
-#define TL_FLOAT_ATOMIC(SPACE, T, BITS, AS_BITS, AS_T, CMPXCHG, NAME, COMBINE)                    \
-  TL_OVERLOAD inline T NAME(volatile SPACE T* p, T v) {                                           \
-    volatile SPACE BITS* q = (volatile SPACE BITS*)p;                                             \
-    BITS old = *q, seen;                                                                          \
-    do {                                                                                          \
-      seen = old;                                                                                 \
-      T now = COMBINE(AS_T(seen), v);                                                             \
-      old = CMPXCHG(q, seen, AS_BITS(now));                                                       \
-    } while (old != seen);                                                                        \
-    return AS_T(old);                                                                             \
+#define TL_FLOAT_ATOMIC(SPACE, T, BITS, AS_BITS, AS_T, CMPXCHG, NAME, COMBINE)                     \
+  TL_OVERLOAD inline T NAME(volatile SPACE T* p, T v) {                                            \
+    volatile SPACE BITS* q = (volatile SPACE BITS*)p;                                              \
+    BITS old = *q, seen;                                                                           \
+    do {                                                                                           \
+      seen = old;                                                                                  \
+      T now = COMBINE(AS_T(seen), v);                                                              \
+      old = CMPXCHG(q, seen, AS_BITS(now));                                                        \
+    } while (old != seen);                                                                         \
+    return AS_T(old);                                                                              \
   }
 #define TL_ADD(a, b) ((a) + (b))
-#define TL_FLOAT_ATOMICS(SPACE, T, BITS, AS_BITS, AS_T, CMPXCHG, XCHG)                                 \
-  TL_FLOAT_ATOMIC(SPACE, T, BITS, AS_BITS, AS_T, CMPXCHG, tl_atomic_add, TL_ADD)                 \
-  TL_FLOAT_ATOMIC(SPACE, T, BITS, AS_BITS, AS_T, CMPXCHG, tl_atomic_max, fmax)                   \
-  TL_FLOAT_ATOMIC(SPACE, T, BITS, AS_BITS, AS_T, CMPXCHG, tl_atomic_min, fmin)                   \
-  TL_OVERLOAD inline T tl_atomic_load(volatile SPACE T* p) { return *p; }                         \
-  TL_OVERLOAD inline T tl_atomic_store(volatile SPACE T* p, T v) {                                \
-    return AS_T(XCHG((volatile SPACE BITS*)p, AS_BITS(v)));                                \
+#define TL_FLOAT_ATOMICS(SPACE, T, BITS, AS_BITS, AS_T, CMPXCHG, XCHG)                             \
+  TL_FLOAT_ATOMIC(SPACE, T, BITS, AS_BITS, AS_T, CMPXCHG, tl_atomic_add, TL_ADD)                   \
+  TL_FLOAT_ATOMIC(SPACE, T, BITS, AS_BITS, AS_T, CMPXCHG, tl_atomic_max, fmax)                     \
+  TL_FLOAT_ATOMIC(SPACE, T, BITS, AS_BITS, AS_T, CMPXCHG, tl_atomic_min, fmin)                     \
+  TL_OVERLOAD inline T tl_atomic_load(volatile SPACE T* p) { return *p; }                          \
+  TL_OVERLOAD inline T tl_atomic_store(volatile SPACE T* p, T v) {                                 \
+    return AS_T(XCHG((volatile SPACE BITS*)p, AS_BITS(v)));                                        \
   }
 
 TL_INT_ATOMICS(__global, int, atomic_add, atomic_max, atomic_min, atomic_xchg)
