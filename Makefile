@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-BACKENDS := backends/cpu backends/cuda backends/hip backends/musa backends/metal
+BACKENDS := backends/cpu backends/cuda backends/hip backends/musa backends/metal backends/opencl
 TEST_ARGS ?= -n 2
 
 .PHONY: setup demo test clean
@@ -18,10 +18,12 @@ demo: $(STAMP)
 	$(PY) examples/tour.py
 
 # Compilers for the device backends that build here without their hardware (HIP: clang + ROCm
-# device libraries from Debian). Needs apt and root; without them the HIP compile tests skip.
+# device libraries from Debian), and PoCL, the OpenCL platform on which the OpenCL backend runs
+# for real on the CPU. Needs apt and root; without them those tests skip with the reason.
 TOOLCHAINS := $(VENV)/.toolchains
-$(TOOLCHAINS): scripts/install_hip_toolchain.sh | $(STAMP)
+$(TOOLCHAINS): scripts/install_hip_toolchain.sh scripts/install_opencl_runtime.sh | $(STAMP)
 	bash scripts/install_hip_toolchain.sh
+	bash scripts/install_opencl_runtime.sh
 	touch $(TOOLCHAINS)
 
 test: $(STAMP) $(TOOLCHAINS)

@@ -10,6 +10,11 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+# The modules of the compiler half ([compiler] extra); a runtime-only install lacks them.
+_COMPILER_MODULES = ("tvm", "tvm_ffi")
+COMPILER_HINT = ("pip install 'tilelang-core[compiler]' to compile here; kernels compiled and exported "
+                 "elsewhere (kernel.export) run without it through tilelang_core.load")
+
 # public name -> "module:attribute", resolved on first access
 _LAZY = {
     "hookimpl": "tilelang_core.plugin.hookspecs:hookimpl",
@@ -56,11 +61,29 @@ _OPS = ("gelu", "silu", "bias_gelu", "swiglu", "rope", "softmax", "log_softmax",
         "attention_decode")
 _LAZY.update({name: f"tilelang_core.ops:{name}" for name in (*_OPS, "sum", "max", "min")})
 
+# The core's public API for backends: these modules, each exposing the names in its `__all__`
+# (tests/plugin/test_backend_boundary.py checks that every backend package imports nothing
+# else). Everything else in tilelang_core is internal and may change without notice.
+PUBLIC_MODULES = (
+    "tilelang_core",
+    "tilelang_core.codegen",
+    "tilelang_core.env",
+    "tilelang_core.ir",
+    "tilelang_core.jit",
+    "tilelang_core.language",
+    "tilelang_core.layout",
+    "tilelang_core.plugin",
+    "tilelang_core.runtime",
+    "tilelang_core.testing",
+    "tilelang_core.transform",
+)
+
 # `jit` is both a subpackage and the decorator (as in TileLang): bind the function after the
 # subpackage import so the name means the decorator. The JIT imports TVM only when it compiles.
 from .jit.api import compile, jit  # noqa: E402
 
-__all__ = ["__version__", "compile", "jit", *(n for n in _LAZY if n not in ("sum", "max", "min"))]
+__all__ = ["__version__", "COMPILER_HINT", "PUBLIC_MODULES", "compile", "jit",
+           *(n for n in _LAZY if n not in ("sum", "max", "min"))]
 
 
 def __getattr__(name: str) -> Any:
@@ -68,7 +91,13 @@ def __getattr__(name: str) -> Any:
     if spec is None:
         raise AttributeError(f"module 'tilelang_core' has no attribute {name!r}")
     module_name, _, attr = spec.partition(":")
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name in _COMPILER_MODULES:
+            raise ImportError(f"tilelang_core.{name} needs the compiler half (TVM, module {exc.name!r}), which "
+                              f"this install lacks: {COMPILER_HINT}") from exc
+        raise
     value = getattr(module, attr) if attr else module
     globals()[name] = value
     return value

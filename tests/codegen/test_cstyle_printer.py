@@ -11,11 +11,11 @@ import tvm
 from tvm import tirx
 from tvm.script import tirx as T
 
-from tilelang_core.codegen import CodegenError, CStyleCodegen, builtins
+from tilelang_core.codegen import CodegenError, CStyleCodegen, GPUCodegen, builtins
 from tilelang_core.runtime import eval_launch_expr
 
 
-class ToyGPUCodegen(CStyleCodegen):
+class ToyGPUCodegen(GPUCodegen):
     """A dialect as a backend would write one: attributes first, one hook."""
 
     language = "toy"
@@ -145,7 +145,7 @@ def strided(A: T.Buffer((8, 8), "float32", strides=(16, 1), elem_offset=4), B: T
 
 
 def test_strides_and_elem_offset():
-    ks = CStyleCodegen().render(strided)
+    ks = ToyGPUCodegen().render(strided)
     assert "B[bx * 8 + j] = A[bx * 16 + j + 4];" in ks.source
     assert ks.extra["params"][0]["strides"] == (16, 1)
 
@@ -211,7 +211,7 @@ X_VAR = tirx.Var("x", "int32")
 
 
 def test_precedence():
-    p = CStyleCodegen()
+    p = ToyGPUCodegen()
     p._reset()
     y, z = tirx.Var("y", "int32"), tirx.Var("z", "int32")
     for v in (X_VAR, y, z):
@@ -256,9 +256,9 @@ def bad_symbolic(a: T.handle):
 
 def test_errors_name_the_problem():
     with pytest.raises(CodegenError, match="scope 'global'.*supported scopes: shared, shared.dyn"):
-        CStyleCodegen().render(bad_scope)
+        ToyGPUCodegen().render(bad_scope)
     with pytest.raises(CodegenError, match="uses 'm', which is not a parameter"):
-        CStyleCodegen().render(bad_symbolic)
+        ToyGPUCodegen().render(bad_symbolic)
     with pytest.raises(CodegenError, match="dtype 'float16' has no C type"):
         CStyleCodegen().type_name("float16")
 
@@ -299,3 +299,71 @@ def half_math(X: T.Buffer((4,), "float16"), Y: T.Buffer((4,), "float16")):
 def test_native_half_math_falls_back_to_float32_spellings():
     src = HalfGPUCodegen().render(half_math).source
     assert "Y[i] = ((half)(expf((float)(X[i])))) + hsqrt(X[i]);" in src
+
+
+# -- the neutral base: no GPU spelling unless a dialect asks for it ----------------------------
+
+
+@T.prim_func
+def block_local(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    S = T.alloc_buffer((64,), "float32", scope="shared")
+    D = T.alloc_buffer((16,), "float32", scope="shared.dyn")
+    for i in T.unroll(4):
+        D[i] = A[i]
+    for i in range(64):
+        S[i] = A[i] + D[i % 4]
+    for i in range(64):
+        B[i] = S[i]
+
+
+@T.prim_func
+def with_barrier(A: T.Buffer((64,), "float32")):
+    A[0] = T.float32(1)
+    T.evaluate(T.call_intrin("int32", "tl.sync_threads"))
+
+
+def test_base_printer_is_neutral_c(tmp_path):
+    src = CStyleCodegen().render(block_local).source
+    for gpu_word in ("__shared__", "__global__", "__syncthreads", "blockIdx", "threadIdx", "__restrict__",
+                     "#pragma unroll", "atomicAdd"):
+        assert gpu_word not in src, gpu_word
+    assert "unsigned char tl_dyn_smem[64] __attribute__((aligned(128)));" in src
+    assert "float S[64];" in src and "float* restrict B" in src
+    syntax_check(src, tmp_path)
+
+
+@T.prim_func
+def atomic_only(A: T.Buffer((4,), "float32")):
+    T.evaluate(T.call_intrin("float32", "tl.atomic_add", A[0], T.float32(1)))
+
+
+def test_base_printer_refuses_what_it_cannot_spell():
+    with pytest.raises(CodegenError, match="binds bx to blockIdx.x, which the c dialect does not spell"):
+        CStyleCodegen().render(bad_scope)
+    with pytest.raises(CodegenError, match="tl.sync_threads.*no block barrier.*sets `barrier`"):
+        CStyleCodegen().render(with_barrier)
+    with pytest.raises(CodegenError, match="atomic add on float32 is not supported by the c dialect; supported: none"):
+        CStyleCodegen().render(atomic_only)
+
+
+# the defaults CStyleCodegen had before it became neutral (CUDA-like); GPUCodegen keeps them so
+# that a dialect written against the old base moves by changing its base class
+PRE_SPLIT_DEFAULTS = {
+    "language": "c", "kernel_prefix": "", "kernel_return_type": "void", "restrict": "__restrict__",
+    "preamble": (), "helper_qualifier": "static inline", "indent_unit": "  ", "barrier": "__syncthreads();",
+    "thread_index": {f"{k}.{d}": f"{k}.{d}" for k in ("blockIdx", "threadIdx") for d in "xyz"},
+    "shared_qualifier": "__shared__ ", "dyn_shared_name": "tl_dyn_smem",
+    "dyn_shared_decl": "extern __shared__ __align__({align}) unsigned char {name}[];",
+    "dyn_shared_alignment": 128, "local_array_suffix": "", "addressed_local_format": "",
+    "unroll_pragma": "#pragma unroll", "vectorize_pragma": (), "parallel_pragma": (),
+    "atomic_ops": {"add": "atomicAdd({0}, {1})", "max": "atomicMax({0}, {1})", "min": "atomicMin({0}, {1})"},
+    "memory_orders": None, "printf_name": "printf", "eager_logic": False, "reinterpret_format": None,
+    "shuffle_xor_format": None, "dp4a_format": None, "assert_format": "assert(({cond}) && {msg});",
+    "reserved_names": ("blockIdx", "threadIdx", "blockDim", "gridDim", "printf", "min", "max", "assert"),
+}
+
+
+def test_the_gpu_layer_keeps_the_pre_split_defaults():
+    for name, value in PRE_SPLIT_DEFAULTS.items():
+        assert getattr(GPUCodegen, name) == value, name
+    assert GPUCodegen.type_map is CStyleCodegen.type_map and GPUCodegen.math_ops is CStyleCodegen.math_ops

@@ -11,7 +11,7 @@ from tvm import tirx
 from tvm.script import tirx as TS
 
 from tilelang_core import language as T
-from tilelang_core.codegen import CStyleCodegen
+from tilelang_core.codegen import GPUCodegen
 from tilelang_core.ir.imports import ATTR_IMPORT_SOURCE, hoist_import_sources, import_sources
 from tilelang_core.language import KernelSyntaxError
 from tilelang_core.language.bindings import bind_thread_loops
@@ -95,7 +95,7 @@ def marked(A: TS.Buffer((64,), "float32"), B: TS.Buffer((64,), "float32")):
 
 
 def test_printer_puts_each_text_once_after_the_header_and_before_the_kernel():
-    source = CStyleCodegen().render(marked).source
+    source = GPUCodegen().render(marked).source
     lines = source.split("\n")
     helper, other = lines.index(HELPER), lines.index(OTHER)
     kernel = next(n for n, line in enumerate(lines) if "void marked(" in line)
@@ -108,7 +108,7 @@ def test_hoisting_a_hand_written_function_keeps_its_statements():
     hoisted = hoist_import_sources(marked)
     assert [str(t) for t in hoisted.attrs[ATTR_IMPORT_SOURCE]] == [HELPER, OTHER]
     assert _markers(hoisted) == []
-    assert CStyleCodegen().render(hoisted).source == CStyleCodegen().render(marked).source
+    assert GPUCodegen().render(hoisted).source == GPUCodegen().render(marked).source
 
 
 # --- T.access_ptr ---------------------------------------------------------------------------------

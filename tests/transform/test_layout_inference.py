@@ -186,3 +186,19 @@ def test_a_fragment_annotation_changes_nothing_on_a_block_serial_target():
     b = np.full_like(a, np.nan)
     kernel(a, b)
     np.testing.assert_array_equal(b, a * 2)
+
+
+def test_a_replicated_update_of_a_fragment_moved_to_shared_memory_runs_on_one_replica():
+    # Without matrix instructions the portable GEMM's layout conflicts with the row
+    # statistics: logsum moves to shared memory, and `logsum[i] = logsum[i] * scale[i] +
+    # sum[i]` runs in the replicated layout of `sum`. Every replica read-modify-writing it
+    # is a race wherever threads do not run in lockstep (OpenCL on a CPU): one replica writes.
+    if "opencl" not in get_plugin_manager().registry.kinds:
+        pytest.skip("needs a SIMT target without matrix instructions (tilelang-opencl is not installed)")
+    lowered, d = infer(flashattn(1, 2, 128, 64, False, 64, 64), "opencl/pocl-cpu")
+    assert not d["logsum"].in_registers and d["scores_sum"].in_registers
+    lines = lowered.script().split("\n")
+    updates = [i for i, line in enumerate(lines) if line.strip().startswith("logsum[") and "scores_sum_reg" in line]
+    assert updates
+    for i in updates:
+        assert lines[i - 1].strip() == "if tx & 31 == 0:", lines[i - 1]

@@ -1,4 +1,5 @@
-"""`tilelang backends`, `tilelang info TARGET`, `tilelang ops`, `tilelang run PROGRAM`, `tilelang conformance ...`."""
+"""`tilelang backends`, `tilelang info TARGET`, `tilelang ops`, `tilelang run PROGRAM`, `tilelang new-backend NAME`,
+`tilelang conformance ...`."""
 from __future__ import annotations
 
 import argparse
@@ -162,6 +163,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run_program(list(args.program))
 
 
+def _cmd_new_backend(args: argparse.Namespace) -> int:
+    from .new_backend import cmd_new_backend
+
+    return cmd_new_backend(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tilelang", description="tilelang-core command line")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -183,6 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
         usage="tilelang run PROGRAM.py [ARGS...] | tilelang run -m MODULE [ARGS...]")
     p.add_argument("program", nargs=argparse.REMAINDER, help="PROGRAM.py [ARGS...] or -m MODULE [ARGS...]")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("new-backend", help="scaffold a backend package (target, codegen, lower, compile, runtime, "
+                                           "plugin, include/, tests) that passes the conformance suite at codegen level")
+    p.add_argument("name", help="the backend's target kind: lowercase letters and digits, e.g. acme")
+    p.add_argument("--dest", metavar="DIR", help="where to create the package (default: ./tilelang-NAME)")
+    p.set_defaults(func=_cmd_new_backend)
     try:
         from tilelang_conformance.cli import add_subcommand  # optional distribution
     except ImportError:

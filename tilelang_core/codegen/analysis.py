@@ -92,6 +92,8 @@ class BufferInfo:
 
 
 def buffer_info(var) -> BufferInfo:
+    """The facts of a buffer variable the printer needs (name, dtype, shape, strides, scope,
+    elem_offset); a CodegenError when `var` is not a buffer."""
     ty = var.ty
     if not isinstance(ty, tirx.BufferType):
         raise CodegenError(f"{var} is not a buffer")

@@ -37,6 +37,7 @@ _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", '"': '\\"', "\0
 
 
 def c_string_literal(text: str) -> str:
+    """`text` as a C string literal: escapes, octal bytes for non-ASCII, no trigraphs."""
     out = []
     for ch in text:
         if ch in _ESCAPES:

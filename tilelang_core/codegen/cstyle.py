@@ -1,9 +1,12 @@
 """The C-family printer: one walker over lowered TIR, dialects as tables over it.
 
 `CStyleCodegen` turns a lowered `tvm.tirx.PrimFunc` into C-like source and the launch facts
-a runtime needs (`KernelSource`). A dialect (C for CPUs, CUDA, HIP, MUSA, Metal) is a
-subclass that mostly sets class attributes; it overrides a method only where a table cannot
-say it (the CPU dialect's grid loop, Metal's parameter attributes).
+a runtime needs (`KernelSource`). Its defaults are neutral C (no GPU spelling): a dialect
+(C for CPUs, CUDA, HIP, MUSA, Metal, OpenCL) is a subclass that mostly sets class attributes
+and overrides a method only where a table cannot say it (the CPU dialect's grid loop,
+Metal's parameter attributes). GPU dialects usually start from `GPUCodegen` (`gpu.py`), the
+SIMT layer: thread and block indices, a block barrier, shared memory, launch limits read
+from the target's capabilities, with the spellings CUDA, HIP and MUSA share as its data.
 
 Contract of the input (what the core's passes hand over):
 - params are buffers (`Var`s with a `BufferType`) and scalars; every symbolic dimension of a
@@ -16,17 +19,28 @@ Contract of the input (what the core's passes hand over):
 - the texts of the `pragma_import_c` attribute (`T.import_source`, see `ir/imports.py`) are
   printed verbatim between the file header and the kernel, each once.
 
-Dialect attributes (all class attributes, see `CStyleCodegen` for defaults):
-`language`, `kernel_prefix`, `kernel_return_type`, `restrict`, `preamble`,
-`helper_qualifier`, `barrier`, `thread_index`, `shared_qualifier`, `dyn_shared_name`,
-`dyn_shared_decl`, `dyn_shared_alignment`, `local_array_suffix`, `addressed_local_format`, `unroll_pragma`,
-`vectorize_pragma`, `parallel_pragma`, `type_map`, `storage_types`, `math_ops`,
-`float_suffix`, `inf_literal`, `nan_literal`, `atomic_ops`, `memory_orders`, `printf_name`,
-`assert_format`,
-`reinterpret_format`, `shuffle_xor_format`, `dp4a_format`, `eager_logic`, `reserved_names`, `indent_unit`.
-Methods meant for overriding: `kernel_signature`, `launch_bounds`, `kernel_prologue`,
-`kernel_epilogue`, `visit_thread_extent`, `declare_buffer`, `plan_allocations`,
-`emit_barrier`, `emit_assert`, `vector_type`, `call_handlers`, `check_launch`.
+The dialect contract. Attributes (class attributes; neutral defaults here, the SIMT ones in
+`GPUCodegen`):
+- file and kernel: `language`, `preamble`, `helper_qualifier`, `kernel_prefix`,
+  `kernel_return_type`, `restrict`, `indent_unit`, `calling_convention`, `reserved_names`;
+- parallelism: `thread_index` (launch tag such as "threadIdx.x" -> C expression; empty here:
+  a dialect that binds thread or block indices must fill it), `barrier` (the statement of
+  `tl.sync_threads`; None here: a dialect without one refuses barriers with a CodegenError);
+- memory: `shared_qualifier`, `dyn_shared_name`, `dyn_shared_decl` (a format over {align},
+  {name} and {size}: the bytes of the packed "shared.dyn" array), `dyn_shared_alignment`,
+  `local_array_suffix`, `addressed_local_format`;
+- loops: `unroll_pragma` (may use {n}; "" prints none), `vectorize_pragma`, `parallel_pragma`;
+- values: `type_map`, `storage_types`, `math_ops`, `float_suffix`, `inf_literal`,
+  `nan_literal`, `eager_logic`;
+- builtins: `atomic_ops`, `memory_orders`, `printf_name`, `assert_format`,
+  `reinterpret_format`, `shuffle_xor_format`, `dp4a_format` (None: not spelled; the printer
+  says which builtin the dialect lacks).
+Methods meant for overriding: `kernel_signature`, `param_decl`, `launch_bounds`,
+`kernel_prologue`, `kernel_epilogue`, `visit_thread_extent`, `declare_buffer`,
+`plan_allocations`, `emit_barrier`, `emit_assert`, `vector_type`, `call_handlers`,
+`note_call`, `check_launch`, `file_header`, `loop_pragmas`, `enter_loop`/`exit_loop`.
+Attribute and method names are stable: a new one is added with a neutral default, never
+renamed or removed.
 """
 from __future__ import annotations
 
@@ -126,31 +140,31 @@ C_MATH_OPS = {
 class CStyleCodegen(CExprPrinter):
     """Print a lowered PrimFunc in a C-family dialect. `render(module)` -> `KernelSource`.
 
-    The base class speaks a CUDA-like C: `__global__`-style prefix, `__shared__` memory,
-    `blockIdx`/`threadIdx` index variables. Set the attributes below in a subclass to change
-    the dialect; see the module docstring for the methods worth overriding.
+    The defaults are neutral C99: no kernel qualifier, plain arrays for shared memory, no
+    thread indices, no barrier, no atomics. Set the attributes below in a subclass to change
+    the dialect (GPU dialects usually subclass `GPUCodegen`); see the module docstring for
+    the whole contract.
     """
 
     # -- dialect attributes ---------------------------------------------------------------
     language = "c"
-    kernel_prefix = ""  # e.g. 'extern "C" __global__ '
+    kernel_prefix = ""  # e.g. 'extern "C" __global__ ' or '__kernel '
     kernel_return_type = "void"
-    restrict = "__restrict__"
+    restrict = "restrict"
     preamble: tuple[str, ...] = ()  # lines at the top of the file (includes, typedefs)
     helper_qualifier = "static inline"  # how the printer's own helper functions are declared
     indent_unit = "  "
-    barrier = "__syncthreads();"
-    thread_index = {
-        "blockIdx.x": "blockIdx.x", "blockIdx.y": "blockIdx.y", "blockIdx.z": "blockIdx.z",
-        "threadIdx.x": "threadIdx.x", "threadIdx.y": "threadIdx.y", "threadIdx.z": "threadIdx.z",
-    }
-    shared_qualifier = "__shared__ "
+    barrier: str | None = None  # the statement of tl.sync_threads; None: the dialect has none
+    # launch tag ("blockIdx.x", "threadIdx.y", ...) -> the C expression of that index
+    thread_index: dict = {}
+    shared_qualifier = ""
     dyn_shared_name = "tl_dyn_smem"
-    dyn_shared_decl = "extern __shared__ __align__({align}) unsigned char {name}[];"
+    # the packed "shared.dyn" array, over {align}, {name} and {size} (bytes)
+    dyn_shared_decl = "unsigned char {name}[{size}] __attribute__((aligned({align})));"
     dyn_shared_alignment = 128
     local_array_suffix = ""
     addressed_local_format = ""  # before a local array whose address the kernel takes
-    unroll_pragma = "#pragma unroll"  # may use {n}: the constant extent, or 8
+    unroll_pragma = ""  # may use {n}: the constant extent, or 8; "" prints no pragma
     vectorize_pragma: tuple[str, ...] = ()
     parallel_pragma: tuple[str, ...] = ()
     type_map = C_TYPES
@@ -162,8 +176,7 @@ class CStyleCodegen(CExprPrinter):
     nan_literal = "NAN"
     # kind ("add" "max" "min" "or" "load" "store") or (kind, dtype) -> format over {0}: address,
     # {1}: value (not for "load"), {order}: the memory order's spelling from `memory_orders`
-    atomic_ops: dict = {"add": "atomicAdd({0}, {1})", "max": "atomicMax({0}, {1})",
-                        "min": "atomicMin({0}, {1})"}
+    atomic_ops: dict = {}
     # C spellings of the memory orders (index = builtins.MEMORY_ORDERS), or None when the
     # dialect's atomics are relaxed only (then a stronger order is a codegen error)
     memory_orders: tuple[str, ...] | None = None
@@ -175,8 +188,7 @@ class CStyleCodegen(CExprPrinter):
     # helper of include/tl_dp4a.h
     dp4a_format = None
     assert_format = "assert(({cond}) && {msg});"
-    reserved_names: tuple[str, ...] = ("blockIdx", "threadIdx", "blockDim", "gridDim", "printf",
-                                       "min", "max", "assert")
+    reserved_names: tuple[str, ...] = ("printf", "min", "max", "assert")
     calling_convention = "device kernel: (buffer pointers..., scalars...) in parameter order"
 
     LOCAL_SCOPES = ("local", "local.fragment", "local.var")
@@ -353,7 +365,8 @@ class CStyleCodegen(CExprPrinter):
     def kernel_prologue(self) -> None:
         """Lines at the top of the kernel body (default: the dynamic shared memory array)."""
         if self.dyn_shared_bytes:
-            self.emit(self.dyn_shared_decl.format(align=self.dyn_shared_alignment, name=self.dyn_shared_name))
+            self.emit(self.dyn_shared_decl.format(align=self.dyn_shared_alignment, name=self.dyn_shared_name,
+                                                  size=self.dyn_shared_bytes))
 
     def kernel_epilogue(self) -> None:
         """Lines at the end of the kernel body (default: none)."""
@@ -459,16 +472,23 @@ class CStyleCodegen(CExprPrinter):
         iv = s.node
         var = iv.var
         if var not in self.var_names:
+            tag = str(iv.thread_tag)
+            index = self.thread_index.get(tag)
+            if index is None:
+                raise CodegenError(
+                    f"the kernel binds {var.name} to {tag}, which the {self.language} dialect does not "
+                    f"spell (thread_index knows: {', '.join(sorted(self.thread_index)) or 'none'}); a GPU "
+                    f"dialect fills thread_index (see GPUCodegen), a block-serial one removes thread bindings")
             name = self.var_names[var] = self.names.get(var)
             self.analyzer.bind(var, ir.Range.from_min_extent(0, s.value), allow_override=True)
-            self.emit(f"{self.value_type_name(dtype_of(var))} {name} = {self.thread_index[str(iv.thread_tag)]};")
+            self.emit(f"{self.value_type_name(dtype_of(var))} {name} = {index};")
         self.visit(s.body)
 
     def loop_pragmas(self, s) -> list[str]:
         kind = int(s.kind)
         if kind == int(tirx.ForKind.UNROLLED):
             n = min(int(s.extent.value), 65534) if isinstance(s.extent, tirx.IntImm) else 8
-            return [self.unroll_pragma.format(n=n)]
+            return [self.unroll_pragma.format(n=n)] if self.unroll_pragma else []
         if kind == int(tirx.ForKind.VECTORIZED):
             return list(self.vectorize_pragma)
         if kind == int(tirx.ForKind.PARALLEL):
@@ -618,6 +638,10 @@ class CStyleCodegen(CExprPrinter):
         self.emit(f"{self.expr(e)};")
 
     def emit_barrier(self) -> None:
+        if self.barrier is None:
+            raise CodegenError(
+                f"the kernel synchronizes the threads of a block (tl.sync_threads), but the {self.language} "
+                f"dialect has no block barrier; a dialect that runs threads sets `barrier`")
         self.emit(self.barrier)
 
     def emit_assert(self, cond, message: str) -> None:

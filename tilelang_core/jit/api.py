@@ -215,7 +215,13 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
     `extra_flags` pass config); `debug_root_path` is a directory the generated source is
     written to, as `<entry>.<source language>`; `verbose` prints the outcome.
     """
-    import tvm_ffi
+    try:
+        import tvm_ffi
+    except ModuleNotFoundError as exc:
+        from .. import COMPILER_HINT
+
+        raise ImportError(f"tilelang_core.compile needs the compiler half (TVM, module {exc.name!r}), which this "
+                          f"install lacks: {COMPILER_HINT}") from exc
 
     from .. import __version__
     from ..plugin import get_plugin_manager, hooks_for

@@ -68,4 +68,5 @@ class TargetHooks:
 
 
 def hooks_for(target: Target) -> TargetHooks:
+    """The per-target hooks of the backend that owns `target` (`.codegen`, `.compile`, ...)."""
     return TargetHooks(target)

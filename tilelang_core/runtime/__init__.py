@@ -7,6 +7,7 @@ from .base import (
     LoadedKernel,
     ParamSpec,
     Runtime,
+    WallTimer,
     eval_launch_expr,
 )
 
@@ -18,5 +19,6 @@ __all__ = [
     "LoadedKernel",
     "ParamSpec",
     "Runtime",
+    "WallTimer",
     "eval_launch_expr",
 ]

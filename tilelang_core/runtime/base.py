@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import abc
 import json
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
@@ -20,6 +21,7 @@ __all__ = [
     "KernelCallError",
     "eval_launch_expr",
     "compile_launch_expr",
+    "WallTimer",
 ]
 
 
@@ -260,3 +262,20 @@ class Runtime(abc.ABC):
 
     def flush_l2(self) -> None:
         """Evict the last-level cache between timed runs (no-op where not meaningful)."""
+
+
+class WallTimer:
+    """Wall-clock timer (`time.perf_counter`) with the interface of a GPU event timer, for
+    runtimes whose launches finish before they return (`Runtime.make_timer`)."""
+
+    def __init__(self) -> None:
+        self._start = self._stop = 0.0
+
+    def start(self) -> None:
+        self._start = time.perf_counter()
+
+    def stop(self) -> None:
+        self._stop = time.perf_counter()
+
+    def elapsed_ms(self) -> float:
+        return (self._stop - self._start) * 1e3

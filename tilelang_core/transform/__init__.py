@@ -1,0 +1,48 @@
+"""The core's passes, and the part of them a backend may use (its public API).
+
+A backend's own lowerings and passes (`tilelang_lower_tile_op`, `tilelang_pipeline`) build
+TIR with the helpers below; every other module of this package is internal and may change.
+Names resolve on first access, so importing this package loads no pass.
+
+- IR building and rewriting (`irutil`): `seq`, `const`, `loop_nest`, `substitute`, `walk`,
+  `map_stmts`, `in_bounds`, `region_indices`, `squeeze_extents`, `analyzer`;
+- errors that name the user's line (`errors`): `TileLangCompileError`, `CapabilityError`;
+- the launch of a kernel (`kernel_info`): `launch_info`, `LaunchInfo`;
+- reductions as the portable lowering writes them (`portable`): `reduce_init`, `reduce_combine`;
+- user-synchronized regions and barrier-op helpers (`barrier_ops`): `user_sync`, `as_copy`;
+- `T.ws` thread ranges (`thread_ranges`): `ranges_of`.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# public name -> the module of this package that defines it
+_PUBLIC = {
+    **{name: "irutil" for name in ("seq", "const", "loop_nest", "substitute", "walk", "map_stmts", "in_bounds",
+                                    "region_indices", "squeeze_extents", "analyzer")},
+    "TileLangCompileError": "errors",
+    "CapabilityError": "errors",
+    "launch_info": "kernel_info",
+    "LaunchInfo": "kernel_info",
+    "reduce_init": "portable",
+    "reduce_combine": "portable",
+    "user_sync": "barrier_ops",
+    "as_copy": "barrier_ops",
+    "ranges_of": "thread_ranges",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tilelang_core.transform' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

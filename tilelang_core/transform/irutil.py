@@ -28,10 +28,12 @@ _ANALYZER = Analyzer()
 
 
 def analyzer() -> Analyzer:
+    """The shared arithmetic analyzer (`tvm.sym.Analyzer`) for simplifying and proving."""
     return _ANALYZER
 
 
 def const(value, dtype: str = "int32") -> tir.Expr:
+    """A TIR constant of `dtype` (int32 unless said)."""
     return tir.const(value, dtype)
 
 

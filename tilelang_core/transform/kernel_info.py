@@ -30,6 +30,7 @@ class LaunchInfo:
 
 
 def launch_info(func: tir.PrimFunc) -> LaunchInfo:
+    """The launch of `func`: the extent and variable of each `thread_extent` tag it binds."""
     info = LaunchInfo()
 
     def visit(node):

@@ -324,7 +324,11 @@ class _Partitioner:
                     f"there; layout inference should have moved it to shared memory (please report)")
             slots_of[tuple(_buffer_key(i) for i in acc.indices) + (_buffer_key(acc.buffer),)] = slots
         guard = None
-        if layout.replicate > 1 and nest.effects:
+        # a fragment moved to shared memory after the nest was modelled is memory other
+        # threads see too: its replicas must not each read-modify-write it (on a GPU a warp's
+        # lanes happen to load before any stores; work-items that do not run in lockstep race)
+        shared_writes = any(acc.write and not self.is_register_fragment(acc.buffer) for acc in nest.accesses)
+        if layout.replicate > 1 and (nest.effects or shared_writes):
             bits = layout.replica_bits()
             guard = tir.EQ(tir.bitwise_and(self.tid, const(bits)), const(0))
         identity = all(s == list(range(layout.slots)) for s in slots_of.values())

@@ -24,9 +24,9 @@ from types import SimpleNamespace
 from tvm import ir, tirx
 
 from tilelang_core.codegen import CStyleCodegen, CodegenError
-from tilelang_core.codegen.analysis import THREAD_TAGS, buffer_info, dtype_of, iter_exprs, split_lanes
-from tilelang_core.codegen.cexpr import c_string_literal
-from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
+from tilelang_core.codegen import THREAD_TAGS, buffer_info, dtype_of, iter_exprs, split_lanes
+from tilelang_core.codegen import c_string_literal
+from tilelang_core.codegen import C_MATH_OPS, C_TYPES
 from tilelang_core.ir import source_of
 
 __all__ = ["CPUCodegen", "STACK_ARRAY_LIMIT", "STACK_TOTAL_LIMIT", "PARALLEL_MIN_WORK"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from tvm import DataType
 from tvm import tirx as tir
 
-from tilelang_core.transform.portable import reduce_combine, reduce_init
+from tilelang_core.transform import reduce_combine, reduce_init
 
 __all__ = ["lower_tile_op", "REDUCE_LANE_BYTES"]
 

@@ -11,10 +11,9 @@ import ctypes
 import os
 import sys
 import tempfile
-import time
 from typing import Any, Sequence
 
-from tilelang_core.runtime.base import KernelMeta, LoadedKernel, Runtime
+from tilelang_core.runtime import KernelMeta, LoadedKernel, Runtime, WallTimer
 
 __all__ = ["CPURuntime", "CPUKernel", "CPUTimer", "DeviceAssertionError", "ForeignCPUError", "SCALAR_CTYPES"]
 
@@ -111,20 +110,8 @@ class CPUKernel(LoadedKernel):
             raise DeviceAssertionError(f"kernel {self.meta.entry!r} failed: {text}")
 
 
-class CPUTimer:
-    """Wall-clock timer (`time.perf_counter`) with the interface of a GPU event timer."""
-
-    def __init__(self) -> None:
-        self._start = self._stop = 0.0
-
-    def start(self) -> None:
-        self._start = time.perf_counter()
-
-    def stop(self) -> None:
-        self._stop = time.perf_counter()
-
-    def elapsed_ms(self) -> float:
-        return (self._stop - self._start) * 1e3
+# launches run on the calling thread: wall-clock time is the kernel's
+CPUTimer = WallTimer
 
 
 class CPURuntime(Runtime):

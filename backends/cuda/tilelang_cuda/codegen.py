@@ -39,11 +39,11 @@ import json
 
 from tvm import ir, tirx
 
-from tilelang_core.codegen import CodegenError, CStyleCodegen
-from tilelang_core.codegen.analysis import buffer_info, dtype_of, iter_exprs
-from tilelang_core.codegen.cexpr import PREC_ATOM, c_string_literal
-from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
-from tilelang_core.ir.constants import SCOPE_BARRIER
+from tilelang_core.codegen import CodegenError, GPUCodegen
+from tilelang_core.codegen import buffer_info, dtype_of, iter_exprs
+from tilelang_core.codegen import PREC_ATOM, c_string_literal
+from tilelang_core.codegen import C_MATH_OPS, C_TYPES
+from tilelang_core.ir import SCOPE_BARRIER
 
 from .codegen_ptx import PTX_OPS, ptx_call_handlers
 
@@ -121,7 +121,7 @@ WGMMA_SHARED_ALIGNMENT = 1024
 
 def _calls_extern(func, name: str) -> bool:
     from tvm import ir
-    from tilelang_core.transform.irutil import walk
+    from tilelang_core.transform import walk
 
     found = []
     walk(func.body, lambda c: found.append(c) if getattr(c.op, "name", None) == "tirx.call_extern"
@@ -143,7 +143,7 @@ def _atomic_ops() -> dict:
     return ops
 
 
-class CUDACodegen(CStyleCodegen):
+class CUDACodegen(GPUCodegen):
     """CUDA C++ for sm_80 and newer; see the module docstring for the shape of the output."""
 
     language = "cuda"
@@ -170,7 +170,7 @@ class CUDACodegen(CStyleCodegen):
     shuffle_xor_format = "__shfl_xor_sync(0xffffffffu, {0}, {1})"
     dp4a_format = "tl_dp4a({0}, {1}, {2})"  # tl_cuda_common.h: __dp4a
     addressed_local_format = "__align__(16) "
-    reserved_names = CStyleCodegen.reserved_names + (
+    reserved_names = GPUCodegen.reserved_names + (
         "blockDim", "gridDim", "warpSize", "tl", "half", "half_t", "bfloat16_t", "half2_t",
         "bfloat162_t", "fp8_e4_t", "fp8_e5_t", "dim3", "uint", "memcpy", "__syncthreads")
     calling_convention = ('extern "C" __global__ void entry(buffer pointers..., scalars...) in '

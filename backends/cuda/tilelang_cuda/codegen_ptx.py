@@ -19,7 +19,7 @@ from __future__ import annotations
 from tvm import ir, tirx
 
 from tilelang_core.codegen import CodegenError
-from tilelang_core.codegen.cexpr import PREC_ADD, PREC_ATOM
+from tilelang_core.codegen import PREC_ADD, PREC_ATOM
 
 from .language import mma_instruction
 

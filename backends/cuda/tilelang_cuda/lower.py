@@ -18,9 +18,9 @@ Everything else, and every case a lowering does not cover, takes the core's port
 """
 from __future__ import annotations
 
-from tilelang_core.ir.source import source_of
-from tilelang_core.transform.errors import TileLangCompileError
-from tilelang_core.transform.irutil import seq
+from tilelang_core.ir import source_of
+from tilelang_core.transform import TileLangCompileError
+from tilelang_core.transform import seq
 
 from .lower_wgmma import has_wgmma, needs_proxy_fence, proxy_fence
 
@@ -109,7 +109,7 @@ def note_register_operands(func, ctx):
     registers instead of being moved through shared memory (measured on the H100: 128x64 tiles
     at 128 threads ran 4x slower with two m64 blocks per warpgroup)."""
     from tilelang_core.ir import TileOp, is_tile_op
-    from tilelang_core.transform.irutil import walk
+    from tilelang_core.transform import walk
     from tvm import tirx as tir
 
     found = []

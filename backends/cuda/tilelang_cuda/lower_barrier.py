@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from tvm import tirx as tir
 
-from tilelang_core.codegen.builtins import sync_threads
-from tilelang_core.transform.barrier_ops import as_copy, user_sync
-from tilelang_core.transform.irutil import seq
+from tilelang_core.codegen import sync_threads
+from tilelang_core.transform import as_copy, user_sync
+from tilelang_core.transform import seq
 
 from .lower_copy import async_copy_nest, plan_copy
 

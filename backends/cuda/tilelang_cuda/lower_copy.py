@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from tvm import tirx as tir
 
 from tilelang_core.ir import Region, TileOp, dtype_of
-from tilelang_core.transform.irutil import analyzer, in_bounds, squeeze_extents
+from tilelang_core.transform import analyzer, in_bounds, squeeze_extents
 
 from .lower_gemm import SHARED_SCOPES
 
@@ -101,7 +101,7 @@ def launch_analyzer(func: tir.PrimFunc, ranges: dict | None = None):
     from tvm import ir
     from tvm.sym import Analyzer
 
-    from tilelang_core.transform.kernel_info import launch_info
+    from tilelang_core.transform import launch_info
 
     info = launch_info(func)
     ana = Analyzer()
@@ -162,7 +162,7 @@ def wait(groups_in_flight: int | None = None) -> tir.Stmt:
 def lower_async_copy(op: TileOp, swizzles: dict, ana=None) -> tir.Stmt | None:
     """A synchronous-looking cp.async copy: issue, commit, wait for it (None: not eligible).
     `ana` knows the launch ranges (see `launch_analyzer`)."""
-    from tilelang_core.transform.irutil import seq
+    from tilelang_core.transform import seq
 
     from .lower_pipeline import sync_placed
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from tvm import tirx as tir
 
 from tilelang_core.ir import Region, TileOp
-from tilelang_core.transform.irutil import seq, squeeze_extents
+from tilelang_core.transform import seq, squeeze_extents
 
 from .layout import (
     WARP,

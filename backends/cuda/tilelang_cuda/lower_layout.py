@@ -27,10 +27,10 @@ import numpy as np
 from tvm import ir as _ir
 from tvm import tirx as tir
 
-from tilelang_core.ir.constants import ATTR_LAYOUT
-from tilelang_core.ir.source import source_of
-from tilelang_core.transform.errors import TileLangCompileError
-from tilelang_core.transform.irutil import analyzer, walk
+from tilelang_core.ir import ATTR_LAYOUT
+from tilelang_core.ir import source_of
+from tilelang_core.transform import TileLangCompileError
+from tilelang_core.transform import analyzer, walk
 
 __all__ = ["SHARED_LAYOUTS", "SharedLayout", "plan_shared_layouts", "apply_shared_layouts", "apply_index_map"]
 

@@ -30,12 +30,12 @@ from __future__ import annotations
 from tvm import ir as _ir
 from tvm import tirx as tir
 
-from tilelang_core.codegen.builtins import sync_threads
+from tilelang_core.codegen import sync_threads
 from tilelang_core.ir import Region, TileOp, collect_tile_ops, is_region_call, is_tile_op, make_call
-from tilelang_core.ir.constants import ANN_NUM_STAGES, ATTR_SYNC_PLACED, ATTR_SYNC_RESUME, ATTR_THREAD_GROUPS
-from tilelang_core.transform.irutil import analyzer, map_stmts, seq, substitute, walk
-from tilelang_core.transform.kernel_info import launch_info
-from tilelang_core.transform.thread_ranges import ranges_of
+from tilelang_core.ir import ANN_NUM_STAGES, ATTR_SYNC_PLACED, ATTR_SYNC_RESUME, ATTR_THREAD_GROUPS
+from tilelang_core.transform import analyzer, map_stmts, seq, substitute, walk
+from tilelang_core.transform import launch_info
+from tilelang_core.transform import ranges_of
 
 from .layout import accumulator_layout, swizzle_for
 from .lower_layout import SHARED_LAYOUTS

@@ -12,8 +12,8 @@ from __future__ import annotations
 from tvm import tirx as tir
 
 from tilelang_core.ir import collect_tile_ops, is_tile_op
-from tilelang_core.transform.irutil import map_stmts, seq, substitute
-from tilelang_core.transform.kernel_info import launch_info
+from tilelang_core.transform import map_stmts, seq, substitute
+from tilelang_core.transform import launch_info
 
 __all__ = ["rasterize", "rasterize_blocks", "BLOCK_RANGES"]
 

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from tvm import tirx as tir
 
 from tilelang_core.ir import Region, TileOp, collect_tile_ops
-from tilelang_core.ir.source import source_of
-from tilelang_core.transform.errors import TileLangCompileError
-from tilelang_core.transform.irutil import seq
-from tilelang_core.transform.kernel_info import launch_info
-from tilelang_core.transform.thread_ranges import ranges_of
+from tilelang_core.ir import source_of
+from tilelang_core.transform import TileLangCompileError
+from tilelang_core.transform import seq
+from tilelang_core.transform import launch_info
+from tilelang_core.transform import ranges_of
 
 from .layout_wgmma import WARPGROUP, WGMMA_DTYPES, WarpgroupTiling, WgmmaTile, choose_warpgroups, \
     wgmma_accumulator_layout, wgmma_tile

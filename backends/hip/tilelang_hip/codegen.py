@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from tvm import ir, tirx
 
-from tilelang_core.codegen import CodegenError, CStyleCodegen
-from tilelang_core.codegen.analysis import buffer_info, dtype_of
-from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
+from tilelang_core.codegen import CodegenError, GPUCodegen
+from tilelang_core.codegen import buffer_info, dtype_of
+from tilelang_core.codegen import C_MATH_OPS, C_TYPES
 
 __all__ = ["HIPCodegen"]
 
@@ -42,7 +42,7 @@ _ATOMIC_DTYPES = {
 }
 
 
-class HIPCodegen(CStyleCodegen):
+class HIPCodegen(GPUCodegen):
     """HIP C++ for clang (HIP mode), hipcc and hiprtc; see the module docstring."""
 
     language = "hip"
@@ -65,28 +65,12 @@ class HIPCodegen(CStyleCodegen):
     reinterpret_format = "__builtin_bit_cast({2}, {0})"
     shuffle_xor_format = "tl_shfl_xor({0}, {1}, 64)"
     assert_format = "TL_DEVICE_ASSERT({cond}, {msg});"
-    reserved_names = CStyleCodegen.reserved_names + (
+    reserved_names = GPUCodegen.reserved_names + (
         "half_t", "bfloat16_t", "warpSize", "half", "bfloat16", "hip_bfloat16", "__half")
     calling_convention = ('extern "C" __global__ entry(buffer pointers and scalars in PrimFunc '
                           'order), launched with KernelSource.grid/block/shared_memory')
 
     # -- launch ---------------------------------------------------------------------------
-
-    def block_threads(self, launch) -> int | None:
-        """Threads per block when every block extent is a constant, else None."""
-        total = 1
-        for extent in launch.block:
-            if not isinstance(extent, int):
-                return None
-            total *= extent
-        return total
-
-    def check_launch(self, launch) -> None:
-        limit = self.target.capabilities.max_threads_per_block if self.target is not None else 1024
-        threads = self.block_threads(launch)
-        if threads is not None and threads > limit:
-            raise CodegenError(f"the kernel launches {threads} threads per block ({launch.block}); "
-                               f"{self.target} allows {limit} (capability max_threads_per_block)")
 
     def kernel_signature(self, entry: str, params: list[tuple]) -> str:
         # __launch_bounds__ sits between __global__ and the return type: clang refuses an

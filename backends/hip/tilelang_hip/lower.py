@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from tvm import tirx as tir
 
-from tilelang_core.transform.portable import reduce_init
+from tilelang_core.transform import reduce_init
 
 from .layout import (GemmPlan, MFMAInstruction, a_element, a_fragment_element, a_operand_layout, accumulator_layout,
                      accumulator_slot, b_element, b_fragment_element, c_element, mfma_instruction, wave_grid,
@@ -63,7 +63,7 @@ class CopyPlan:
 
 
 def _divisible(expr, factor: int) -> bool:
-    from tilelang_core.transform.irutil import analyzer
+    from tilelang_core.transform import analyzer
 
     return bool(analyzer().can_prove(tir.floormod(expr, factor) == 0))
 
@@ -74,7 +74,7 @@ def plan_copy(op, target) -> CopyPlan | None:
     starting on a vector boundary, and rows of the global tensor whole vectors (so a vector
     is either inside the tensor or wholly past its edge). Tensor base addresses are assumed
     16-byte aligned (torch and hipMalloc give 256)."""
-    from tilelang_core.transform.irutil import analyzer, squeeze_extents
+    from tilelang_core.transform import analyzer, squeeze_extents
 
     if op.name != "copy":
         return None
@@ -117,7 +117,7 @@ def lower_copy(op, ctx) -> tir.Stmt | None:
     from tvm import ir
     from tvm.sym import Analyzer, ConstIntBound
 
-    from tilelang_core.transform.irutil import loop_nest, squeeze_extents
+    from tilelang_core.transform import loop_nest, squeeze_extents
 
     plan = plan_copy(op, ctx.target)
     if plan is None:
@@ -164,7 +164,7 @@ def lower_copy(op, ctx) -> tir.Stmt | None:
 
 
 def _free_vars(exprs) -> list:
-    from tilelang_core.transform.irutil import walk
+    from tilelang_core.transform import walk
 
     found = {}
     for e in exprs:
@@ -207,7 +207,7 @@ def lower_reduce(op, ctx) -> tir.Stmt | None:
     `__shfl_xor` butterflies (a group never spans two wavefronts). For float32/float64/int32
     destinations and constant shapes; the source is read wherever it lives (a fragment read
     this way moves to LDS, as with the portable loop)."""
-    from tilelang_core.transform.irutil import region_indices, squeeze_extents
+    from tilelang_core.transform import region_indices, squeeze_extents
 
     src, dst = op.regions[:2]
     if ctx.layouts.in_registers(src.buffer) or ctx.layouts.in_registers(dst.buffer):
