@@ -32,6 +32,7 @@ from .builtins import (
     device_assert,
     printf,
     register_builtins,
+    sync_group,
     sync_threads,
 )
 from .cexpr import PREC_ADD, PREC_ATOM, c_string_literal
@@ -68,5 +69,6 @@ __all__ = [
     "split_lanes",
     "printf",
     "register_builtins",
+    "sync_group",
     "sync_threads",
 ]

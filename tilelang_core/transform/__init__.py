@@ -10,7 +10,9 @@ Names resolve on first access, so importing this package loads no pass.
 - the launch of a kernel (`kernel_info`): `launch_info`, `LaunchInfo`;
 - reductions as the portable lowering writes them (`portable`): `reduce_init`, `reduce_combine`;
 - user-synchronized regions and barrier-op helpers (`barrier_ops`): `user_sync`, `as_copy`;
-- `T.ws` thread ranges (`thread_ranges`): `ranges_of`.
+- `T.ws` thread ranges (`thread_ranges`): `ranges_of`;
+- shared-memory placement as the core plans it (`storage`): `place_buffers`,
+  `ATTR_SHARED_LIFETIMES` (a printer that lays out its own shared memory, e.g. Metal's).
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ _PUBLIC = {
     "user_sync": "barrier_ops",
     "as_copy": "barrier_ops",
     "ranges_of": "thread_ranges",
+    "place_buffers": "storage",
+    "ATTR_SHARED_LIFETIMES": "storage",
 }
 
 __all__ = sorted(_PUBLIC)

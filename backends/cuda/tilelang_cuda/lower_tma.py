@@ -39,11 +39,11 @@ import tvm
 from tvm import ir as _ir
 from tvm import tirx as tir
 
-from tilelang_core.codegen.builtins import sync_group, sync_threads
+from tilelang_core.codegen import sync_group, sync_threads
 from tilelang_core.ir import Region, TileOp, collect_tile_ops, is_tile_op, make_call
-from tilelang_core.ir.constants import ANN_NUM_STAGES, ATTR_SYNC_RESUME, SCOPE_BARRIER
-from tilelang_core.transform.irutil import analyzer, map_stmts, seq, substitute
-from tilelang_core.transform.kernel_info import launch_info
+from tilelang_core.ir import ANN_NUM_STAGES, ATTR_SYNC_RESUME, SCOPE_BARRIER
+from tilelang_core.transform import analyzer, map_stmts, seq, substitute
+from tilelang_core.transform import launch_info
 
 from .layout_wgmma import wgmma_accumulator_layout, wgmma_tile
 from .lower_layout import SHARED_LAYOUTS
@@ -432,7 +432,7 @@ def pipeline_tma_loads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         return func
     params = {_key(p): i for i, p in enumerate(func.params) if tir.is_buffer_var(p)}
     scopes: dict[int, str] = {}
-    from tilelang_core.transform.irutil import walk
+    from tilelang_core.transform import walk
 
     walk(func.body, lambda a: scopes.__setitem__(_key(a.buffer), str(a.buffer.ty.storage_scope)), (tir.AllocBuffer,))
     outside = _references(func.body)
@@ -505,8 +505,8 @@ def consumer_guard(consumers: int) -> tir.PrimExpr:
 
 
 def _has_thread_groups(body) -> bool:
-    from tilelang_core.ir.constants import ATTR_THREAD_GROUPS
-    from tilelang_core.transform.irutil import walk
+    from tilelang_core.ir import ATTR_THREAD_GROUPS
+    from tilelang_core.transform import walk
 
     found = []
     walk(body, lambda a: found.append(a) if a.attr_key == ATTR_THREAD_GROUPS else None, (tir.AttrStmt,))
@@ -574,7 +574,7 @@ def specialize_warps(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     branch is the consumers' named barrier (`bar.sync 1, T`). With a loading warpgroup
     (L = 128, `loading_threads`) the registers move from loaders to consumers
     (`register_split`)."""
-    from tilelang_core.transform.irutil import walk
+    from tilelang_core.transform import walk
 
     markers = []
     walk(func.body, lambda a: markers.append(a) if a.attr_key == ATTR_WARP_SPECIALIZED else None, (tir.AttrStmt,))
@@ -603,7 +603,7 @@ def _top_level(stmt, marker) -> tuple[list, list]:
     """The kernel's top-level statements in order, looking through annotations that wrap
     the rest of the body and hold the pipeline (`T.annotate_layout`'s), and those
     annotations, outermost first."""
-    from tilelang_core.transform.irutil import walk
+    from tilelang_core.transform import walk
 
     def holds(node) -> bool:
         found = []
@@ -623,7 +623,7 @@ def _top_level(stmt, marker) -> tuple[list, list]:
 
 def _pure(stmt) -> bool:
     """A binding whose value reads no memory (it may move before earlier statements)."""
-    from tilelang_core.transform.irutil import walk
+    from tilelang_core.transform import walk
 
     if not isinstance(stmt, tir.Bind):
         return True

@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tilelang_core.runtime.base import CompileError
+from tilelang_core.runtime import CompileError
 
 __all__ = ["CHECK_INCLUDE", "MSLCheckError", "find_clang", "allowed_attributes", "check_msl", "describe"]
 

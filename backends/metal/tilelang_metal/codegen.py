@@ -30,7 +30,7 @@ from pathlib import Path
 from tvm import ir, tirx
 
 from tilelang_core.codegen import CodegenError, CStyleCodegen
-from tilelang_core.codegen.analysis import buffer_info, dtype_of
+from tilelang_core.codegen import buffer_info, dtype_of
 
 __all__ = ["MetalCodegen", "MSL_TYPES", "MSL_MATH_OPS", "address_space"]
 
@@ -216,7 +216,7 @@ class MetalCodegen(CStyleCodegen):
     def plan_allocations(self, allocs: list) -> None:
         """Place "shared" buffers like "shared.dyn" ones: all of threadgroup memory is one
         static array (see the module docstring)."""
-        from tilelang_core.transform.storage import ATTR_SHARED_LIFETIMES, place_buffers
+        from tilelang_core.transform import ATTR_SHARED_LIFETIMES, place_buffers
 
         attrs = self.func.attrs if self.func is not None and self.func.attrs is not None else {}
         lifetimes = attrs.get(ATTR_SHARED_LIFETIMES, {}) if hasattr(attrs, "get") else {}

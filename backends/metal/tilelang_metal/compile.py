@@ -9,7 +9,7 @@ the conformance suite's codegen level).
 """
 from __future__ import annotations
 
-from tilelang_core.runtime.base import CompileError
+from tilelang_core.runtime import CompileError
 
 __all__ = ["FORMAT", "compile_metal", "cache_key"]
 

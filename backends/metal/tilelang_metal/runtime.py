@@ -211,7 +211,7 @@ class MetalPyObjCRuntime(Runtime):
         self._queue = self._device.newCommandQueue()
 
     def load(self, binary: bytes, meta: KernelMeta) -> MetalPyObjCKernel:
-        from tilelang_core.runtime.base import CompileError
+        from tilelang_core.runtime import CompileError
 
         import Metal
 

@@ -29,9 +29,9 @@ from __future__ import annotations
 from tvm import ir, tirx
 
 from tilelang_core.codegen import CodegenError, CStyleCodegen
-from tilelang_core.codegen.analysis import buffer_info, dtype_of
-from tilelang_core.codegen.cexpr import c_string_literal
-from tilelang_core.codegen.cstyle import C_MATH_OPS, C_TYPES
+from tilelang_core.codegen import buffer_info, dtype_of
+from tilelang_core.codegen import c_string_literal
+from tilelang_core.codegen import C_MATH_OPS, C_TYPES
 
 __all__ = ["MUSACodegen", "MUSA_TYPES", "HEADERS"]
 

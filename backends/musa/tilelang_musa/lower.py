@@ -63,7 +63,7 @@ def note_launch_ranges(func, ctx):
     from tvm import tirx as tir
     from tvm.sym import Analyzer
 
-    from tilelang_core.transform.kernel_info import launch_info
+    from tilelang_core.transform import launch_info
 
     info = launch_info(func)
     ana = Analyzer()

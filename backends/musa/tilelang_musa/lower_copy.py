@@ -22,8 +22,8 @@ from tvm import tirx as tir
 
 from tilelang_core.codegen import sync_threads
 from tilelang_core.ir import Region, TileOp, dtype_of
-from tilelang_core.ir.constants import ATTR_SYNC_PLACED
-from tilelang_core.transform.irutil import analyzer, in_bounds, seq, squeeze_extents
+from tilelang_core.ir import ATTR_SYNC_PLACED
+from tilelang_core.transform import analyzer, in_bounds, seq, squeeze_extents
 
 __all__ = ["CopyPlan", "plan_copy", "lower_copy", "VECTOR_BYTES", "SHARED_SCOPES"]
 

@@ -28,7 +28,7 @@ from tvm import tirx as tir
 
 from tilelang_core.ir import TileOp
 from tilelang_core.layout import Fragment
-from tilelang_core.transform.irutil import seq
+from tilelang_core.transform import seq
 
 from .lower_copy import SHARED_SCOPES
 

@@ -38,7 +38,7 @@ from tvm import tirx as tir
 
 from tilelang_core.ir import TileOp, collect_tile_ops, is_tile_op
 from tilelang_core.layout import Fragment
-from tilelang_core.transform.irutil import map_stmts, seq, walk
+from tilelang_core.transform import map_stmts, seq, walk
 
 from .lower_copy import SHARED_SCOPES, dtype_bytes, plan_copy
 from .target import SQMMA_SHAPES, warp_squad_threads
@@ -212,7 +212,7 @@ def plan_operand_placement(func, ctx):
     when every other access of such a tile is a global -> shared copy this backend lowers
     (`facts[TCE_SLABS]`); the tiles that cannot take them (`facts[TCE_BLOCKED]`), whose gemms
     then take the portable path."""
-    from tilelang_core.transform.kernel_info import launch_info
+    from tilelang_core.transform import launch_info
 
     threads = launch_info(func).threads
     slabs, blocked = {}, set()
