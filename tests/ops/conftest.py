@@ -14,14 +14,23 @@ def poisoned_outputs():
 
     original = CPURuntime.allocate
 
+    # the patch outlives this package's tests in a worker process: every dtype must take it
+    def sentinel(info) -> int:
+        return -77 if info.min < 0 else info.max - 50
+
     def allocate(self, like, shape, dtype):
         out = original(self, like, shape, dtype)
         if hasattr(out, "fill_"):
-            out.fill_(float("nan") if out.is_floating_point() else -77)
+            import torch
+
+            if out.is_floating_point():
+                out.fill_(float("nan"))
+            elif out.dtype != torch.bool:
+                out.fill_(sentinel(torch.iinfo(out.dtype)))
         elif np.issubdtype(out.dtype, np.floating):
             out.fill(np.nan)
-        else:
-            out.fill(-77)
+        elif np.issubdtype(out.dtype, np.integer):
+            out.fill(sentinel(np.iinfo(out.dtype)))
         return out
 
     CPURuntime.allocate = allocate
