@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from tvm import ir, tirx
 
-from tir_emulator import _launch, _Machine, start_threads, warp_step
+from tir_emulator import _Machine, run_blocks, start_threads, warp_step
 
 __all__ = ["run_kernel", "release_barriers"]
 
@@ -94,15 +94,7 @@ class _Machine2(_Machine):
 
 def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray, mode: str = "late") -> None:
     """Run a lowered kernel on NumPy arrays (written in place); `mode` places async copies."""
-    arrays = {p: t for p, t in zip(func.params, tensors)}
-    grid, threads = _launch(func)
-    axes = list(grid.items())
-    code: dict = {}
-    for flat_block in range(int(np.prod([n for _, n in axes])) if axes else 1):
-        env, rest = {}, flat_block
-        for var, n in axes:
-            env[var], rest = rest % n, rest // n
-        _run_block(_Machine2(func, arrays, threads, code, mode), env, threads)
+    run_blocks(func, tensors, lambda *a: _Machine2(*a, mode), _run_block)
 
 
 def _run_block(m: _Machine2, env: dict, threads: int) -> None:

@@ -560,6 +560,14 @@ def _launch(func) -> tuple[dict, int]:
 
 def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray) -> None:
     """Run a lowered kernel on NumPy arrays (one per buffer parameter, written in place)."""
+    run_blocks(func, tensors, _Machine, _run_block)
+
+
+def run_blocks(func: tirx.PrimFunc, tensors, make_machine, run_block) -> int:
+    """Run every block of `func` on `tensors` (one per buffer parameter, written in place):
+    `make_machine(func, arrays, threads, code)` builds a block's machine (compiled expressions
+    `code` shared by all blocks), `run_block(machine, env, threads)` runs it. Returns the
+    threads per block."""
     arrays = {p: t for p, t in zip(func.params, tensors)}
     grid, threads = _launch(func)
     axes = list(grid.items())
@@ -568,8 +576,8 @@ def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray) -> None:
         env, rest = {}, flat_block
         for var, n in axes:
             env[var], rest = rest % n, rest // n
-        machine = _Machine(func, arrays, threads, code)
-        _run_block(machine, env, threads)
+        run_block(make_machine(func, arrays, threads, code), env, threads)
+    return threads
 
 
 def start_threads(m, env: dict, threads: int):

@@ -27,7 +27,7 @@ import numpy as np
 from tvm import tirx
 
 from mbarrier_emulator import _Machine2, release_barriers
-from tir_emulator import _launch, start_threads, warp_step
+from tir_emulator import run_blocks, start_threads, warp_step
 from wgmma_emulator import _Machine3, warpgroup_step
 
 __all__ = ["run_kernel"]
@@ -105,15 +105,7 @@ class _TmaMachine(_Machine3, _Machine2):
 
 def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray, mode: str = "late") -> None:
     """Run a lowered kernel on NumPy arrays (written in place); `mode` places TMA's bytes."""
-    arrays = {p: t for p, t in zip(func.params, tensors)}
-    grid, threads = _launch(func)
-    axes = list(grid.items())
-    code: dict = {}
-    for flat_block in range(int(np.prod([n for _, n in axes])) if axes else 1):
-        env, rest = {}, flat_block
-        for var, n in axes:
-            env[var], rest = rest % n, rest // n
-        _run_block(_TmaMachine(func, arrays, threads, code, mode), env, threads)
+    run_blocks(func, tensors, lambda *a: _TmaMachine(*a, mode), _run_block)
 
 
 def _run_block(m: _TmaMachine, env: dict, threads: int) -> None:

@@ -29,7 +29,7 @@ import re
 import numpy as np
 from tvm import tirx
 
-from tir_emulator import _launch, _Machine, start_threads, warp_step
+from tir_emulator import _launch, _Machine, run_blocks, start_threads, warp_step
 
 __all__ = ["run_kernel", "swizzled_address", "warpgroup_step"]
 
@@ -128,16 +128,9 @@ class _Machine3(_Machine):
 
 def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray) -> None:
     """Run a lowered kernel on NumPy arrays (one per buffer parameter, written in place)."""
-    arrays = {p: t for p, t in zip(func.params, tensors)}
-    grid, threads = _launch(func)
+    _, threads = _launch(func)
     assert threads % 128 == 0, "wgmma kernels run whole warpgroups"
-    axes = list(grid.items())
-    code: dict = {}
-    for flat_block in range(int(np.prod([n for _, n in axes])) if axes else 1):
-        env, rest = {}, flat_block
-        for var, n in axes:
-            env[var], rest = rest % n, rest // n
-        _run_block(_Machine3(func, arrays, threads, code), env, threads)
+    run_blocks(func, tensors, _Machine3, _run_block)
 
 
 def _run_block(m: _Machine3, env: dict, threads: int) -> None:
