@@ -190,13 +190,20 @@ def _split(loop: tir.For, stages: int, scopes: dict[int, str], unfit: set = froz
     sources = {_key(p.src.buffer) for _, p in split.producers}
     if len(set(staged)) != len(staged):
         return None
-    for stmt in split.consumers:
+    return split if consumers_fit(split.consumers, scopes, sources) else None
+
+
+def consumers_fit(consumers: list, scopes: dict[int, str], sources: set[int]) -> bool:
+    """Whether a pipelined loop's consumers leave its staged tiles alone: they write no shared
+    memory (nor anything opaque), none of the tensors the loads read, and hold no pipelined
+    loop of their own."""
+    for stmt in consumers:
         written = _writes(stmt)
         if _shared_written(stmt, scopes) or written & sources or -1 in written:
-            return None
+            return False
         if any(isinstance(n, tir.For) and ANN_NUM_STAGES in n.annotations for n in _nodes(stmt, tir.For)):
-            return None
-    return split
+            return False
+    return True
 
 
 def _nodes(stmt, kind) -> list:

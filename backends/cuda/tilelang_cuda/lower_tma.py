@@ -47,8 +47,8 @@ from tilelang_core.transform import launch_info
 
 from .layout_wgmma import wgmma_accumulator_layout, wgmma_tile
 from .lower_layout import SHARED_LAYOUTS
-from .lower_pipeline import _key, _loads_buffers, _nodes, _references, _restage, _shared_written, _statements, \
-    _user_synchronized, _whole, _writes, sync_placed
+from .lower_pipeline import _key, _loads_buffers, _references, _restage, _statements, _user_synchronized, _whole, \
+    consumers_fit, sync_placed
 from .lower_wgmma import WGMMA_OPERANDS, plan_wgmma
 
 __all__ = ["TENSOR_MAPS_ATTR", "ATTR_WARP_SPECIALIZED", "TensorMap", "TmaLoad", "plan_tma_load", "pipeline_tma_loads",
@@ -398,16 +398,8 @@ def _split(loop: tir.For, params, operands, placed, scopes, placeable) -> tuple[
     sources = {_key(load.src.buffer) for load in loads}
     if len(set(staged)) != len(staged):
         return None
-    for stmt in consumers:
-        written = _writes(stmt)
-        if _shared_written(stmt, scopes) or written & sources or -1 in written:
-            return None
-        if any(isinstance(x, tir.For) and ANN_NUM_STAGES in x.annotations for x in _nodes(stmt, tir.For)):
-            return None
-        # a copy into a loaded tile that TMA could not do keeps the whole loop on cp.async
-        if is_tile_op(stmt, "copy") and _key(TileOp.from_stmt(stmt).regions[1].buffer) in set(staged):
-            return None
-    return loads, consumers
+    # (a copy into a loaded tile that TMA could not do writes shared memory: the loop stays on cp.async)
+    return (loads, consumers) if consumers_fit(consumers, scopes, sources) else None
 
 
 def pipeline_tma_loads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
