@@ -116,3 +116,63 @@ def test_other_dtypes_keep_mma_sync_on_sm_90a():
     kernel = tilelang_core.compile(gemm_kernel(1024, 1024, 1024, 128, 128, 64, "int8", stages=3),
                                    target="cuda/sm_90a", cache=False)
     assert "wgmma" not in kernel.get_kernel_source()
+
+
+def _attention_chain(M, N, K, D, dtype, threads, trans_v=False):
+    """S = Q @ K^T (ss), P = S in `dtype`, O = P @ V (rs: P from registers), FlashAttention's
+    two gemms without the softmax."""
+    from tilelang_core import language as T
+
+    v_shape = (D, N) if trans_v else (N, D)
+
+    @T.prim_func
+    def main(Q: T.Tensor((M, K), dtype), Kt: T.Tensor((N, K), dtype), V: T.Tensor(v_shape, dtype),
+             O: T.Tensor((M, D), "float32")):
+        with T.Kernel(1, threads=threads) as _:
+            Q_s = T.alloc_shared((M, K), dtype)
+            K_s = T.alloc_shared((N, K), dtype)
+            V_s = T.alloc_shared(v_shape, dtype)
+            S = T.alloc_fragment((M, N), "float32")
+            P = T.alloc_fragment((M, N), dtype)
+            acc = T.alloc_fragment((M, D), "float32")
+            T.copy(Q, Q_s)
+            T.copy(Kt, K_s)
+            T.copy(V, V_s)
+            T.clear(S)
+            T.gemm(Q_s, K_s, S, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+            T.copy(S, P)
+            T.clear(acc)
+            T.gemm(P, V_s, acc, transpose_B=trans_v, policy=T.GemmWarpPolicy.FullRow)
+            T.copy(acc, O)
+
+    return main
+
+
+@pytest.mark.parametrize("M, N, K, D, dtype, threads, trans_v", [
+    (64, 64, 64, 64, "float16", 128, False),
+    (128, 128, 64, 128, "float16", 256, False),  # FlashAttention's 128 x 128 tiles, 2 warpgroups
+    (128, 64, 64, 64, "float16", 256, False),  # (the emulator has no float -> bf16 cast: bf16 is compiled below)
+    (64, 64, 64, 128, "float16", 128, True),  # V given as (D, N): B K-major
+])
+def test_rs_gemm_reads_a_from_registers_in_emulator(M, N, K, D, dtype, threads, trans_v):
+    lowered = lower(_attention_chain(M, N, K, D, dtype, threads, trans_v), _target("sm_90a"), CompileOptions())
+    script = lowered.script()
+    assert "k16_rs_f32_" in script and "mma_m16n8k16" not in script, "P @ V must run on wgmma from registers"
+    rng = np.random.default_rng(7)
+    q, k, qv, kv = _operands(dtype, (M, K), (N, K), rng)
+    v, _, vv, _ = _operands(dtype, (D, N) if trans_v else (N, D), (1, 1), rng)
+    o = np.full((M, D), np.nan, np.float32)
+    run_kernel(lowered, q, k, v, o)
+    s = qv @ kv.T
+    ref = s.astype(np.float16).astype(np.float64) @ (vv.T if trans_v else vv)  # P is rounded to fp16 in the kernel
+    assert np.abs(o - ref).max() / max(1.0, np.abs(ref).max()) < 1e-3
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_rs_gemm_compiles_to_hgmma_without_ldmatrix(dtype):
+    kernel = tilelang_core.compile(_attention_chain(128, 128, 64, 128, dtype, 256), target="cuda/sm_90a",
+                                   cache=False)
+    assert f"k16_rs_f32_{'f16' if dtype == 'float16' else 'bf16'}<" in kernel.get_kernel_source()
+    ops = _sass_ops(kernel)
+    assert ops.get("HGMMA", 0) >= 8 and ops.get("HMMA", 0) == 0 and ops.get("LDSM", 0) == 0
+    assert ops.get("LDL", 0) == 0 and ops.get("STL", 0) == 0

@@ -19,6 +19,10 @@ written here independently of the lowering's layout functions:
   Layout" 9.7.15.5.1). D (64 x N, f32): value i of thread t is at row
   16 (t / 32) + (t % 32) / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (t % 4) + i % 2
   ("Register fragments", wgmma .m64nNk16 D). D = A B + (scale_d ? D : 0).
+- `tl::wgmma_m64n{N}k16_rs_f32_{f16,bf16}<tnspB>(d, a, desc_b, scale_d)`: the same with A
+  (64 x 16) from registers: a[j] (j = 0..3) of thread t holds, low half first, A's elements
+  at row 16 (t / 32) + (t % 32) / 4 + 8 (j % 2), columns 2 (t % 4) + 8 (j / 2) + {0, 1}
+  ("Register fragments", wgmma .m64nNk16 A, 16-bit types).
 - `wgmma.fence`, `commit_group`, `wait_group`, `fence.proxy.async` and the operand fences are
   ordering only: the emulated wgmma completes when the warpgroup issues it.
 """
@@ -37,6 +41,7 @@ _NO_OPS = ("tl::wgmma_fence", "tl::wgmma_commit", "tl::wgmma_wait", "tl::fence_p
            "tl::wgmma_fence_operands")
 _WIDTH = {1: 128, 2: 64, 3: 32}
 _WGMMA = re.compile(r"tl::wgmma_m64n(\d+)k16_f32_(f16|bf16)<(\d), (\d)>")
+_WGMMA_RS = re.compile(r"tl::wgmma_m64n(\d+)k16_rs_f32_(f16|bf16)<(\d)>")
 
 
 def swizzled_address(start: int, lbo: int, sbo: int, width: int, mn_major: bool, r: int, k: int) -> int:
@@ -85,7 +90,7 @@ class _Machine3(_Machine):
     def extern(self, name: str, args, th):
         if name.startswith(_NO_OPS):
             return
-        if _WGMMA.fullmatch(name):
+        if _WGMMA.fullmatch(name) or _WGMMA_RS.fullmatch(name):
             yield ("wg", name, args)
             return
         yield from super().extern(name, args, th)
@@ -105,13 +110,39 @@ class _Machine3(_Machine):
                     out[r, k] = float((raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)[0])
         return out
 
+    @staticmethod
+    def _value(bits: int, kind: str) -> float:
+        raw = np.array([bits & 0xFFFF], np.uint16)
+        if kind == "f16":
+            return float(raw.view(np.float16)[0])
+        return float((raw.astype(np.uint32) << 16).view(np.float32)[0])
+
+    def register_operand(self, lane_args, kind: str) -> np.ndarray:
+        """The (64, 16) A operand the warpgroup's threads hold in registers (module doc)."""
+        out = np.full((64, 16), np.nan)
+        for t, args in enumerate(lane_args):
+            words = args[1].array.reshape(-1)[args[1].index:args[1].index + 4]
+            for j, word in enumerate(int(w) for w in words):
+                row, col = 16 * (t // 32) + (t % 32) // 4 + 8 * (j % 2), 2 * (t % 4) + 8 * (j // 2)
+                out[row, col], out[row, col + 1] = self._value(word, kind), self._value(word >> 16, kind)
+        assert not np.isnan(out).any(), "wgmma rs: some element of A held by no thread"
+        return out
+
     def wgmma(self, name: str, lane_args) -> None:
-        n, kind, ta, tb = _WGMMA.fullmatch(name).groups()
+        rs = _WGMMA_RS.fullmatch(name)
+        if rs:
+            n, kind, tb = rs.groups()
+            descs = {(int(a[2]), int(a[3])) for a in lane_args}
+            assert len(descs) == 1, "wgmma: the threads of a warpgroup give different descriptors or scale-d"
+            desc_b, scale = descs.pop()
+            a = self.register_operand(lane_args, kind)
+        else:
+            n, kind, ta, tb = _WGMMA.fullmatch(name).groups()
+            descs = {(int(a[1]), int(a[2]), int(a[3])) for a in lane_args}
+            assert len(descs) == 1, "wgmma: the threads of a warpgroup give different descriptors or scale-d"
+            desc_a, desc_b, scale = descs.pop()
+            a = self.operand(desc_a, 64, ta == "1", kind)  # (M, K)
         n = int(n)
-        descs = {(int(a[1]), int(a[2]), int(a[3])) for a in lane_args}
-        assert len(descs) == 1, "wgmma: the threads of a warpgroup give different descriptors or scale-d"
-        desc_a, desc_b, scale = descs.pop()
-        a = self.operand(desc_a, 64, ta == "1", kind)  # (M, K)
         b = self.operand(desc_b, n, tb == "1", kind)  # (N, K)
         d = np.zeros((64, n))
         for t, args in enumerate(lane_args):

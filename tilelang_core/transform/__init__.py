@@ -12,7 +12,10 @@ Names resolve on first access, so importing this package loads no pass.
 - user-synchronized regions and barrier-op helpers (`barrier_ops`): `user_sync`, `as_copy`;
 - `T.ws` thread ranges (`thread_ranges`): `ranges_of`;
 - shared-memory placement as the core plans it (`storage`): `place_buffers`,
-  `ATTR_SHARED_LIFETIMES` (a printer that lays out its own shared memory, e.g. Metal's).
+  `ATTR_SHARED_LIFETIMES` (a printer that lays out its own shared memory, e.g. Metal's);
+- variable ranges a pass knows (`guards`): `VAR_RANGES`, the `ctx.facts` key under which a pass
+  that binds a variable records {var: extent} (value in [0, extent)), so later passes prove
+  bounds guards away.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ _PUBLIC = {
     "ranges_of": "thread_ranges",
     "place_buffers": "storage",
     "ATTR_SHARED_LIFETIMES": "storage",
+    "VAR_RANGES": "guards",
 }
 
 __all__ = sorted(_PUBLIC)

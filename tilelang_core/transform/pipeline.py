@@ -23,6 +23,7 @@ POINTS = (
     "lower_thread_allreduce",  # T.tvm_thread_allreduce -> shuffles and shared memory (SIMT targets)
     "partition_parallel",  # T.Parallel -> thread-partitioned or whole-tile loops
     "lower_threads",     # block-serial targets: explicit thread indices emulated or rejected
+    "simplify_guards",   # bounds guards the loop, thread and block ranges prove true are dropped
     "vectorize",         # mark contiguous innermost loops
     "plan_storage",      # shared-memory budget against the capability table
     "insert_barriers",   # barriers between shared-memory writes and reads (SIMT targets)
@@ -95,6 +96,7 @@ def default_pipeline() -> Pipeline:
         barriers,
         check,
         finalize,
+        guards,
         hoist,
         layout_inference,
         lower_tile_ops,
@@ -115,6 +117,7 @@ def default_pipeline() -> Pipeline:
         ("lower_thread_allreduce", thread_allreduce.lower_thread_allreduce),
         ("partition_parallel", parallel.partition_parallel),
         ("lower_threads", threads.lower_threads),
+        ("simplify_guards", guards.simplify_guards),
         ("vectorize", vectorize.vectorize),
         ("plan_storage", storage.plan_storage),
         ("insert_barriers", barriers.insert_barriers),

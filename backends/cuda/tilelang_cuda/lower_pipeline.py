@@ -34,7 +34,7 @@ from tilelang_core.codegen import sync_threads
 from tilelang_core.ir import Region, TileOp, collect_tile_ops, is_region_call, is_tile_op, make_call
 from tilelang_core.ir import ANN_NUM_STAGES, ATTR_SYNC_PLACED, ATTR_SYNC_RESUME, ATTR_THREAD_GROUPS
 from tilelang_core.transform import analyzer, map_stmts, seq, substitute, walk
-from tilelang_core.transform import launch_info
+from tilelang_core.transform import VAR_RANGES, launch_info
 from tilelang_core.transform import ranges_of
 
 from .layout import accumulator_layout, swizzle_for
@@ -42,7 +42,6 @@ from .lower_layout import SHARED_LAYOUTS
 from .lower_copy import CopyPlan, async_copy_nest, commit, launch_analyzer, plan_copy, wait
 from .lower_gemm import SHARED_SCOPES, plan_gemm
 from .lower_barrier import plan_tma_copy
-from .lower_raster import BLOCK_RANGES
 from .lower_wgmma import WGMMA_OPERANDS, proxy_fence
 
 __all__ = ["SWIZZLES", "sync_placed", "plan_swizzles", "pipeline_async_copies"]
@@ -81,7 +80,7 @@ def plan_swizzles(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     """Record in `ctx.facts[SWIZZLES]` the shared tiles whose every access is ours (and in
     `ctx.facts[ANALYZER]` an analyzer that knows the block and thread index ranges)."""
     swizzles = ctx.facts.setdefault(SWIZZLES, {})
-    ctx.facts[ANALYZER] = launch_analyzer(func, ctx.facts.get(BLOCK_RANGES))
+    ctx.facts[ANALYZER] = launch_analyzer(func, ctx.facts.get(VAR_RANGES))
     threads = launch_info(func).threads
     # a gemm inside a T.ws scope runs on the threads of its range
     ranges = ranges_of(func.body, (tir.Evaluate,), ctx.caps, ctx.target, threads)
@@ -379,7 +378,7 @@ def pipeline_async_copies(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         if any(outside.get(_key(p.dst.buffer)) != inside.get(_key(p.dst.buffer)) for _, p in split.producers):
             return loop  # a staged tile is used outside the loop
         try:
-            stmt, staged = _pipeline(split, swizzles, launch_analyzer(func, ctx.facts.get(BLOCK_RANGES)), known,
+            stmt, staged = _pipeline(split, swizzles, launch_analyzer(func, ctx.facts.get(VAR_RANGES)), known,
                                      placed, ctx.facts.get(WGMMA_OPERANDS))
         except _NotPipelined:
             return loop

@@ -13,11 +13,9 @@ from tvm import tirx as tir
 
 from tilelang_core.ir import collect_tile_ops, is_tile_op
 from tilelang_core.transform import map_stmts, seq, substitute
-from tilelang_core.transform import launch_info
+from tilelang_core.transform import VAR_RANGES, launch_info
 
-__all__ = ["rasterize", "rasterize_blocks", "BLOCK_RANGES"]
-
-BLOCK_RANGES = "cuda.block_ranges"  # ctx.facts key: rasterized block index var -> its extent
+__all__ = ["rasterize", "rasterize_blocks"]
 
 
 def rasterize(bx, by, gx, gy, panel: int, order: str = "row"):
@@ -54,7 +52,7 @@ def rasterize_blocks(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     bx, by = info.vars["blockIdx.x"], info.vars["blockIdx.y"]
     new_bx, new_by = tir.Var(f"{bx.name}_r", "int32"), tir.Var(f"{by.name}_r", "int32")
     col, row = rasterize(bx, by, info.extents["blockIdx.x"], info.extents["blockIdx.y"], panel, order)
-    ctx.facts.setdefault(BLOCK_RANGES, {}).update(
+    ctx.facts.setdefault(VAR_RANGES, {}).update(
         {new_bx: info.extents["blockIdx.x"], new_by: info.extents["blockIdx.y"]})
 
     def on_attr(attr: tir.AttrStmt):

@@ -45,11 +45,11 @@ from tilelang_core.ir import ANN_NUM_STAGES, ATTR_SYNC_RESUME, SCOPE_BARRIER
 from tilelang_core.transform import analyzer, map_stmts, seq, substitute
 from tilelang_core.transform import launch_info
 
-from .layout_wgmma import wgmma_accumulator_layout, wgmma_tile
+from .layout_wgmma import wgmma_tile
 from .lower_layout import SHARED_LAYOUTS
 from .lower_pipeline import _key, _loads_buffers, _references, _restage, _statements, _user_synchronized, _whole, \
     consumers_fit, sync_placed
-from .lower_wgmma import WGMMA_OPERANDS, plan_wgmma
+from .lower_wgmma import WGMMA_OPERANDS, plan_wgmma, takes_wgmma
 
 __all__ = ["TENSOR_MAPS_ATTR", "ATTR_WARP_SPECIALIZED", "TensorMap", "TmaLoad", "plan_tma_load", "pipeline_tma_loads",
            "specialize_warps", "tensor_maps_of"]
@@ -192,9 +192,9 @@ def _takes_wgmma(op: TileOp, ctx, threads: int, operands: set) -> bool:
     if op.name != "gemm":
         return False
     plan = plan_wgmma(op, threads)
-    layouts = ctx.facts.get("fragment_layouts") or {}
-    return plan is not None and layouts.get(op.regions[2].buffer) == wgmma_accumulator_layout(plan.tiling) \
-        and all(_key(r.buffer) in operands for r in op.regions[:2])
+    shared = op.regions[1:2] if plan is not None and plan.a_registers else op.regions[:2]
+    return takes_wgmma(plan, op, ctx.facts.get("fragment_layouts") or {}) \
+        and all(_key(r.buffer) in operands for r in shared)
 
 
 def _extern(name: str, *args) -> tir.Stmt:

@@ -1,5 +1,5 @@
-"""`T.gemm(A_shared, B_shared, C_fragment)` on wgmma (sm_90a), both operands in shared memory
-through matrix descriptors (the "ss" form).
+"""`T.gemm(A, B_shared, C_fragment)` on wgmma (sm_90a): both operands in shared memory
+through matrix descriptors (the "ss" form), or A from registers (the "rs" form).
 
 Chosen at layout inference when the target declares the `wgmma` family for the operand and
 accumulator dtypes (f16/bf16 -> f32), the block has whole warpgroups, C is a whole (M, N)
@@ -16,6 +16,13 @@ that a descriptor can read (`layout_wgmma.wgmma_tile`); the pass config
 - The lowering, per thread of the warpgroup: `wgmma.fence`, for each k-step of 16 and each
   of its instructions a descriptor pair and one `wgmma.mma_async`, then `commit_group` and
   `wait_group 0` (the accumulators are final when T.gemm returns).
+- The rs form (A a whole (M, K) 16-bit fragment, as FlashAttention's P in P @ V): each
+  warpgroup owns one m64 block of rows (warpgroups stacked along M), so A's registers are the
+  wgmma A fragment, which is the layout of a wgmma accumulator of A's shape (and mma.sync's
+  A layout with the warps stacked along M). It applies when layout inference gave A and C
+  exactly those layouts (`rs_layouts`); the lowering packs A's 16-bit slots into 32-bit
+  registers for every k-step, issues the k-steps, and keeps the packed registers pinned
+  until `wait_group` (they are read asynchronously).
 
 Shared memory written by cp.async (the generic proxy) is fenced (`fence.proxy.async`) by the
 writing threads after their cp.async wait, before the barrier that precedes the gemm
@@ -37,8 +44,8 @@ from tilelang_core.transform import ranges_of
 from .layout_wgmma import WARPGROUP, WGMMA_DTYPES, WarpgroupTiling, WgmmaTile, choose_warpgroups, \
     wgmma_accumulator_layout, wgmma_tile
 
-__all__ = ["WgmmaPlan", "WGMMA_OPERANDS", "has_wgmma", "plan_wgmma", "wgmma_layouts", "place_wgmma_operands",
-           "lower_wgmma", "needs_proxy_fence", "proxy_fence"]
+__all__ = ["WgmmaPlan", "WGMMA_OPERANDS", "has_wgmma", "plan_wgmma", "rs_layouts", "takes_wgmma", "wgmma_layouts",
+           "place_wgmma_operands", "lower_wgmma", "needs_proxy_fence", "proxy_fence"]
 
 WGMMA_OPERANDS = "cuda.wgmma_operands"  # ctx.facts key: handles of shared tiles wgmma reads
 SHARED_SCOPES = ("shared", "shared.dyn")
@@ -52,7 +59,7 @@ class WgmmaPlan:
     kind: str  # "f16" / "bf16"
     trans_a: bool  # A is (K, M): MN-major
     trans_b: bool  # B is (N, K): K-major
-    a_tile: WgmmaTile
+    a_tile: WgmmaTile | None  # None: A is read from registers (the rs form)
     b_tile: WgmmaTile
 
     @property
@@ -60,7 +67,13 @@ class WgmmaPlan:
         return self.k // 16
 
     @property
+    def a_registers(self) -> bool:
+        return self.a_tile is None
+
+    @property
     def function(self) -> str:
+        if self.a_registers:
+            return f"tl::wgmma_m64n{self.tiling.inst_n}k16_rs_f32_{self.kind}<{int(not self.trans_b)}>"
         return f"tl::wgmma_m64n{self.tiling.inst_n}k16_f32_{self.kind}<{int(self.trans_a)}, {int(not self.trans_b)}>"
 
 
@@ -89,6 +102,8 @@ def plan_wgmma(op: TileOp, threads: int) -> WgmmaPlan | None:
     kind = WGMMA_DTYPES.get((a.dtype, c.dtype))
     if kind is None or a.dtype != b.dtype or c.scope != "local.fragment" or threads % WARPGROUP:
         return None
+    if a.scope == "local.fragment":
+        return _plan_rs(op, threads, kind)
     a_dims, b_dims = _tile_dims(a), _tile_dims(b)
     c_shape = c.buffer.ty.shape
     if a_dims is None or b_dims is None or len(c_shape) != 2 or not all(isinstance(d, tir.IntImm) for d in c_shape):
@@ -117,11 +132,63 @@ def plan_wgmma(op: TileOp, threads: int) -> WgmmaPlan | None:
     return WgmmaPlan(tiling, k, kind, trans_a, trans_b, a_tile, b_tile)
 
 
+def _whole_2d(region: Region) -> tuple[int, int] | None:
+    shape = region.buffer.ty.shape
+    if len(shape) != 2 or not all(isinstance(d, tir.IntImm) for d in shape):
+        return None
+    dims = (int(shape[0]), int(shape[1]))
+    if [int(e) if isinstance(e, tir.IntImm) else -1 for e in region.extents] != list(dims) or \
+            not all(isinstance(lo, tir.IntImm) and int(lo) == 0 for lo in region.mins):
+        return None
+    return dims
+
+
+def _plan_rs(op: TileOp, threads: int, kind: str) -> WgmmaPlan | None:
+    """The rs plan: A a whole (M, K) register fragment, not transposed, M = 64 x warpgroups."""
+    a, b, c = op.regions[:3]
+    trans_a, trans_b = bool(op.int_arg(3)), bool(op.int_arg(4))
+    k = op.args[9]
+    mn, a_dims, b_dims = _whole_2d(c), _whole_2d(a), _tile_dims(b)
+    if trans_a or mn is None or b_dims is None or not isinstance(k, tir.IntImm) or int(k) % 16:
+        return None
+    (m, n), k, groups = mn, int(k), threads // WARPGROUP
+    if a_dims != (m, k) or m != 64 * groups or b_dims != ((n, k) if trans_b else (k, n)):
+        return None
+    b_tile = wgmma_tile(*b_dims, 2)
+    if b_tile is None:
+        return None
+    tiling = choose_warpgroups(m, n, groups, 8 if trans_b else b_tile.slab)
+    if tiling is None or tiling.groups_m != groups:
+        return None
+    return WgmmaPlan(tiling, k, kind, False, trans_b, None, b_tile)
+
+
+def rs_layouts(plan: WgmmaPlan, op: TileOp) -> dict:
+    """{A: its register layout, C: its accumulator layout} of an rs plan: A's registers are a
+    wgmma accumulator of A's (M, K) shape (module docstring)."""
+    t = plan.tiling
+    a_tiling = choose_warpgroups(t.m, plan.k, t.groups_m)
+    return {op.regions[0].buffer: wgmma_accumulator_layout(a_tiling),
+            op.regions[2].buffer: wgmma_accumulator_layout(t)}
+
+
+def takes_wgmma(plan: WgmmaPlan | None, op: TileOp, layouts: dict) -> bool:
+    """Whether inferred `layouts` let `plan` run: C (and A, in the rs form) hold the layouts
+    the instructions read and write."""
+    if plan is None:
+        return False
+    if plan.a_registers:
+        return all(layouts.get(buf) == want for buf, want in rs_layouts(plan, op).items())
+    return layouts.get(op.regions[2].buffer) == wgmma_accumulator_layout(plan.tiling)
+
+
 def wgmma_layouts(op: TileOp, threads: int, one_m64_per_warpgroup: bool = False) -> dict | None:
     """C's wgmma accumulator layout, or None when the gemm stays on mma.sync (no plan, or
-    `one_m64_per_warpgroup` and a warpgroup would hold several m64 blocks of rows)."""
+    `one_m64_per_warpgroup` and a warpgroup would hold several m64 blocks of rows). An rs gemm
+    gives None too: it keeps mma.sync's layouts, which its wgmma form shares when the warps
+    are stacked along M (the lowering checks, `takes_wgmma`)."""
     plan = plan_wgmma(op, threads)
-    if plan is None or (one_m64_per_warpgroup and plan.tiling.mi > 1):
+    if plan is None or plan.a_registers or (one_m64_per_warpgroup and plan.tiling.mi > 1):
         return None
     return {op.regions[2].buffer: wgmma_accumulator_layout(plan.tiling)}
 
@@ -150,10 +217,12 @@ def place_wgmma_operands(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         if ranges.get(op.stmt.__chandle__()) is not None:
             continue  # T.ws scopes keep mma.sync (see lower.infer_layout)
         plan = plan_wgmma(op, threads)
-        if plan is None or layouts.get(op.regions[2].buffer) != wgmma_accumulator_layout(plan.tiling):
+        if not takes_wgmma(plan, op, layouts):
             continue
         line = source_of(op.stmt)
-        for region, tile in ((op.regions[0], plan.a_tile), (op.regions[1], plan.b_tile)):
+        shared = [(op.regions[1], plan.b_tile)] if plan.a_registers else \
+            [(op.regions[0], plan.a_tile), (op.regions[1], plan.b_tile)]
+        for region, tile in shared:
             key = region.buffer.__chandle__()
             origin = f"T.gemm on wgmma at line {line[1]}" if line else "T.gemm on wgmma"
             old = placed.get(key)
@@ -207,12 +276,12 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
     if plan is None:
         return None
     a, b, c = op.regions[:3]
-    if ctx.layout_of(c.buffer) != wgmma_accumulator_layout(plan.tiling):
+    if not takes_wgmma(plan, op, {r.buffer: ctx.layout_of(r.buffer) for r in (a, c)}):
         return None
     # C's D layout may also be an mma.sync layout (4 warps stacked along M): wgmma was chosen
     # only where its operands were placed for descriptors
     operands = ctx.facts.get(WGMMA_OPERANDS) or set()
-    if not all(r.buffer.__chandle__() in operands for r in (a, b)):
+    if not all(r.buffer.__chandle__() in operands for r in ((b,) if plan.a_registers else (a, b))):
         return None
     t = plan.tiling
     acc = ctx.register_buffer(c.buffer)
@@ -221,10 +290,28 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
     kk, mi, ni = (tir.Var(name, "int32") for name in ("kk", "mi", "ni"))
     gr, gc = t.group_origin(group)
     fence_acc = _extern(f"tl::wgmma_fence_operands<{t.slots}>", tir.address_of(tir.BufferLoad(acc, [0])))
-    mma = _extern(plan.function, tir.address_of(tir.BufferLoad(acc, [t.slot(mi, ni)])),
-                  _descriptor(a, plan.a_tile, plan.trans_a, row0 + mi * 64, kk),
-                  _descriptor(b, plan.b_tile, not plan.trans_b, col0 + ni * t.inst_n, kk),
-                  tir.const(1, "int32"))
+    b_desc = _descriptor(b, plan.b_tile, not plan.trans_b, col0 + ni * t.inst_n, kk)
+    a_pack, fence_a = [], []
+    if plan.a_registers:
+        # the k-steps' A registers, packed from A's slots (8 per k-step: registers j = 0..3
+        # of 2 elements each) and pinned until the wait (wgmma reads them asynchronously)
+        a_regs = tir.decl_buffer((plan.k_steps * 4,), "uint32", name="a_regs", scope="local")
+        a_slots = ctx.register_buffer(a.buffer)
+        j = tir.Var("j", "int32")
+
+        def bits(slot):
+            return tir.reinterpret("uint16", tir.BufferLoad(a_slots, [slot]))
+
+        a_pack = [tir.AllocBuffer(a_regs), _loop(kk, plan.k_steps, _loop(j, 4, tir.BufferStore(
+            a_regs, tir.call_extern("uint32", "tl::pack_b16x2", bits(kk * 8 + j * 2), bits(kk * 8 + j * 2 + 1)),
+            [kk * 4 + j])))]
+        fence_a = [_extern(f"tl::wgmma_fence_operands<{plan.k_steps * 4}>",
+                           tir.address_of(tir.BufferLoad(a_regs, [0])))]
+        mma = _extern(plan.function, tir.address_of(tir.BufferLoad(acc, [t.slot(mi, ni)])),
+                      tir.address_of(tir.BufferLoad(a_regs, [kk * 4])), b_desc, tir.const(1, "int32"))
+    else:
+        mma = _extern(plan.function, tir.address_of(tir.BufferLoad(acc, [t.slot(mi, ni)])),
+                      _descriptor(a, plan.a_tile, plan.trans_a, row0 + mi * 64, kk), b_desc, tir.const(1, "int32"))
 
     # `wg_wait` (set by the TMA pipeline, `lower_tma`, which waits for the rest after its loop):
     # leave up to that many groups in flight after this one
@@ -240,6 +327,8 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
             tir.Bind(group, thread // WARPGROUP),
             tir.Bind(row0, gr),
             tir.Bind(col0, gc),
+            *a_pack,
+            *fence_a,
             fence_acc,
             # the tiles' writers fence too (after their cp.async wait); this one covers writers
             # that could not (cp.async completing on an mbarrier); TMA-fed gemms need none
@@ -249,6 +338,7 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
             _extern("tl::wgmma_commit"),
             wait,
             fence_acc,
+            *fence_a,
         ]
         return seq(body)
 

@@ -26,6 +26,11 @@ HEAD = """\
 //   wgmma_m64n{N}k16_f32_{f16,bf16}<TA, TB>(d, desc_a, desc_b, scale_d)
 //       D(64xN, f32, N/2 registers per thread) = A(64x16) * B(16xN) + (scale_d ? D : 0);
 //       TA / TB: 1 when A / B is MN-major in shared memory (the instruction's tnspA / tnspB).
+//   wgmma_m64n{N}k16_rs_f32_{f16,bf16}<TB>(d, a, desc_b, scale_d)
+//       the same with A from registers: a[0..3] of thread t of the warpgroup pack A's
+//       elements (row 16 * (t / 32) + (t % 32) / 4 + 8 * (j % 2), columns 2 * (t % 4) +
+//       8 * (j / 2) + {0, 1}) for register j (PTX ISA "Register fragments, wgmma .m64nNk16 A").
+//       The registers must not change until the wait_group that completes the instruction.
 //       D's fragment (PTX ISA "Register fragments, wgmma .m64nNk16 D"): thread t of the warp
 //       group holds d[i] at row 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2),
 //       column 8 * (i / 4) + 2 * (t % 4) + i % 2.
@@ -59,6 +64,12 @@ TL_DEVICE void wgmma_fence_operands(float* d) {
 #pragma unroll
   for (int i = 0; i < COUNT; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+// The same for the packed A registers of the rs form.
+template <int COUNT>
+TL_DEVICE void wgmma_fence_operands(uint32_t* a) {
+#pragma unroll
+  for (int i = 0; i < COUNT; ++i) asm volatile("" : "+r"(a[i])::"memory");
+}
 
 """
 
@@ -81,11 +92,33 @@ def wrapper(n: int, kind: str) -> str:
     )
 
 
+def rs_wrapper(n: int, kind: str) -> str:
+    regs = n // 2
+    d_list = ", ".join(f"%{i}" for i in range(regs))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    a0, b, s, tb = regs, regs + 4, regs + 5, regs + 6
+    a_list = ", ".join(f"%{a0 + j}" for j in range(4))
+    return (
+        f"template <int TB>\n"
+        f"TL_DEVICE void wgmma_m64n{n}k16_rs_f32_{kind}(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {{\n"
+        f"  asm volatile(\n"
+        f'      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\n"\n'
+        f'      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} "\n'
+        f'      "{{{d_list}}}, {{{a_list}}}, %{b}, p, 1, 1, %{tb};\\n}}\\n"\n'
+        f"      : {outs}\n"
+        f'      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));\n'
+        f"}}\n"
+    )
+
+
 def main() -> None:
     body = [HEAD]
     for kind in TYPES:
         for n in NS:
             body.append(wrapper(n, kind))
+    for kind in TYPES:
+        for n in NS:
+            body.append(rs_wrapper(n, kind))
     body.append("}  // namespace tl\n")
     OUT.write_text("\n".join(body))
     print(f"wrote {OUT}")
