@@ -208,6 +208,7 @@ def report_name(reports: Sequence[Any]) -> str:
 def _finish(reports: Sequence[Any], args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from .configs import describe
     from .report import print_terminal, to_json, to_markdown
 
     print_terminal(reports, Console(width=max(120, Console().width)), args.verbose)
@@ -220,7 +221,10 @@ def _finish(reports: Sequence[Any], args: argparse.Namespace) -> int:
             path.mkdir(parents=True, exist_ok=True)
             path = path / f"{report_name(reports)}-{datetime.date.today().isoformat()}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(to_markdown(reports, f"Conformance: {', '.join(r.target for r in reports)}"))
+        configs = {describe(r.pass_configs) for r in reports if r.pass_configs}
+        title = f"Conformance: {', '.join(r.target for r in reports)}" + \
+            (f" (pass configs: {'; '.join(sorted(configs))})" if configs else "")
+        path.write_text(to_markdown(reports, title))
         print(f"markdown report: {path}")
     return 1 if any(r.failing for rep in reports for r in rep.results) else 0
 
