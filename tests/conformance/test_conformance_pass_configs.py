@@ -151,3 +151,30 @@ def test_sm_90a_probes_show_in_the_source(sm90a):
     assert "reduce.lanes" in claims["warp_shuffle"] and "gemm.two_warps" in claims["ldmatrix"]
     assert "gemm.pipelined.tma" in claims["async_barrier"]
     assert [c for c, probes in claims.items() if not probes] == ["cluster"]
+
+
+def _older_path_cases() -> list:
+    from tilelang_conformance.case import registry, select
+
+    chosen = select(registry().values(), ["gemm.*", "layout.*", "flash_attention.*", "symbolic.gemm_m"])
+    return [pytest.param(c.name, id=c.name) for c in sorted(chosen, key=lambda c: c.name)]
+
+
+@pytest.mark.parametrize("name", _older_path_cases())
+def test_matrix_cases_compile_on_the_older_path_of_sm_90a(sm90a, name, conformance_seed):
+    """What the H100 runs with the switches, at the compile level in CI: every case that uses
+    matrix instructions passes on mma.sync + cp.async, or is N/A because it probes what they
+    switch off; so the older path does not rot on Hopper between device runs."""
+    from tilelang_core.plugin import hooks_for
+
+    from tilelang_conformance.case import registry
+    from tilelang_conformance.evaluate import evaluate
+
+    result = evaluate(registry()[name], sm90a, "compile", conformance_seed, hooks_for(sm90a).conformance_expectations(),
+                      OLDER_PATH)
+    if result.outcome == "N/A":
+        assert "switch off" in result.detail or "does not declare" in result.detail, result.detail
+        return
+    assert result.outcome in ("PASS", "XFAIL"), (
+        f"{result.outcome} at {result.stage}: {result.detail}\nreproduce: tilelang conformance --target cuda/sm_90a "
+        f"--level compile -k '{name}' --seed {conformance_seed} -v " + " ".join(OLDER_PATH_ARGS))
