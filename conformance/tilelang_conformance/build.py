@@ -3,11 +3,12 @@
 codegen level: `tilelang_core.jit.api.lower` + the backend's `tilelang_codegen`, then the
 source is checked without the vendor compiler. compile level: + `tilelang_compile`. run
 level: `tilelang_core.compile` (the user's entry point), uncached, so the evidence is fresh.
+Every stage takes the run's pass configs (`configs.py`), so each level compiles the same way.
 """
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
 __all__ = ["StageError", "render", "check_source", "compile_binary", "compile_kernel"]
 
@@ -21,18 +22,18 @@ class StageError(Exception):
         super().__init__(f"{stage}: {type(cause).__name__}: {cause}")
 
 
-def _options():
-    from tilelang_core.jit.options import CompileOptions
+def _options(configs: Mapping[str, Any] | None):
+    from .configs import compile_options
 
-    return CompileOptions()
+    return compile_options(configs)
 
 
-def render(program: Any, target: Any) -> Any:
-    """Lower and generate source: a `KernelSource`."""
+def render(program: Any, target: Any, configs: Mapping[str, Any] | None = None) -> Any:
+    """Lower and generate source with the pass configs `configs`: a `KernelSource`."""
     from tilelang_core.jit.api import lower
     from tilelang_core.plugin import hooks_for
 
-    options = _options()
+    options = _options(configs)
     try:
         lowered = lower(program, target, options)
     except Exception as exc:  # noqa: BLE001 - any failure is this stage's
@@ -76,12 +77,12 @@ def check_source(source: Any, target: Any = None) -> str:
     return f"checked: {checked}" if checked else ""
 
 
-def compile_binary(source: Any, target: Any) -> bytes:
+def compile_binary(source: Any, target: Any, configs: Mapping[str, Any] | None = None) -> bytes:
     """The backend's toolchain on generated source: a non-empty binary."""
     from tilelang_core.plugin import hooks_for
 
     try:
-        binary = hooks_for(target).compile(source, _options())
+        binary = hooks_for(target).compile(source, _options(configs))
     except Exception as exc:  # noqa: BLE001
         raise StageError("compile", exc) from exc
     if not binary:
@@ -89,12 +90,13 @@ def compile_binary(source: Any, target: Any) -> bytes:
     return binary
 
 
-def compile_kernel(program: Any, target: Any) -> Any:
-    """`tilelang_core.compile(program, target=...)` without the cache: a callable kernel."""
+def compile_kernel(program: Any, target: Any, configs: Mapping[str, Any] | None = None) -> Any:
+    """`tilelang_core.compile(program, target=..., pass_configs=configs)` without the cache:
+    a callable kernel."""
     import tilelang_core
 
     try:
-        return tilelang_core.compile(program, target=target, cache=False)
+        return tilelang_core.compile(program, target=target, cache=False, pass_configs=dict(configs or {}) or None)
     except Exception as exc:  # noqa: BLE001
         raise StageError(_stage_of(exc), exc) from exc
 

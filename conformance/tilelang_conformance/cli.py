@@ -20,6 +20,9 @@ _EPILOG = """examples:
   tilelang conformance --target cuda/sm_90a --level compile --markdown docs/conformance/
   tilelang conformance --target cuda/sm_90a --export /tmp/sm90    (then, on the GPU machine:)
   tilelang conformance --from /tmp/sm90 --json sm90.json
+  tilelang conformance --target cuda/sm_90a --export /tmp/sm90-mma \
+      --pass-config tl.disable_wgmma=1 --pass-config tl.disable_tma_lower=1 \
+      --pass-config tl.disable_warp_specialized=1     the older path (mma.sync + cp.async) on Hopper
   tilelang conformance --list --target hip/gfx942        cases and what they need
 """
 
@@ -35,6 +38,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-k", "--cases", action="append", default=[], metavar="GLOB",
                         help="only cases whose name matches (repeatable), e.g. 'gemm.*'")
     parser.add_argument("--seed", type=int, default=None, help="seed of the inputs (default: fresh, reported)")
+    parser.add_argument("--pass-config", dest="pass_configs", action="append", default=[], metavar="KEY=VALUE",
+                        help="compile every case with this pass config (repeatable; TileLang's keys, e.g. "
+                             "tl.disable_wgmma=1); recorded in the report and in an --export. A case that probes "
+                             "a capability the configs switch off is N/A")
     parser.add_argument("--json", metavar="PATH", help="write the JSON report here")
     parser.add_argument("--markdown", metavar="PATH",
                         help="write the Markdown report here; a directory gets <name>-<date>.md")
@@ -72,6 +79,12 @@ def _error(message: str) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from .configs import PassConfigError, parse_pass_configs
+
+    try:
+        args.pass_config_map = parse_pass_configs(args.pass_configs)
+    except PassConfigError as exc:
+        return _error(str(exc))
     if args.from_dir:
         if args.backend or args.target or args.export or args.list:
             return _error("--from takes no --backend/--target/--export/--list: the export names its target")
@@ -95,7 +108,7 @@ def run_command(args: argparse.Namespace) -> int:
     except (ValueError, TargetError) as exc:
         return _error(str(exc))
     if args.list:
-        return _list(targets, args.cases, args.markdown)
+        return _list(targets, args.cases, args.markdown, args.pass_config_map)
     if args.export:
         return _export(targets, args)
     return _run(targets, args)
@@ -121,7 +134,8 @@ def _run(targets: Sequence[Any], args: argparse.Namespace) -> int:
             task = progress.add_task(f"{target}", total=total)
             try:
                 report = run_target(target, args.level, args.cases, args.seed,
-                                    on_result=lambda r: progress.update(task, advance=1, description=f"{target} {r.case}"))
+                                    on_result=lambda r: progress.update(task, advance=1, description=f"{target} {r.case}"),
+                                    pass_configs=args.pass_config_map)
             except LevelError as exc:
                 return _error(str(exc))
         reports.append(report)
@@ -134,7 +148,8 @@ def _run_from(args: argparse.Namespace) -> Any:
     with _progress() as progress:
         task = progress.add_task(f"from {args.from_dir}", total=None)
         return run_from(args.from_dir, args.cases,
-                        on_result=lambda r: progress.update(task, advance=1, description=r.case))
+                        on_result=lambda r: progress.update(task, advance=1, description=r.case),
+                        pass_configs=args.pass_config_map if args.pass_configs else None)
 
 
 def _export(targets: Sequence[Any], args: argparse.Namespace) -> int:
@@ -145,22 +160,24 @@ def _export(targets: Sequence[Any], args: argparse.Namespace) -> int:
     with _progress() as progress:
         task = progress.add_task(f"export {targets[0]}", total=None)
         root = export_suite(targets[0], args.export, args.cases, args.seed,
-                            on_case=lambda name: progress.update(task, advance=1, description=name))
+                            on_case=lambda name: progress.update(task, advance=1, description=name),
+                            pass_configs=args.pass_config_map)
     size = sum(p.stat().st_size for p in Path(root).rglob("*") if p.is_file())
     print(f"exported {targets[0]} to {root} ({size / 1e6:.1f} MB); run it with: "
           f"tilelang conformance --from {root}")
     return 0
 
 
-def _list(targets: Sequence[Any], patterns: Sequence[str], markdown: str | None = None) -> int:
-    """Print the cases each target gets (with the generated probes) and whether they apply;
-    with `markdown`, also write the catalogue of the first target there."""
+def _list(targets: Sequence[Any], patterns: Sequence[str], markdown: str | None = None,
+          pass_configs: dict[str, Any] | None = None) -> int:
+    """Print the cases each target gets (with the generated probes) and whether they apply
+    (with these pass configs, at the run level); with `markdown`, also write the catalogue."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from .case import registry, select
-    from .evaluate import missing_capabilities
+    from .evaluate import not_applicable
     from .probes import cases_for
 
     for target in targets:
@@ -168,9 +185,9 @@ def _list(targets: Sequence[Any], patterns: Sequence[str], markdown: str | None 
         for col in ("case", "feature", "needs", "min level", "here", "description"):
             table.add_column(col, overflow="fold")
         for case in select(cases_for(target, registry().values()), patterns):
-            missing = missing_capabilities(case, target.capabilities)
+            why = not_applicable(case, target, "run", pass_configs)
             table.add_row(case.name, case.feature, ", ".join(case.needs) or "-", case.min_level,
-                          "N/A: lacks " + ", ".join(missing) if missing else "yes", escape(case.description))
+                          escape(f"N/A: {why}") if why else "yes", escape(case.description))
         Console(width=max(140, Console().width)).print(table)
     if markdown:
         from .report import case_catalogue
@@ -191,6 +208,7 @@ def report_name(reports: Sequence[Any]) -> str:
 def _finish(reports: Sequence[Any], args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from .configs import describe
     from .report import print_terminal, to_json, to_markdown
 
     print_terminal(reports, Console(width=max(120, Console().width)), args.verbose)
@@ -203,7 +221,10 @@ def _finish(reports: Sequence[Any], args: argparse.Namespace) -> int:
             path.mkdir(parents=True, exist_ok=True)
             path = path / f"{report_name(reports)}-{datetime.date.today().isoformat()}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(to_markdown(reports, f"Conformance: {', '.join(r.target for r in reports)}"))
+        configs = {describe(r.pass_configs) for r in reports if r.pass_configs}
+        title = f"Conformance: {', '.join(r.target for r in reports)}" + \
+            (f" (pass configs: {'; '.join(sorted(configs))})" if configs else "")
+        path.write_text(to_markdown(reports, title))
         print(f"markdown report: {path}")
     return 1 if any(r.failing for rep in reports for r in rep.results) else 0
 

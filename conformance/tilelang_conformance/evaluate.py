@@ -10,7 +10,7 @@ from .case import Case, NotApplicable, Spec
 from .result import FAIL, NA, PASS, Result, apply_expectation, level_rank
 from .runs import RunFailure, execute, make_runs
 
-__all__ = ["case_seed", "evaluate", "missing_capabilities"]
+__all__ = ["case_seed", "evaluate", "missing_capabilities", "not_applicable"]
 
 
 def case_seed(base_seed: int, name: str) -> int:
@@ -22,24 +22,41 @@ def missing_capabilities(case: Case, caps: Any) -> list[str]:
     return [n for n in case.needs if not caps.has(n)]
 
 
+def not_applicable(case: Case, target: Any, level: str, configs: Mapping[str, Any] | None = None) -> str:
+    """Why `case` is N/A on `target` at `level` with these pass configs ("" when it applies):
+    a capability it needs is not declared, the level is too weak, or a config switches off a
+    capability it probes (`configs.switched_off`)."""
+    from .configs import disabled_claims, switched_off
+
+    missing = missing_capabilities(case, target.capabilities)
+    if missing:
+        return f"{target} does not declare {', '.join(missing)}"
+    if level_rank(level) < level_rank(case.min_level):
+        return f"needs evidence level {case.min_level}; this target is evaluated at {level}"
+    off = disabled_claims(case.claims, switched_off(target.capabilities, configs))
+    if off:
+        return f"the pass configs switch off what this case probes: {', '.join(off)}"
+    return ""
+
+
 def evaluate(case: Case, target: Any, level: str, base_seed: int,
-             expectations: Mapping[str, str] | None = None) -> Result:
-    """Evaluate `case`; the backend's expectations turn FAIL into XFAIL and PASS into XPASS."""
+             expectations: Mapping[str, str] | None = None, configs: Mapping[str, Any] | None = None) -> Result:
+    """Evaluate `case` with the pass configs `configs`; the backend's expectations turn FAIL
+    into XFAIL and PASS into XPASS."""
     start = time.perf_counter()
     seed = case_seed(base_seed, case.name)
     result = Result(case.name, case.feature, case.needs, NA, None, seed=seed, claims=case.claims)
-    missing = missing_capabilities(case, target.capabilities)
-    if missing:
-        result.detail = f"{target} does not declare {', '.join(missing)}"
-    elif level_rank(level) < level_rank(case.min_level):
-        result.detail = f"needs evidence level {case.min_level}; this target is evaluated at {level}"
+    why = not_applicable(case, target, level, configs)
+    if why:
+        result.detail = why
     else:
-        _evaluate(case, target, level, seed, result)
+        _evaluate(case, target, level, seed, result, configs)
     result.seconds = time.perf_counter() - start
     return apply_expectation(result, expectations or {})
 
 
-def _evaluate(case: Case, target: Any, level: str, seed: int, result: Result) -> None:
+def _evaluate(case: Case, target: Any, level: str, seed: int, result: Result,
+              configs: Mapping[str, Any] | None) -> None:
     try:
         spec = case.spec(target)
     except NotApplicable as exc:
@@ -50,9 +67,9 @@ def _evaluate(case: Case, target: Any, level: str, seed: int, result: Result) ->
         return
     try:
         if spec.raises is not None and spec.raises.stage != "call":
-            _expect_build_error(spec, target, level, result)
+            _expect_build_error(spec, target, level, result, configs)
         else:
-            _check(spec, target, level, seed, result)
+            _check(spec, target, level, seed, result, configs)
     except StageError as exc:
         _fail(result, level, exc.stage, f"{type(exc.cause).__name__}: {exc.cause}")
     except RunFailure as exc:
@@ -74,23 +91,23 @@ def _program(spec: Spec) -> Any:
         raise StageError("parse", exc) from exc
 
 
-def _build_to(program: Any, target: Any, level: str) -> tuple[Any, str]:
+def _build_to(program: Any, target: Any, level: str, configs: Mapping[str, Any] | None) -> tuple[Any, str]:
     """Take `program` as far as `level` asks: source, binary, or a callable kernel; with what
     checked the source at the codegen level (the backend's `tilelang_check_source`, which
     runs at the compile level too, before the vendor's compiler)."""
     if level == "run":
-        return compile_kernel(program, target), ""
-    source = render(program, target)
+        return compile_kernel(program, target, configs), ""
+    source = render(program, target, configs)
     checked = check_source(source, target)
     if level == "compile":
-        compile_binary(source, target)
+        compile_binary(source, target, configs)
         return source, ""
     return source, checked
 
 
-def _check(spec: Spec, target: Any, level: str, seed: int, result: Result) -> None:
+def _check(spec: Spec, target: Any, level: str, seed: int, result: Result, configs: Mapping[str, Any] | None) -> None:
     program = _program(spec)
-    built, checked = _build_to(program, target, level)
+    built, checked = _build_to(program, target, level, configs)
     if level != "run":
         _pass(result, level, checked)
         return
@@ -103,7 +120,8 @@ def _check(spec: Spec, target: Any, level: str, seed: int, result: Result) -> No
     _pass(result, level, f"{len(runs)} run(s), every element checked" if spec.raises is None else "raised as expected")
 
 
-def _expect_build_error(spec: Spec, target: Any, level: str, result: Result) -> None:
+def _expect_build_error(spec: Spec, target: Any, level: str, result: Result,
+                        configs: Mapping[str, Any] | None) -> None:
     """A bad-input case: the error must come at parse time or in the compile path, with
     the expected type and message. The evidence is where it came from: the core (parse,
     lower, codegen: "codegen") or the toolchain ("compile")."""
@@ -117,7 +135,7 @@ def _expect_build_error(spec: Spec, target: Any, level: str, result: Result) -> 
     # never further than the toolchain: the error must come before any kernel runs
     reach = "compile" if level_rank(level) >= level_rank("compile") else "codegen"
     try:
-        _build_to(program, target, reach)
+        _build_to(program, target, reach, configs)
     except StageError as exc:
         return _judge(exc.cause, expect, exc.stage, "compile" if exc.stage == "compile" else "codegen", result)
     _fail(result, reach, "compile", f"the compile path raised nothing up to level {reach}; "

@@ -2,8 +2,9 @@
 kernel (`kernel.export`) with its inputs, seeds and expected outputs; `--from DIR` runs them
 on a machine with the device, through the TVM-free runtime.
 
-Layout of DIR: `manifest.json` (target, seed, export-side header facts, capability table,
-claims, and per case either its result — cases decided at export, such as N/A, bad-input
+Layout of DIR: `manifest.json` (target, seed, the pass configs every kernel was compiled with
+and the capabilities they switch off, export-side header facts, capability table, claims,
+and per case either its result — cases decided at export, such as N/A, bad-input
 checks, or a failed compile — or its runs), and `cases/<name>/kernel/` + `data.npz`.
 Arrays travel as raw bits (see `data.to_bits`); expected outputs as float64.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -66,30 +67,30 @@ def _save_runs(runs: Sequence[Run], folder: Path) -> list[dict[str, Any]]:
     return described
 
 
-def _export_case(case: Any, target: Any, root: Path, base_seed: int) -> dict[str, Any]:
-    """Compile and write one case; return its manifest entry."""
+def _export_case(case: Any, target: Any, root: Path, base_seed: int, configs: dict[str, Any]) -> dict[str, Any]:
+    """Compile and write one case with the pass configs `configs`; return its manifest entry."""
     from .build import StageError, compile_kernel
-    from .evaluate import case_seed, evaluate, missing_capabilities
+    from .evaluate import case_seed, evaluate, not_applicable
     from .runs import make_runs
 
     entry = {"name": case.name, "feature": case.feature, "needs": list(case.needs),
              "claims": list(case.claims), "isolate": case.isolate, "result": None}
     seed = case_seed(base_seed, case.name)
     spec = None
-    if not missing_capabilities(case, target.capabilities):
+    if not not_applicable(case, target, "run", configs):
         try:
             spec = case.spec(target)
         except Exception:  # noqa: BLE001 - evaluate() reports it (N/A or a build failure)
             spec = None
     if spec is None or (spec.raises is not None and spec.raises.stage != "call"):
         # decided here, without the device: N/A, a build failure, a bad-input check
-        entry["result"] = evaluate(case, target, "compile", base_seed, {}).to_dict()
+        entry["result"] = evaluate(case, target, "compile", base_seed, {}, configs).to_dict()
         return entry
     folder = root / "cases" / case.name
     folder.mkdir(parents=True, exist_ok=True)
     try:
         program = spec.build_program()
-        kernel = compile_kernel(program, target)
+        kernel = compile_kernel(program, target, configs)
         runs = make_runs(spec, seed)
     except Exception as exc:  # noqa: BLE001 - recorded as this case's failure
         stage = exc.stage if isinstance(exc, StageError) else "build"
@@ -105,27 +106,32 @@ def _export_case(case: Any, target: Any, root: Path, base_seed: int) -> dict[str
 
 
 def export_suite(target: Any, directory: str | Path, patterns: Sequence[str] | None = None,
-                 seed: int | None = None, on_case: Callable[[str], None] | None = None) -> Path:
-    """Compile every selected case for `target` and write DIR (see the module docstring)."""
+                 seed: int | None = None, on_case: Callable[[str], None] | None = None,
+                 pass_configs: Mapping[str, Any] | None = None) -> Path:
+    """Compile every selected case for `target` with `pass_configs` and write DIR (see the
+    module docstring); `--from DIR` reports the same configs."""
     from .case import registry
+    from .configs import switched_off
     from .probes import cases_for, claims_for
     from .suite import header_facts, new_seed, order
 
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     seed = new_seed() if seed is None else int(seed)
+    configs = dict(pass_configs or {})
     every = cases_for(target, registry().values())
     entries = []
     for case in order(select(every, patterns)):
         if on_case is not None:
             on_case(case.name)
-        entries.append(_export_case(case, target, root, seed))
+        entries.append(_export_case(case, target, root, seed, configs))
     from tilelang_core import get_plugin_manager
 
     manager = get_plugin_manager()
     owner = manager.registry.owner_names.get(target.kind, "")
     manifest = {
-        "format": FORMAT, "target": str(target), "seed": seed, "header": header_facts(target),
+        "format": FORMAT, "target": str(target), "seed": seed, "pass_configs": configs,
+        "switched_off": switched_off(target.capabilities, configs), "header": header_facts(target, configs),
         "backend": {"name": owner, "module": getattr(manager.backends.get(owner), "module", "")},
         "capabilities": [list(row) for row in target.capabilities.rows()],
         "claims": [[c.capability, list(c.cases)] for c in claims_for(target.capabilities, every)],
@@ -180,29 +186,38 @@ def _run_entry(entry: dict[str, Any], root: Path) -> Result:
 
 
 def run_from(directory: str | Path, patterns: Sequence[str] | None = None,
-             on_result: Callable[[Result], None] | None = None) -> Any:
+             on_result: Callable[[Result], None] | None = None,
+             pass_configs: Mapping[str, Any] | None = None) -> Any:
     """Run an export directory here: a `TargetReport` at level run (cases decided at export
-    keep their result and evidence level)."""
+    keep their result and evidence level), with the pass configs the kernels were compiled
+    with. `pass_configs`, when given, must be those (a compiled kernel cannot take others)."""
     from tilelang_core import get_plugin_manager
     from tilelang_core.plugin import hooks_for
 
+    from .configs import describe
     from .probes import Claim
-    from .suite import TargetReport, header_facts
+    from .suite import TargetReport, add_switched_off, header_facts
 
     root = Path(directory)
     manifest = json.loads((root / MANIFEST).read_text())
     if manifest.get("format") != FORMAT:
         raise ValueError(f"{root / MANIFEST}: format {manifest.get('format')!r}, expected {FORMAT!r}")
+    configs = dict(manifest.get("pass_configs") or {})
+    if pass_configs is not None and dict(pass_configs) != configs:
+        raise ValueError(f"the export was compiled with pass configs {describe(configs)}, not {describe(pass_configs)}: "
+                         f"its kernels cannot change; export again with the configs you want, or drop --pass-config")
     _ensure_backend(manifest)
     target = get_plugin_manager().parse_target(manifest["target"])
     expectations = hooks_for(target).conformance_expectations()
     header = {f"compiled with {k}" if k in ("tilelang-core", "backend", "toolchain", "date", "host") else k: v
               for k, v in manifest["header"].items()}
-    header.update({f"run with {k}": v for k, v in header_facts(target).items() if k != "toolchain"})
+    header.update({f"run with {k}": v for k, v in header_facts(target).items() if k not in ("toolchain", "pass configs")})
     header["expected failures (backend)"] = "; ".join(f"{k}: {v}" for k, v in sorted(expectations.items())) or "none"
     report = TargetReport(manifest["target"], "run", f"--from {root}", int(manifest["seed"]), header,
                           [tuple(row) for row in manifest["capabilities"]],
-                          claims=[Claim(c, tuple(cases)) for c, cases in manifest["claims"]])
+                          claims=[Claim(c, tuple(cases)) for c, cases in manifest["claims"]],
+                          pass_configs=configs, switched_off=dict(manifest.get("switched_off") or {}))
+    add_switched_off(report)
     names = {e["name"]: e for e in manifest["cases"]}
     chosen = [n for n in names if n in {c.name for c in select(_Named.of(names), patterns)}]
     for name in chosen:

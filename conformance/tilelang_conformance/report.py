@@ -32,8 +32,11 @@ def format_cell(levels: Counter | None) -> str:
     return " · ".join(str(levels[k]) if k == "-" else f"{levels[k]} {k}" for k in keys)
 
 
-def claim_status(claim: Any, by_case: dict[str, Result]) -> str:
-    """What the probes of one declared capability found."""
+def claim_status(claim: Any, by_case: dict[str, Result], switched_off: dict[str, str] | None = None) -> str:
+    """What the probes of one declared capability found; a capability the run's pass configs
+    switch off is reported as such, whatever its probes did (they probed the other path)."""
+    if switched_off and claim.capability in switched_off:
+        return f"switched off by {switched_off[claim.capability]}: not probed in this run"
     if not claim.cases:
         return "not probed (no case exercises it)"
     seen = [by_case[c] for c in claim.cases if c in by_case]
@@ -62,9 +65,12 @@ def to_json(reports: Sequence[Any]) -> dict[str, Any]:
             "level_reason": rep.level_reason,
             "seed": rep.seed,
             "header": rep.header,
+            "pass_configs": rep.pass_configs,
+            "switched_off": rep.switched_off,
             "capabilities": dict(rep.capabilities),
             "summary": {f: {o: dict(lv) for o, lv in v.items()} for f, v in feature_summary(rep.results).items()},
-            "claims": [{"capability": c.capability, "cases": list(c.cases), "status": claim_status(c, by_case)}
+            "claims": [{"capability": c.capability, "cases": list(c.cases),
+                        "status": claim_status(c, by_case, rep.switched_off)}
                        for c in rep.claims],
             "results": [r.to_dict() for r in rep.results],
         })
@@ -87,7 +93,7 @@ def _markdown_target(rep: Any) -> list[str]:
         lines.append(f"| {feature} | " + " | ".join(format_cell(row.get(o)) for o in OUTCOMES) + " |")
     lines += ["", "### Declared capabilities and their probes", "", "| capability | probes | found |", "|---|---|---|"]
     for claim in rep.claims:
-        lines.append(f"| `{claim.capability}` | {_md(', '.join(claim.cases) or '-')} | {_md(claim_status(claim, by_case))} |")
+        lines.append(f"| `{claim.capability}` | {_md(', '.join(claim.cases) or '-')} | {_md(claim_status(claim, by_case, rep.switched_off))} |")
     lines += ["", "### Cases", "", "| case | needs | outcome | evidence | detail |", "|---|---|---|---|---|"]
     for r in rep.results:
         detail = r.detail if r.outcome != "PASS" else r.detail[:80]

@@ -5,7 +5,7 @@ import datetime
 import platform
 import secrets
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import __version__
 from .case import Case, registry, select
@@ -13,12 +13,13 @@ from .levels import resolve_level
 from .probes import Claim, cases_for, claims_for
 from .result import FAILING, Result
 
-__all__ = ["TargetReport", "new_seed", "resolve_targets", "header_facts", "order", "run_target"]
+__all__ = ["TargetReport", "new_seed", "resolve_targets", "header_facts", "add_switched_off", "order", "run_target"]
 
 
 @dataclass
 class TargetReport:
-    """Everything reported for one target: the header facts, the results, the claims."""
+    """Everything reported for one target: the header facts, the results, the claims, and the
+    pass configs every case was compiled with, with the capabilities they switch off."""
 
     target: str
     level: str
@@ -28,6 +29,8 @@ class TargetReport:
     capabilities: list[tuple[str, str]]
     results: list[Result] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
+    pass_configs: dict[str, Any] = field(default_factory=dict)
+    switched_off: dict[str, str] = field(default_factory=dict)
 
     @property
     def failing(self) -> list[Result]:
@@ -60,9 +63,10 @@ def resolve_targets(backends: Sequence[str] = (), targets: Sequence[str] = ()) -
     return [manager.parse_target(s) for s in dict.fromkeys(specs)]
 
 
-def header_facts(target: Any) -> dict[str, Any]:
+def header_facts(target: Any, pass_configs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Versions of the core, the target's backend and its toolchain (the backend's
-    `tilelang_cache_key` strings), and of this suite; the host; the date."""
+    `tilelang_cache_key` strings for these pass configs), and of this suite; the host; the
+    date; the pass configs."""
     import numpy
 
     import tilelang_core
@@ -72,10 +76,10 @@ def header_facts(target: Any) -> dict[str, Any]:
     manager = get_plugin_manager()
     owner = manager.registry.owner_names.get(target.kind, "?")
     info = manager.backends.get(owner)
-    try:
-        from tilelang_core.jit.options import CompileOptions
+    from .configs import compile_options, describe
 
-        toolchain = "; ".join(hooks_for(target).cache_key(CompileOptions())) or "not reported"
+    try:
+        toolchain = "; ".join(hooks_for(target).cache_key(compile_options(pass_configs))) or "not reported"
     except Exception as exc:  # noqa: BLE001 - a missing toolchain is a fact to report
         toolchain = f"unavailable ({type(exc).__name__}: {exc})"
     return {
@@ -87,7 +91,15 @@ def header_facts(target: Any) -> dict[str, Any]:
         "python": platform.python_version(),
         "numpy": numpy.__version__,
         "host": f"{platform.system()} {platform.machine()}",
+        "pass configs": describe(pass_configs),
     }
+
+
+def add_switched_off(report: TargetReport) -> None:
+    """Name in the header what the pass configs switch off (when they switch off anything)."""
+    if report.switched_off:
+        report.header["switched off by the pass configs"] = "; ".join(
+            f"{cap} ({why})" for cap, why in report.switched_off.items())
 
 
 def order(cases: Iterable[Case]) -> list[Case]:
@@ -97,11 +109,14 @@ def order(cases: Iterable[Case]) -> list[Case]:
 
 def run_target(target: Any, level: str = "auto", patterns: Sequence[str] | None = None,
                seed: int | None = None, on_result: Callable[[Result], None] | None = None,
-               expectations: dict[str, str] | None = None) -> TargetReport:
-    """Evaluate the selected cases (and the target's generated probes) on one target.
-    `expectations` defaults to the backend's `tilelang_conformance_expectations`."""
+               expectations: dict[str, str] | None = None,
+               pass_configs: Mapping[str, Any] | None = None) -> TargetReport:
+    """Evaluate the selected cases (and the target's generated probes) on one target, each
+    compiled with `pass_configs` (checked by `configs.parse_pass_configs`). `expectations`
+    defaults to the backend's `tilelang_conformance_expectations`."""
     from tilelang_core.plugin import hooks_for
 
+    from .configs import switched_off
     from .evaluate import evaluate
 
     chosen, why = resolve_level(level, target)
@@ -109,11 +124,14 @@ def run_target(target: Any, level: str = "auto", patterns: Sequence[str] | None 
     if expectations is None:
         expectations = hooks_for(target).conformance_expectations()
     every = cases_for(target, registry().values())
-    report = TargetReport(str(target), chosen, why, seed, header_facts(target), target.capabilities.rows(),
-                          claims=claims_for(target.capabilities, every))
+    configs = dict(pass_configs or {})
+    report = TargetReport(str(target), chosen, why, seed, header_facts(target, configs), target.capabilities.rows(),
+                          claims=claims_for(target.capabilities, every), pass_configs=configs,
+                          switched_off=switched_off(target.capabilities, configs))
     report.header["expected failures (backend)"] = "; ".join(f"{k}: {v}" for k, v in sorted(expectations.items())) or "none"
+    add_switched_off(report)
     for case in order(select(every, patterns)):
-        result = evaluate(case, target, chosen, seed, expectations)
+        result = evaluate(case, target, chosen, seed, expectations, configs)
         report.results.append(result)
         if on_result is not None:
             on_result(result)

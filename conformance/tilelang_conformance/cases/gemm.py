@@ -130,10 +130,16 @@ for _stages in (1, 2, 3, 4):
               ("float16", "float32"), M=128, N=128, K=256, bM=64, bN=64, bK=32, stages=_stages)
 
 gemm_case("pipelined.tma", "T.Pipelined over tiles a matrix descriptor can read (128x128x64, 2 warpgroups, 3 "
-          "stages, ragged M, N, K): on a target with TMA the tiles arrive through it, on mbarriers, loaded by a "
-          "warpgroup that gives its registers to the consumers (setmaxnreg)",
-          ("float16", "float32"), ("tma", "setmaxnreg"), M=300, N=264, K=200, bM=128, bN=128, bK=64, stages=3,
+          "stages, ragged M, N, K): on a target with TMA the tiles arrive through it, on transaction-counting "
+          "mbarriers (async_barrier: the loads complete the bytes each stage expects), loaded by a warpgroup "
+          "that gives its registers to the consumers (setmaxnreg)",
+          ("float16", "float32"), ("tma", "setmaxnreg", "async_barrier"), M=300, N=264, K=200, bM=128, bN=128, bK=64, stages=3,
           threads=256)
+
+gemm_case("two_warps", "float16 GEMM issued by two warps (64 threads, 64x64x32 tiles): too few threads for a "
+          "warpgroup instruction, so warp-level matrix instructions take it on every target that has them, their "
+          "operands loaded from shared memory by ldmatrix where the target declares it",
+          ("float16", "float32"), ("ldmatrix",), M=128, N=192, K=96, bM=64, bN=64, bK=32, threads=64)
 
 for _order in ("row", "col"):
     gemm_case(f"swizzle.{_order}", f"T.use_swizzle(panel_size=4, order={_order!r}) over an 8x6 grid",

@@ -129,6 +129,37 @@ def reduce_half():
                 lambda X: {"Y": X.sum(1)}, {"Y": (1e-5, 1e-4)})
 
 
+def lanes_kernel(m: int, n: int, bm: int, threads: int):
+    """Ymax[i] = max_j X[i, j] and Ysum[i] = sum_j X[i, j], with a block's `bm` rows of `n`
+    elements spread over `threads` threads: each row's partial results sit in several lanes
+    of a warp, which combine them (warp shuffles where the target has them)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((m, n), "float32"), Ymax: T.Tensor((m,), "float32"), Ysum: T.Tensor((m,), "float32")):
+        with T.Kernel(T.ceildiv(m, bm), threads=threads) as bx:
+            x = T.alloc_fragment((bm, n), "float32")
+            row_max = T.alloc_fragment((bm,), "float32")
+            row_sum = T.alloc_fragment((bm,), "float32")
+            T.copy(X[bx * bm, 0], x)
+            T.reduce_max(x, row_max, dim=1)
+            T.reduce_sum(x, row_sum, dim=1)
+            T.copy(row_max, Ymax[bx * bm])
+            T.copy(row_sum, Ysum[bx * bm])
+
+    return main
+
+
+@case("reduce.lanes", feature="reduce", needs=("float32",), claims=("warp_shuffle",))
+def reduce_lanes():
+    """Row max and row sum of 4 rows x 256 over 128 threads (a masked tail block): the partial
+    results of a row are combined across the lanes of a warp, through warp shuffles on a
+    target that declares them (the core's reduction lowering reads "warp_shuffle")."""
+    m, n = 30, 256
+    args = [Arg("X", (m, n), "float32"), Arg("Ymax", (m,), "float32", "out"), Arg("Ysum", (m,), "float32", "out")]
+    return Spec(lanes_kernel(m, n, 4, 128), args, lambda X: {"Ymax": X.max(1), "Ysum": X.sum(1)},
+                {"Ymax": (0.0, 0.0), "Ysum": (1e-5, 1e-4)})
+
+
 def cumsum_kernel(m: int, n: int, block: int, dim: int, reverse: bool, in_place: bool):
     """Each block scans its tile along `dim`; the other dim is tiled over the grid."""
     tile = (m, block) if dim == 0 else (block, n)
