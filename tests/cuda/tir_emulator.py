@@ -158,6 +158,9 @@ class _Machine:
         if isinstance(e, tirx.Var) or t is ir.Var:
             handle = e.__chandle__()
             return lambda th: th.env[handle]
+        if t is ir.TensorLoad and e.indices and isinstance(e.indices[-1], tirx.Ramp):
+            buf, flat, lanes = e.source, self.compile_flat(e.source, e.indices), int(e.indices[-1].lanes)
+            return lambda th: th.machine.buffer_array(th, buf).reshape(-1)[flat(th):flat(th) + lanes].copy()
         if t is ir.TensorLoad:
             buf, flat = e.source, self.compile_flat(e.source, e.indices)
             return lambda th: th.machine.buffer_array(th, buf).reshape(-1)[flat(th)].item()
@@ -194,7 +197,14 @@ class _Machine:
         raise NotImplementedError(f"emulator: expression {t.__name__}: {e}")
 
     def compile_flat(self, buf, indices):
+        """The flat index of `indices`; of the first element when the last index is a vector
+        (a unit-stride Ramp: the printers' vector access)."""
         shape = [int(d) for d in buf.ty.shape]
+        indices = list(indices)
+        if indices and isinstance(indices[-1], tirx.Ramp):
+            assert int(indices[-1].stride) == 1, "emulator: vectors are unit-stride"
+            assert indices[-1].lanes and int(indices[-1].lanes) > 1
+            indices[-1] = indices[-1].base
         parts = [self.compile(i) for i in indices]
         name = buf.name
 
@@ -313,7 +323,13 @@ class _Machine:
                 yield ("warp", "shfl", (th, call.__chandle__(), value, kind, arg, width, mask))
             arr = self.buffer_array(th, s.buffer)
             value = self.ev(s.value, th)
-            arr.reshape(-1)[self.ev_flat(s, th)] = value
+            if s.indices and isinstance(s.indices[-1], tirx.Ramp):
+                lanes = int(s.indices[-1].lanes)
+                start = self.ev_flat(s, th)
+                assert start % lanes == 0, f"emulator: vector store to {s.buffer.name} at {start}, not {lanes}-aligned"
+                arr.reshape(-1)[start:start + lanes] = value
+            else:
+                arr.reshape(-1)[self.ev_flat(s, th)] = value
         elif t is tirx.Evaluate:
             value = s.value
             if isinstance(value, ir.Call) and value.op.name == "tl.sync_threads":

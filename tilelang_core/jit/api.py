@@ -158,6 +158,8 @@ def _build_one(func, target, options: CompileOptions, facts: dict):
         symbols={k: tuple(v) for k, v in symbols.items()},
         extra={"language": source.language, **{k: v for k, v in source.extra.items() if isinstance(v, (str, int, float, bool))}},
     )
+    if "tensor_alignment" in facts:  # vector accesses to global memory (transform/vectorize_slots.py)
+        meta.extra["tensor_alignment"] = max(int(meta.extra.get("tensor_alignment", 1)), int(facts["tensor_alignment"]))
     return meta, binary, source.source
 
 

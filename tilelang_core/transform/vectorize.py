@@ -1,12 +1,18 @@
-"""vectorize: contiguous innermost loops are already marked by `partition_parallel`.
+"""vectorize: vector accesses to memory.
 
-Before and after: loops of kind VECTORIZED are hints for the code generator; this pass exists
-as a named point where a backend inserts its own vectorizer (e.g. 16-byte global accesses).
+Block-serial targets: `partition_parallel` marks an innermost loop of plain arithmetic
+VECTORIZED and the C compiler vectorizes it; nothing is left for this pass.
+
+SIMT targets: runs of a fragment's register slots stored to memory become vector stores
+(`vectorize_slots`). The pass is also the named point after which a backend adds its own
+vectorizer.
 """
 from __future__ import annotations
+
+from .vectorize_slots import vectorize_slot_stores
 
 __all__ = ["vectorize"]
 
 
 def vectorize(func, ctx):
-    return func
+    return vectorize_slot_stores(func, ctx)
