@@ -126,3 +126,43 @@ def test_backend_config_reaches_the_kernel(fresh_manager):
     assert row["config"]["block_M"] == 3 and row["source"] == "table[block-serial]+backend"
     with pytest.raises(OpConfigError, match=r"unknown config keys \['tile_size'\]; valid keys: .*block_M"):
         ops.rms_norm(x, np.ones(50, "float32"), target=target)
+
+
+# -- float32 precision: FMA loops for "highest", the TF32 units for "high" ---------------------
+
+
+@pytest.mark.parametrize("name, call", [
+    ("gemm", lambda a, p, t: ops.gemm(a, a, precision=p, target=t)),
+    ("gemm", lambda a, p, t: ops.gemm(a, a, trans_a=True, trans_b=True, bias=a[0], activation="relu", precision=p,
+                                      target=t)),
+    ("batched_gemm", lambda a, p, t: ops.batched_gemm(a[None], a[None], precision=p, target=t)),
+    ("grouped_gemm", lambda a, p, t: ops.grouped_gemm(a, np.stack([a, a]), [40, 56], precision=p, target=t)),
+    ("conv2d", lambda a, p, t: ops.conv2d(a.reshape(2, 3, 32, 48), a.reshape(-1)[:135].reshape(5, 3, 3, 3), padding=1,
+                                          precision=p, target=t)),
+])
+def test_float32_precision_picks_the_multiply_on_hopper(name, call):
+    """sm_90a runs float32 T.gemm as TF32 mma.sync: "high" keeps it, "highest" multiplies with
+    FMA loops (no mma, no TF32 conversion in the source)."""
+    from tilelang_core.ops.launch import capture
+
+    target = _target("cuda/sm_90a")
+    a = np.zeros((96, 96), "float32")
+    for precision, tf32 in (("high", True), ("medium", True), ("highest", False)):
+        recorded = capture(call, a, precision, str(target))
+        assert recorded.op.name == name and recorded.problem.get("fma", False) is not tf32
+        kernel, config, _ = kernel_for(recorded.op, target, recorded.problem)
+        text = kernel.get_kernel_source()
+        assert ("mma_m16n8k8_tf32" in text and "cvt.rna.tf32" not in text) is tf32, (name, precision)
+        assert ("tf32" in text) is tf32 and "wgmma" not in text, (name, precision)
+        if not tf32:  # each thread sums its products in registers, one multiply-add at a time
+            assert "C_f_reg[" in text and "] * " in text, text
+
+
+def test_float16_gemm_ignores_the_precision_but_checks_it():
+    target = _target("cuda/sm_90a")
+    from tilelang_core.ops.launch import capture
+
+    a = np.zeros((64, 64), "float16")
+    assert "fma" not in capture(ops.gemm, a, a, precision="highest", target=str(target)).problem
+    with pytest.raises(ops.OpError, match=r"precision='fast' is not one of \('highest', 'high', 'medium'\)"):
+        ops.gemm(a, a, precision="fast", target=str(target))
