@@ -69,10 +69,16 @@ def _case(name, rng):
     if name == "sum":
         x = _rows(rng, 3, 5000, "float32")
         return {"M": 3, "N": 5000, "dtype": "float32", "kind": "sum"}, [x], [x.astype("f8").sum(-1)], 1e-4
+    if name == "gemm.fma":  # float32 at precision "highest" on a target with TF32 units: the FMA loops
+        a, b, bias = _rows(rng, 45, 70, "float32"), _rows(rng, 52, 45, "float32"), _rows(rng, 1, 52, "float32")[0]
+        problem = {"batch": 1, "M": 70, "N": 52, "K": 45, "dtype": "float32", "trans_a": True, "trans_b": True,
+                   "bias": True, "activation": "relu", "fma": True}
+        want = ops.get("gemm").reference(a, b, True, True, bias, "relu")
+        return problem, [a[None], b[None], bias], [want[None]], 1e-5
     raise KeyError(name)
 
 
-NAMES = ["gelu", "softmax", "add_rms_norm", "sum", "rope", "cross_entropy", "quantize_per_token"]
+NAMES = ["gelu", "softmax", "add_rms_norm", "sum", "rope", "cross_entropy", "quantize_per_token", "gemm.fma"]
 
 
 @pytest.fixture(scope="module")
