@@ -69,6 +69,11 @@ def _case(name, rng):
     if name == "sum":
         x = _rows(rng, 3, 5000, "float32")
         return {"M": 3, "N": 5000, "dtype": "float32", "kind": "sum"}, [x], [x.astype("f8").sum(-1)], 1e-4
+    if name.startswith("cumsum"):  # two segments of 1024 threads x 16 bytes, the second one partial
+        reverse = name.endswith("reverse")
+        x = _rows(rng, 2, 8232, "float16")
+        problem = {"M": 2, "N": 8232, "dtype": "float16", "reverse": reverse}
+        return problem, [x], [ops.get("cumsum").reference(x, -1, reverse)], 2e-3
     if name == "gemm.fma":  # float32 at precision "highest" on a target with TF32 units: the FMA loops
         a, b, bias = _rows(rng, 45, 70, "float32"), _rows(rng, 52, 45, "float32"), _rows(rng, 1, 52, "float32")[0]
         problem = {"batch": 1, "M": 70, "N": 52, "K": 45, "dtype": "float32", "trans_a": True, "trans_b": True,
@@ -78,7 +83,8 @@ def _case(name, rng):
     raise KeyError(name)
 
 
-NAMES = ["gelu", "softmax", "add_rms_norm", "sum", "rope", "cross_entropy", "quantize_per_token", "gemm.fma"]
+NAMES = ["gelu", "softmax", "add_rms_norm", "sum", "rope", "cross_entropy", "quantize_per_token", "gemm.fma",
+         "cumsum", "cumsum.reverse"]
 
 
 @pytest.fixture(scope="module")
