@@ -74,6 +74,14 @@ def _case(name, rng):
         x = _rows(rng, 2, 8232, "float16")
         problem = {"M": 2, "N": 8232, "dtype": "float16", "reverse": reverse}
         return problem, [x], [ops.get("cumsum").reference(x, -1, reverse)], 2e-3
+    if name.startswith("dequantize_gemv"):  # 16-byte weight pieces; 37 rows: the last block partial
+        bits = 4 if name.endswith("int4") else 8
+        x = _rows(rng, 2, 512)
+        w = rng.integers(-127, 128, (37, 512)).astype("int8") if bits == 8 else \
+            rng.integers(0, 256, (37, 256)).astype("uint8")
+        scales = (rng.random((37, 4)) * 0.05).astype("float16")
+        problem = {"M": 2, "N": 37, "K": 512, "dtype": "float16", "bits": bits, "group": 128, "scale_dtype": "float16"}
+        return problem, [x, w, scales], [ops.get("dequantize_gemv").reference(x, w, scales, bits)], 2e-3
     if name == "gemm.fma":  # float32 at precision "highest" on a target with TF32 units: the FMA loops
         a, b, bias = _rows(rng, 45, 70, "float32"), _rows(rng, 52, 45, "float32"), _rows(rng, 1, 52, "float32")[0]
         problem = {"batch": 1, "M": 70, "N": 52, "K": 45, "dtype": "float32", "trans_a": True, "trans_b": True,
@@ -84,7 +92,7 @@ def _case(name, rng):
 
 
 NAMES = ["gelu", "softmax", "add_rms_norm", "sum", "rope", "cross_entropy", "quantize_per_token", "gemm.fma",
-         "cumsum", "cumsum.reverse"]
+         "cumsum", "cumsum.reverse", "dequantize_gemv.int8", "dequantize_gemv.int4"]
 
 
 @pytest.fixture(scope="module")

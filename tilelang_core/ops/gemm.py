@@ -393,6 +393,64 @@ def _gemv_kernel(problem: dict, config: dict):
     return main
 
 
+def _gemv_vector(problem: dict, config: dict):
+    """The same product with 16-byte weight loads: a block takes `block_N` rows of W, each row
+    `threads / block_N` consecutive threads that step along K one 16-byte piece of W at a time
+    (16 int8 or 32 int4 weights, the matching x read 16 bytes at a time, one scale per piece),
+    then sum their partials with the target's reduction. K that is no whole number of pieces,
+    or groups that split a piece, take "rows"."""
+    M, N, K, dtype, bits, group = (problem[k] for k in ("M", "N", "K", "dtype", "bits", "group"))
+    sdtype = problem["scale_dtype"]
+    from ..ir import dtype_bytes
+
+    piece = config["vector_bytes"] * (2 if bits == 4 else 1)  # weights in 16 bytes of W
+    xvec = max(1, config["vector_bytes"] // dtype_bytes(dtype))  # x elements per 16-byte load
+    bN, threads = config["block_N"], config["threads"]
+    lanes = threads // bN
+    if K % piece or group % piece or piece % xvec or threads % bN or lanes < 1:
+        return _gemv_kernel(problem, config)
+    packed = K // 2 if bits == 4 else K
+    wdtype = "uint8" if bits == 4 else "int8"
+    wbytes = config["vector_bytes"]
+    steps = -(-(K // piece) // lanes)
+
+    @T.prim_func
+    def main(X: T.Tensor((M, K), dtype), W: T.Tensor((N, packed), wdtype), S: T.Tensor((N, K // group), sdtype),
+             Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), M, threads=threads) as (bx, by):
+            wv = T.alloc_local((wbytes,), wdtype)
+            xv = T.alloc_local((piece,), dtype)
+            acc = T.alloc_local((1,), "float32")
+            sub = T.alloc_local((1,), "float32")  # one piece's sum, scaled once
+            part = T.alloc_fragment((bN, lanes), "float32")
+            red = T.alloc_fragment((bN,), "float32")
+            for n, lane in T.Parallel(bN, lanes):
+                acc[0] = 0.0
+                if bx * bN + n < N:
+                    for i in T.serial(steps):
+                        q = i * lanes + lane
+                        if q * piece < K:
+                            wv[T.Ramp(0, 1, wbytes)] = W[bx * bN + n, T.Ramp(q * wbytes, 1, wbytes)]
+                            for c in T.unroll(piece // xvec):
+                                xv[T.Ramp(c * xvec, 1, xvec)] = X[by, T.Ramp(q * piece + c * xvec, 1, xvec)]
+                            sub[0] = 0.0
+                            for e in T.unroll(piece):
+                                if bits == 4:
+                                    sub[0] += T.cast(xv[e], "float32") * T.cast(
+                                        T.cast(T.bitwise_and(T.shift_right(wv[e // 2], T.cast((e % 2) * 4, "uint8")),
+                                                             T.cast(15, "uint8")), "int32") - 8, "float32")
+                                else:
+                                    sub[0] += T.cast(xv[e], "float32") * T.cast(wv[e], "float32")
+                            acc[0] += sub[0] * T.cast(S[bx * bN + n, q * piece // group], "float32")
+                part[n, lane] = acc[0]
+            T.reduce_sum(part, red, dim=1)
+            for n in T.Parallel(bN):
+                if bx * bN + n < N:
+                    Y[by, bx * bN + n] = T.cast(red[n], dtype)
+
+    return main
+
+
 def unpack_int4(w):
     """Signed int4 values (as int8, -8..7) of weights packed two per byte (low nibble first,
     offset 8), (N, K // 2) uint8 -> (N, K)."""
@@ -414,9 +472,10 @@ def reference_dequantize_gemv(x, w, scales, bits=8):
 
 
 register(Operator("dequantize_gemv", "y = x @ dequant(W).T for int8 or packed int4 weights with group scales",
-                  {"rows": _gemv_kernel},
-                  (ConfigRule("block-serial", {"block_N": 16, "block_K": 512, "threads": 1}),
-                   ConfigRule("simt", {"block_N": 8, "block_K": 256, "warps": 8})),
+                  {"rows": _gemv_kernel, "vector": _gemv_vector},
+                  (ConfigRule("block-serial", {"kernel": "rows", "block_N": 16, "block_K": 512, "threads": 1}),
+                   ConfigRule("simt", {"kernel": "vector", "block_N": 8, "block_K": 256, "warps": 8,
+                                       "vector_bytes": 16})),
                   reference_dequantize_gemv, (3,),
                   {"M": 1, "N": 4096, "K": 4096, "dtype": "float16", "bits": 4, "group": 128,
                    "scale_dtype": "float16"},

@@ -166,6 +166,7 @@ def reduce_vector(problem: dict, config: dict, fallback):
         return fallback(problem, config)
     threads = config["threads"]
     steps = -(-(N // vec) // threads)
+    walk = T.unroll if steps <= 8 else T.serial  # unrolled: the loads of a thread are in flight together
     init = {"sum": 0.0, "mean": 0.0, "max": -T.infinity("float32"), "min": T.infinity("float32")}[kind]
     reducer = {"sum": T.reduce_sum, "mean": T.reduce_sum, "max": T.reduce_max, "min": T.reduce_min}[kind]
     scale = 1.0 / N if kind == "mean" else 1.0
@@ -186,7 +187,7 @@ def reduce_vector(problem: dict, config: dict, fallback):
             total = T.alloc_fragment((1,), "float32")
             for t in T.Parallel(threads):
                 acc[0] = init
-                for p in T.serial(steps):
+                for p in walk(steps):
                     if (p * threads + t) * vec < N:
                         raw[T.Ramp(0, 1, vec)] = X[bx, T.Ramp((p * threads + t) * vec, 1, vec)]
                         for v in T.unroll(vec):
