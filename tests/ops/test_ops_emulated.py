@@ -32,6 +32,10 @@ def _case(name, rng):
     if name == "gelu":
         x = rng.standard_normal(1003).astype("float16")
         return {"N": 1003, "C": 1, "dtype": "float16"}, [x, x[:1].copy()], [ops.get("gelu").reference(x)], 2e-3
+    if name == "bias_gelu":  # 64 channels: one 16-byte bias piece per piece of x
+        x, b = rng.standard_normal((17, 64)).astype("float16"), rng.standard_normal(64).astype("float16")
+        return ({"N": 17 * 64, "C": 64, "dtype": "float16"}, [x.reshape(-1), b],
+                [ops.get("bias_gelu").reference(x, b).reshape(-1)], 2e-3)
     if name == "swiglu":
         g, u = rng.standard_normal(517).astype("float32"), rng.standard_normal(517).astype("float32")
         return {"N": 517, "dtype": "float32"}, [g, u], [ops.get("swiglu").reference(g, u)], 1e-5
@@ -91,7 +95,7 @@ def _case(name, rng):
     raise KeyError(name)
 
 
-NAMES = ["gelu", "softmax", "add_rms_norm", "sum", "rope", "cross_entropy", "quantize_per_token", "gemm.fma",
+NAMES = ["gelu", "bias_gelu", "softmax", "add_rms_norm", "sum", "rope", "cross_entropy", "quantize_per_token", "gemm.fma",
          "cumsum", "cumsum.reverse", "dequantize_gemv.int8", "dequantize_gemv.int4"]
 
 
