@@ -388,22 +388,24 @@ def _flash_attn():
 # ---------------------------------------------------------------------------- compiling
 
 
-def _capture_jobs(calls) -> list[tuple[str, str, dict]]:
-    """(operator, target, problem) of the first kernel each call launches, without launching
-    (`tilelang_core.ops.launch.capture`); a call that fails here is left to its phase."""
+def _capture_jobs(calls) -> tuple[list[tuple[str, str, dict]], dict[tuple, int]]:
+    """The kernels to compile: (operator, target, problem) of the first kernel each labelled
+    call launches, found without launching (`tilelang_core.ops.launch.capture`), each once,
+    and which of them each label's call launches. A call that fails here is left to its phase."""
     from tilelang_core.ops.launch import capture
 
-    jobs, seen = [], set()
-    for call in calls:
+    jobs, index, of_label = [], {}, {}
+    for label, call in calls:
         try:
             rec = capture(call)
         except Exception:  # noqa: BLE001 - the phase reports it
             continue
         key = (rec.op.name, str(rec.target), json.dumps(rec.problem, sort_keys=True, default=str))
-        if key not in seen:
-            seen.add(key)
+        if key not in index:
+            index[key] = len(jobs)
             jobs.append((rec.op.name, str(rec.target), rec.problem))
-    return jobs
+        of_label[label] = index[key]
+    return jobs, of_label
 
 
 def _worker_init() -> None:
@@ -431,8 +433,8 @@ def _compile_job(job) -> tuple[str, float, str]:
 
 def precompile(jobs, workers: int) -> dict:
     """Compile every job, `workers` processes at a time (spawned: no CUDA state is inherited),
-    into the kernel cache on disk, where the phases' first calls find them. Returns seconds per
-    operator (summed over its kernels), the wall time and the failures."""
+    into the kernel cache on disk, where the phases' first calls find them. Returns the seconds
+    of each job (in order), the wall time and the failures."""
     start = time.perf_counter()
     if workers <= 1:
         results = [_compile_job(j) for j in jobs]
@@ -443,12 +445,9 @@ def precompile(jobs, workers: int) -> dict:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=_worker_init) as pool:
             results = list(pool.map(_compile_job, jobs))
-    per_op: dict[str, float] = {}
-    for name, seconds, _ in results:
-        per_op[name] = per_op.get(name, 0.0) + seconds
     failed = [f"{name}: {err}" for name, _, err in results if err]
     summary = {"kernels": len(jobs), "workers": max(1, workers), "wall_s": time.perf_counter() - start,
-               "sum_s": sum(r[1] for r in results), "per_op_s": per_op, "failed": failed}
+               "sum_s": sum(r[1] for r in results), "job_s": [r[1] for r in results], "failed": failed}
     print(f"precompiled {len(jobs)} kernels on {summary['workers']} processes in {summary['wall_s']:.1f} s wall "
           f"({summary['sum_s']:.1f} s of compiling){'; failed: ' + '; '.join(failed) if failed else ''}", flush=True)
     return summary
@@ -512,7 +511,8 @@ def _check(torch, ours, reference, tolerance) -> tuple[bool, float]:
 
 def speed(problems: dict, names, warmup: int, rep: int, rounds: int, deadline: float, compile_s: dict) -> list[dict]:
     """Each operator checked, then timed beside torch (and the others); past `deadline`
-    (time.perf_counter()) the rest are listed as not timed, so the report still comes out."""
+    (time.perf_counter()) the rest are listed as not timed, so the report still comes out.
+    `compile_s`: the seconds its kernel took to compile, by row name."""
     import torch
 
     rows = []
@@ -540,7 +540,7 @@ def speed(problems: dict, names, warmup: int, rep: int, rounds: int, deadline: f
         rate = work / (timing["ours"] * 1e-3) / (1e9 if unit == "GB/s" else 1e12)
         row = {"op": name, "ours_ms": timing["ours"], "torch_ms": timing["torch"], "ratio": timing["torch/ours"],
                "rate": rate, "unit": unit, "max_rel_err": err, "ok": good,
-               "compile_s": compile_s.get(_op_of(name), 0.0), "check_s": first_call_s,
+               "compile_s": compile_s.get(name, 0.0), "check_s": first_call_s,
                "bench_s": time.perf_counter() - start,
                "others": {k: timing[f"{k}/ours"] for k in others}, "memory_bound": name in MEMORY_BOUND}
         rows.append(row)
@@ -549,17 +549,6 @@ def speed(problems: dict, names, warmup: int, rep: int, rounds: int, deadline: f
               f"{row['ratio']:.2f}x  {rate:8.1f} {unit}  err {err:.1e} {'ok' if good else 'MISMATCH'}  {others_text}",
               flush=True)
     return rows
-
-
-def _op_of(bench_name: str) -> str:
-    """The registered operator a bench row times (gemm_bias_gelu -> gemm, ...)."""
-    from tilelang_core import ops
-
-    known = ops.operators()
-    for cut in range(len(bench_name), 0, -1):
-        if bench_name[:cut] in known and (cut == len(bench_name) or bench_name[cut] == "_"):
-            return bench_name[:cut]
-    return bench_name
 
 
 # ---------------------------------------------------------------------------- --check
@@ -572,7 +561,6 @@ def check_cases(names) -> dict:
     extra = {
         "quantize_per_token.float8_e4m3fn": cases.quantize_per_token("float8_e4m3fn"),
         "gemm.float16.NT": cases.gemm("float16", trans_b=True),
-        "gemm.bfloat16.TN.bias.silu": cases.gemm("bfloat16", True, False, True, "silu"),
         "layer_norm.float16": cases.layer_norm("float16"),
     }
     return {k: v for k, v in {**cases.CASES, **extra}.items() if not names or k.split(".")[0] in names}
@@ -674,6 +662,8 @@ def report(out: Path | None, meta: dict, rows: list[dict], checks: list[dict]) -
         except ImportError:
             print(f"matplotlib is not installed here: no plot; make it elsewhere with "
                   f"`python scripts/plot_ops.py {out / 'ops.json'}`")
+        except ValueError as exc:  # no operator was timed
+            print(f"no plot: {exc}")
 
 
 # ---------------------------------------------------------------------------- main
@@ -714,10 +704,11 @@ def main(argv=None) -> int:
         return 2
     selected = check_cases(names) if args.check else {}
     workers = args.jobs or min(16, os.cpu_count() or 1)
-    jobs = _capture_jobs(_calls(selected, problems, names))
+    jobs, of_label = _capture_jobs(_calls(selected, problems, names))
     compiled = precompile(jobs, workers)
+    compile_s = {name: compiled["job_s"][i] for (phase, name), i in of_label.items() if phase == "speed"}
     checks = check(selected) if args.check else []
-    rows = speed(problems, names, args.warmup, args.rep, args.rounds, start + args.budget, compiled["per_op_s"]) \
+    rows = speed(problems, names, args.warmup, args.rep, args.rounds, start + args.budget, compile_s) \
         if do_speed else []
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "size": args.size,
             "precompile": compiled, "wall_s": time.perf_counter() - start}
@@ -727,20 +718,21 @@ def main(argv=None) -> int:
 
 
 def _calls(selected: dict, problems: dict, names) -> list:
-    """Every operator call the run will make first, as argument-less callables (for capture)."""
+    """(label, argument-less call) of every operator call the run will make first, labelled
+    ("check", case name) and ("speed", row name) (for capture)."""
     import numpy as np
 
     calls = []
-    for make in selected.values():
+    for label, make in selected.items():
         try:
-            calls.append(make(np.random.default_rng(0), _to_device)[0])
+            calls.append((("check", label), make(np.random.default_rng(0), _to_device)[0]))
         except Exception:  # noqa: BLE001 - the check reports it
             pass
     for name, make in problems.items():
         if names and name not in names:
             continue
         try:
-            calls.append(make()[0][0])
+            calls.append((("speed", name), make()[0][0]))
         except Exception:  # noqa: BLE001 - the speed phase reports it
             pass
     return calls
