@@ -193,7 +193,7 @@ def test_float32_precision_picks_the_multiply_on_hopper(name, call):
         assert ("mma_m16n8k8_tf32" in text and "cvt.rna.tf32" not in text) is tf32, (name, precision)
         assert ("tf32" in text) is tf32 and "wgmma" not in text, (name, precision)
         if not tf32:  # each thread sums its products in registers, one multiply-add at a time
-            assert "C_f_reg[" in text and "] * " in text, text
+            assert ("acc[" in text or "C_f_reg[" in text) and "] * " in text, text
 
 
 def test_float16_gemm_ignores_the_precision_but_checks_it():

@@ -86,17 +86,26 @@ def _case(name, rng):
         scales = (rng.random((37, 4)) * 0.05).astype("float16")
         problem = {"M": 2, "N": 37, "K": 512, "dtype": "float16", "bits": bits, "group": 128, "scale_dtype": "float16"}
         return problem, [x, w, scales], [ops.get("dequantize_gemv").reference(x, w, scales, bits)], 2e-3
-    if name == "gemm.fma":  # float32 at precision "highest" on a target with TF32 units: the FMA loops
-        a, b, bias = _rows(rng, 45, 70, "float32"), _rows(rng, 52, 45, "float32"), _rows(rng, 1, 52, "float32")[0]
-        problem = {"batch": 1, "M": 70, "N": 52, "K": 45, "dtype": "float32", "trans_a": True, "trans_b": True,
-                   "bias": True, "activation": "relu", "fma": True}
-        want = ops.get("gemm").reference(a, b, True, True, bias, "relu")
-        return problem, [a[None], b[None], bias], [want[None]], 1e-5
+    if name.startswith("gemm.fma"):  # float32 at precision "highest" where T.gemm would take TF32
+        ta = tb = name.endswith("TT")  # ragged in M, N and K: partial tiles on every side
+        a, b, bias = _rows(rng, 70, 45, "float32"), _rows(rng, 45, 52, "float32"), _rows(rng, 1, 52, "float32")[0]
+        problem = {"batch": 1, "M": 70, "N": 52, "K": 45, "dtype": "float32", "trans_a": ta, "trans_b": tb,
+                   "bias": ta, "activation": "relu" if ta else "none", "fma": True}
+        want = ops.get("gemm").reference(a, b, bias=bias if ta else None, activation=problem["activation"])
+        a_in = np.ascontiguousarray(a.T) if ta else a
+        b_in = np.ascontiguousarray(b.T) if tb else b
+        return problem, [a_in[None], b_in[None], bias if ta else bias[:1]], [want[None]], 1e-5
+    if name == "conv2d.fma":  # the FMA loops of the implicit GEMM
+        x, w = _rows(rng, 2 * 3 * 9, 11, "float32").reshape(2, 3, 9, 11), _rows(rng, 5, 27, "float32")
+        problem = {"N": 2, "C": 3, "H": 9, "W": 11, "O": 5, "KH": 3, "KW": 3, "stride": 2, "padding": 1,
+                   "dtype": "float32", "fma": True}
+        return problem, [x, w], [ops.get("conv2d").reference(x, w.reshape(5, 3, 3, 3), 2, 1)], 1e-5
     raise KeyError(name)
 
 
-NAMES = ["gelu", "bias_gelu", "softmax", "add_rms_norm", "sum", "rope", "cross_entropy", "quantize_per_token", "gemm.fma",
-         "cumsum", "cumsum.reverse", "dequantize_gemv.int8", "dequantize_gemv.int4"]
+NAMES = ["gelu", "bias_gelu", "softmax", "add_rms_norm", "sum", "rope", "cross_entropy", "quantize_per_token",
+         "gemm.fma", "gemm.fma.TT", "conv2d.fma", "cumsum", "cumsum.reverse", "dequantize_gemv.int8",
+         "dequantize_gemv.int4"]
 
 
 @pytest.fixture(scope="module")

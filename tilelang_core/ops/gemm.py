@@ -126,6 +126,8 @@ def _gemm_kernel(problem: dict, config: dict):
     dtype, ta, tb = problem["dtype"], problem["trans_a"], problem["trans_b"]
     has_bias, activation = problem["bias"], problem["activation"]
     fma = problem.get("fma", False)
+    if fma:
+        return _gemm_fma_kernel(problem, config)
     bM, bN, bK = _tile(config, M, N, K, dtype, fma)
     threads, stages = _launch(config, fma)
     a_shape = (B, K, M) if ta else (B, M, K)
@@ -152,12 +154,7 @@ def _gemm_kernel(problem: dict, config: dict):
                     T.copy(Bm[bz, bx * bN, ko * bK], B_s)
                 else:
                     T.copy(Bm[bz, ko * bK, bx * bN], B_s)
-                if fma:  # float32 products summed in float32 (never the TF32 units)
-                    for k in T.serial(bK):
-                        for i, j in T.Parallel(bM, bN):
-                            C_f[i, j] += (A_s[k, i] if ta else A_s[i, k]) * (B_s[j, k] if tb else B_s[k, j])
-                else:
-                    T.gemm(A_s, B_s, C_f, transpose_A=ta, transpose_B=tb)
+                T.gemm(A_s, B_s, C_f, transpose_A=ta, transpose_B=tb)
             if has_bias or activation != "none":
                 for i, j in T.Parallel(bM, bN):
                     if has_bias:
@@ -166,6 +163,74 @@ def _gemm_kernel(problem: dict, config: dict):
                     else:
                         C_f[i, j] = _activate(C_f[i, j], activation)
             T.copy(C_f, C[bz, by * bM, bx * bN])
+
+    return main
+
+
+def _gemm_fma_kernel(problem: dict, config: dict):
+    """float32 products summed in float32 without the matrix units: each thread owns a
+    (TM, TN) block of C (8 x 8 at the table's tile) in registers; per k it reads TM values of
+    A and TN of B from the shared tiles (A kept k-major, so both are contiguous runs) and does
+    TM * TN multiply-adds. Tiles are read from global memory along their contiguous axis; a
+    tile read along K is stored with a row of padding, so the threads' stores of one k-column
+    fall in different shared-memory banks."""
+    B, M, N, K = problem["batch"], problem["M"], problem["N"], problem["K"]
+    dtype, ta, tb = problem["dtype"], problem["trans_a"], problem["trans_b"]
+    has_bias, activation = problem["bias"], problem["activation"]
+    bM, bN, bK = _tile(config, M, N, K, dtype, True)
+    TM, TN = min(8, bM), min(8, bN)
+    gm, gn = bM // TM, bN // TN  # a thread per (gm, gn) block
+    a_shape = (B, K, M) if ta else (B, M, K)
+    b_shape = (B, N, K) if tb else (B, K, N)
+    zero = T.cast(0, dtype)
+    a_pad, b_pad = (0 if ta else 1), (1 if tb else 0)
+
+    @T.prim_func
+    def main(A: T.Tensor(a_shape, dtype), Bm: T.Tensor(b_shape, dtype), Bias: T.Tensor((N if has_bias else 1,), dtype),
+             C: T.Tensor((B, M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), B, threads=gm * gn) as (bx, by, bz):
+            A_s = T.alloc_shared((bK, bM + a_pad), "float32")
+            B_s = T.alloc_shared((bK, bN + b_pad), "float32")
+            acc = T.alloc_local((TM * TN,), "float32")
+            a_r = T.alloc_local((TM,), "float32")
+            b_r = T.alloc_local((TN,), "float32")
+            for ti, tj in T.Parallel(gm, gn):
+                for e in T.unroll(TM * TN):
+                    acc[e] = 0.0
+            for ko in T.serial(T.ceildiv(K, bK)):
+                if ta:  # A is (K, M): rows of the tile along M
+                    for k, i in T.Parallel(bK, bM):
+                        A_s[k, i] = T.if_then_else(ko * bK + k < K and by * bM + i < M, A[
+                            bz, T.min(ko * bK + k, K - 1), T.min(by * bM + i, M - 1)], zero)
+                else:
+                    for i, k in T.Parallel(bM, bK):
+                        A_s[k, i] = T.if_then_else(ko * bK + k < K and by * bM + i < M, A[
+                            bz, T.min(by * bM + i, M - 1), T.min(ko * bK + k, K - 1)], zero)
+                if tb:  # B is (N, K)
+                    for j, k in T.Parallel(bN, bK):
+                        B_s[k, j] = T.if_then_else(ko * bK + k < K and bx * bN + j < N, Bm[
+                            bz, T.min(bx * bN + j, N - 1), T.min(ko * bK + k, K - 1)], zero)
+                else:
+                    for k, j in T.Parallel(bK, bN):
+                        B_s[k, j] = T.if_then_else(ko * bK + k < K and bx * bN + j < N, Bm[
+                            bz, T.min(ko * bK + k, K - 1), T.min(bx * bN + j, N - 1)], zero)
+                for ti, tj in T.Parallel(gm, gn):
+                    for k in T.unroll(bK):
+                        for m in T.unroll(TM):
+                            a_r[m] = A_s[k, ti * TM + m]
+                        for n in T.unroll(TN):
+                            b_r[n] = B_s[k, tj * TN + n]
+                        for e in T.unroll(TM * TN):
+                            acc[e] += a_r[e // TN] * b_r[e % TN]
+            for ti, tj in T.Parallel(gm, gn):
+                for e in T.unroll(TM * TN):
+                    if by * bM + ti * TM + e // TN < M and bx * bN + tj * TN + e % TN < N:
+                        if has_bias:
+                            C[bz, by * bM + ti * TM + e // TN, bx * bN + tj * TN + e % TN] = T.cast(_activate(
+                                acc[e] + T.cast(Bias[bx * bN + tj * TN + e % TN], "float32"), activation), dtype)
+                        else:
+                            C[bz, by * bM + ti * TM + e // TN, bx * bN + tj * TN + e % TN] = T.cast(
+                                _activate(acc[e], activation), dtype)
 
     return main
 
