@@ -31,8 +31,9 @@ MATRIX_DTYPES = ("float16", "bfloat16", "float32")
 ACTIVATIONS = ("none", "relu", "gelu", "silu")
 PRECISIONS = ("highest", "high", "medium")
 
-# The FMA-loop tile ("fma_*": float32 at precision "highest" on targets with TF32 units): a
-# thread keeps block_M * block_N / threads float32 sums in registers.
+# The FMA-loop tile ("fma_*": float32 at precision "highest" on targets with TF32 units).
+# gemm / batched_gemm run a thread per 8 x 8 block of it; grouped_gemm and conv2d run
+# fma_warps warps over it.
 _FMA = {"fma_block_M": 128, "fma_block_N": 128, "fma_block_K": 16, "fma_warps": 8}
 _FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_threads": 1}
 GEMM_TABLE = (
@@ -42,6 +43,8 @@ GEMM_TABLE = (
     ConfigRule("mma.sync", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 3, "warps": 4, **_FMA}),
     ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA}),
 )
+GEMM_TUNE = {"block_M": (64, 128), "block_N": (64, 128, 256), "block_K": (32, 64), "stages": (2, 3, 4),
+             "warps": (4, 8)}
 
 
 # -- float32 precision ----------------------------------------------------------------------
@@ -87,8 +90,6 @@ def _precision_key(op: str, dtype: str, precision, arrays, target, conv: bool = 
         return {}
     level = float32_precision(op, precision, arrays, conv)
     return {"fma": True} if level == "highest" and tf32_units(target) else {}
-GEMM_TUNE = {"block_M": (64, 128), "block_N": (64, 128, 256), "block_K": (32, 64), "stages": (2, 3, 4),
-             "warps": (4, 8)}
 
 
 def _activate(v, activation: str):
