@@ -1,22 +1,33 @@
-"""Ready operators (`tilelang_core.ops`) beside torch on a GPU, in one run, as ratios.
+"""Ready operators (`tilelang_core.ops`) on a GPU: every test case checked, then every operator
+timed beside torch, in one run.
 
-    python bench/ops.py --out DIR [--ops softmax,gemm] [--size small|large] [--rounds 5] [--rep 30]
-    python bench/ops.py --check [--ops ...]      # correctness only, every operator (run level)
+    python bench/ops.py --check --speed --out DIR     # the whole run (the device command)
+    python bench/ops.py --check [--ops softmax,gemm]  # correctness only
+    python bench/ops.py --out DIR [--ops ...] [--size small|large] [--rounds 5] [--rep 20]
 
-Compiles on the device (TVM staged there: shared/gpu/README.md), so it runs where the
-compiler is. For each operator: inputs at a realistic size, our output checked against torch
-computed in float32 (outputs poisoned first: the caching allocator's blocks of the outputs'
-sizes are filled with NaN just before the checked call, so an element never written shows),
-then ours and torch's equivalent timed in alternating rounds with CUDA events (median of
-`--rep` calls per round); the reported ratio is the median over rounds of torch time / our
-time (paired: least moved by clock drift). Triton (a softmax written below) and FlashAttention
-(`flash_attn`) join where installed. Output: a Markdown table on stdout and in
-DIR/ops-bench.md, JSON in DIR/ops-bench.json, and a bar plot DIR/ops-bench.png when
-matplotlib is installed (else a message).
+Compiles on the device (TVM staged there: shared/gpu/README.md). First every kernel the run
+will launch is found without launching (`tilelang_core.ops.launch.capture`) and compiled by
+`--jobs` spawned processes into the kernel cache on disk, so the phases' first calls load it;
+seconds of compiling per operator go into the table.
 
 `--check` runs the cases of tests/ops/cases.py (ragged sizes, every operator and option) with
-torch tensors on the GPU against the float64 NumPy references, plus the GPU-only ones (fp8,
-bfloat16); exit status 1 when one fails.
+torch tensors on the GPU against the float64 NumPy references, plus GPU-only ones (fp8,
+bfloat16). float32 GEMM-family cases compare with the operands as the kernel multiplies
+them: TF32-rounded where the call's precision and the target give TF32, within a bound
+derived from K.
+
+`--speed`: per operator, inputs at a realistic size (memory-bound operators move 64 MiB or
+more), our output checked against torch in float32 or float64 (outputs poisoned first: the
+caching allocator's blocks of the outputs' sizes are filled with NaN just before the checked
+call), then ours and torch's equivalent timed in alternating rounds with CUDA events (median
+of `--rep` calls per round); the ratio is the median over rounds of torch time / our time
+(paired: least moved by clock drift). Triton (a softmax written below) and FlashAttention
+(`flash_attn`) join where installed. Operators not reached within `--budget` seconds are
+listed as not timed, so the report always comes out.
+
+Output: a Markdown table on stdout and in DIR/ops.md, JSON in DIR/ops.json, and a bar plot
+DIR/ops.png (matplotlib; where it is missing, `python scripts/plot_ops.py DIR/ops.json`
+makes the plot from the JSON on another machine).
 
 Exit status: 0 when every checked output matched, 1 otherwise, 2 without a GPU.
 """
@@ -24,13 +35,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-for _path in (REPO, Path(__file__).resolve().parent):
+for _path in (REPO, Path(__file__).resolve().parent, REPO / "scripts"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
@@ -191,6 +203,33 @@ def _problems(torch, size: str):
                 (2e-2, 1e-2)), {}
     p["gemm"] = gemm
 
+    def gemm_float32(precision):
+        """float32 at one of torch's precision levels: ours with precision=, torch under the same
+        setting; checked against float64 products of the operands as our kernel multiplies them
+        (TF32-rounded where it runs TF32), within the K-derived bound of tests/ops/cases.py."""
+        m = 4096 if big else 256
+
+        def make():
+            from tilelang_core.ops.gemm import float32_math
+            from tilelang_core.ops.launch import target_for
+
+            a, b = rnd(m, m, dtype=torch.float32), rnd(m, m, dtype=torch.float32)
+
+            def theirs():
+                saved = torch.get_float32_matmul_precision()
+                torch.set_float32_matmul_precision(precision)
+                try:
+                    return a @ b
+                finally:
+                    torch.set_float32_matmul_precision(saved)
+            ar, br = (a, b) if float32_math(precision, target_for([a])) == "ieee" else (_tf32(a), _tf32(b))
+            bound = 2.0 * (m + 2) * 2.0 ** -24 * (ar.abs().double() @ br.abs().double())
+            return (lambda: ops.gemm(a, b, precision=precision), theirs, lambda: ar.double() @ br.double(),
+                    2.0 * m ** 3, "TFLOP/s", bound), {}
+        return make
+    p["gemm_float32_highest"] = gemm_float32("highest")
+    p["gemm_float32_high"] = gemm_float32("high")
+
     def gemm_epilogue():
         a, b, c = rnd(n, n), rnd(n, n), rnd(n)
         return (lambda: ops.gemm(a, b, trans_b=True, bias=c, activation="gelu"), lambda: F.gelu(F.linear(a, b, c)),
@@ -302,7 +341,15 @@ def _problems(torch, size: str):
 
 
 MEMORY_BOUND = {"gelu", "silu", "bias_gelu", "swiglu", "rope", "softmax", "log_softmax", "layer_norm", "rms_norm",
-                "add_rms_norm", "cross_entropy", "quantize_per_token", "sum", "mean", "max", "min", "cumsum"}
+                "add_rms_norm", "cross_entropy", "quantize_per_token", "sum", "mean", "max", "min", "cumsum", "topk",
+                "dequantize_gemv_int8", "dequantize_gemv_int4"}
+
+
+def _tf32(x):
+    """float32 rounded to TF32 to nearest, ties away from zero (cvt.rna.tf32.f32), on x's device."""
+    import torch
+
+    return ((x.contiguous().view(torch.int32) + 0x1000) & -0x2000).view(torch.float32)
 
 
 def _triton_softmax():
@@ -338,6 +385,74 @@ def _flash_attn():
     return flash_attn_func
 
 
+# ---------------------------------------------------------------------------- compiling
+
+
+def _capture_jobs(calls) -> tuple[list[tuple[str, str, dict]], dict[tuple, int]]:
+    """The kernels to compile: (operator, target, problem) of the first kernel each labelled
+    call launches, found without launching (`tilelang_core.ops.launch.capture`), each once,
+    and which of them each label's call launches. A call that fails here is left to its phase."""
+    from tilelang_core.ops.launch import capture
+
+    jobs, index, of_label = [], {}, {}
+    for label, call in calls:
+        try:
+            rec = capture(call)
+        except Exception:  # noqa: BLE001 - the phase reports it
+            continue
+        key = (rec.op.name, str(rec.target), json.dumps(rec.problem, sort_keys=True, default=str))
+        if key not in index:
+            index[key] = len(jobs)
+            jobs.append((rec.op.name, str(rec.target), rec.problem))
+        of_label[label] = index[key]
+    return jobs, of_label
+
+
+def _worker_init() -> None:
+    """A compile process imports the compiler once, before its first job is timed."""
+    _ensure_backend()
+    import tilelang_core.ops  # noqa: F401
+    import tvm  # noqa: F401
+
+
+def _compile_job(job) -> tuple[str, float, str]:
+    """Compile one kernel into the on-disk kernel cache (a worker process): (op, seconds, error)."""
+    name, target, problem = job
+    start = time.perf_counter()
+    try:
+        _ensure_backend()
+        from tilelang_core import ops
+        from tilelang_core.ops.launch import kernel_for
+        from tilelang_core.plugin import get_plugin_manager
+
+        kernel_for(ops.get(name), get_plugin_manager().parse_target(target), problem)
+        return name, time.perf_counter() - start, ""
+    except Exception as exc:  # noqa: BLE001 - the phase that calls it reports it in full
+        return name, time.perf_counter() - start, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+
+
+def precompile(jobs, workers: int) -> dict:
+    """Compile every job, `workers` processes at a time (spawned: no CUDA state is inherited),
+    into the kernel cache on disk, where the phases' first calls find them. Returns the seconds
+    of each job (in order), the wall time and the failures."""
+    start = time.perf_counter()
+    if workers <= 1:
+        results = [_compile_job(j) for j in jobs]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_worker_init) as pool:
+            results = list(pool.map(_compile_job, jobs))
+    failed = [f"{name}: {err}" for name, _, err in results if err]
+    summary = {"kernels": len(jobs), "workers": max(1, workers), "wall_s": time.perf_counter() - start,
+               "sum_s": sum(r[1] for r in results), "job_s": [r[1] for r in results], "failed": failed}
+    print(f"precompiled {len(jobs)} kernels on {summary['workers']} processes in {summary['wall_s']:.1f} s wall "
+          f"({summary['sum_s']:.1f} s of compiling){'; failed: ' + '; '.join(failed) if failed else ''}", flush=True)
+    return summary
+
+
 # ---------------------------------------------------------------------------- measuring
 
 
@@ -365,171 +480,213 @@ def _poison(torch, shapes) -> None:
     next allocation of those sizes (our outputs) starts poisoned, not as an earlier result."""
     blocks = [torch.full(shape, float("nan") if dtype.is_floating_point else -77, dtype=dtype, device=DEVICE)
               for shape, dtype in shapes]
-    torch.cuda.synchronize()
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
     del blocks
 
 
 def _check(torch, ours, reference, tolerance) -> tuple[bool, float]:
+    """Our output(s) against the reference: (atol, rtol) with atol relative to the largest
+    reference magnitude (at least 1), or a tensor of per-element bounds."""
     expected = _outputs(reference())
     shapes = [(t.shape, t.dtype) for t in _outputs(ours()) if hasattr(t, "is_floating_point")]  # compiles
     _poison(torch, shapes)
     got = _outputs(ours())
-    atol, rtol = tolerance
     worst, good = 0.0, True
     for g, e in zip(got, expected):
-        g, e = g.float(), e.float()
+        g, e = g.double(), e.double()
         if g.shape != e.shape:
             return False, float("inf")
         err = (g - e).abs()
         scale = max(1.0, float(e.abs().max()))
         worst = max(worst, float(err.max()) / scale)
-        good &= bool(torch.isfinite(g).all()) and bool((err <= atol * scale + rtol * e.abs()).all())
+        if isinstance(tolerance, tuple):
+            atol, rtol = tolerance
+            limit = atol * scale + rtol * e.abs()
+        else:
+            limit = tolerance
+        good &= bool(torch.isfinite(g).all()) and bool((err <= limit).all())
     return good and len(got) == len(expected), worst
 
 
-def bench(out: Path | None, names: list[str] | None, size: str, warmup: int, rep: int, rounds: int) -> int:
+def speed(problems: dict, names, warmup: int, rep: int, rounds: int, deadline: float, compile_s: dict) -> list[dict]:
+    """Each operator checked, then timed beside torch (and the others); past `deadline`
+    (time.perf_counter()) the rest are listed as not timed, so the report still comes out.
+    `compile_s`: the seconds its kernel took to compile, by row name."""
     import torch
 
-    problems = _problems(torch, size)
-    unknown = sorted(set(names or ()) - set(problems))
-    if unknown:
-        print(f"unknown operators {unknown}; known: {', '.join(problems)}")
-        return 2
-    rows, ok = [], True
+    rows = []
     for name, make in problems.items():
         if names and name not in names:
+            continue
+        if time.perf_counter() > deadline:
+            rows.append({"op": name, "error": "not timed: the run's time budget (--budget) was spent", "ok": True,
+                        "skipped": True})
+            print(f"{name:<24} not timed (time budget spent)", flush=True)
             continue
         start = time.perf_counter()
         try:
             (ours, torch_fn, reference, work, unit, tolerance), others = make()
             good, err = _check(torch, ours, reference, tolerance)
-            compile_s = time.perf_counter() - start
+            first_call_s = time.perf_counter() - start
             timing = _alternate(torch, {"ours": ours, "torch": torch_fn, **others}, warmup, rep, rounds)
         except Exception as exc:  # noqa: BLE001 - one operator failing is reported, the rest run
             print(f"{name:<24} FAILED: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}", flush=True)
             rows.append({"op": name, "error": f"{type(exc).__name__}: {exc}"[:500], "ok": False})
-            ok = False
             continue
-        ok &= good
-        rate = (work / (timing["ours"] * 1e-3) / (1e9 if unit == "GB/s" else 1e12))
+        finally:
+            if DEVICE == "cuda":
+                torch.cuda.empty_cache()
+        rate = work / (timing["ours"] * 1e-3) / (1e9 if unit == "GB/s" else 1e12)
         row = {"op": name, "ours_ms": timing["ours"], "torch_ms": timing["torch"], "ratio": timing["torch/ours"],
-               "rate": rate, "unit": unit, "max_rel_err": err, "ok": good, "compile_s": compile_s,
+               "rate": rate, "unit": unit, "max_rel_err": err, "ok": good,
+               "compile_s": compile_s.get(name, 0.0), "check_s": first_call_s,
+               "bench_s": time.perf_counter() - start,
                "others": {k: timing[f"{k}/ours"] for k in others}, "memory_bound": name in MEMORY_BOUND}
         rows.append(row)
         others_text = "  ".join(f"{k}/ours {v:.2f}" for k, v in row["others"].items())
-        print(f"{name:<24} ours {timing['ours']:.4f} ms  torch {timing['torch']:.4f} ms  ours vs torch "
+        print(f"{name:<24} ours {timing['ours']:.4f} ms  torch {timing['torch']:.4f} ms  torch/ours "
               f"{row['ratio']:.2f}x  {rate:8.1f} {unit}  err {err:.1e} {'ok' if good else 'MISMATCH'}  {others_text}",
               flush=True)
-    text = _markdown(torch, rows, size)
-    print("\n" + text)
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "ops-bench.md").write_text(text)
-        (out / "ops-bench.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "size": size,
-                                                        "torch": torch.__version__, "rows": rows}, indent=1))
-        _plot(rows, out / "ops-bench.png", torch.cuda.get_device_name())
-    return 0 if ok else 1
-
-
-def _markdown(torch, rows: list[dict], size: str) -> str:
-    lines = [f"Ready operators on {torch.cuda.get_device_name()} (torch {torch.__version__}, size {size}): "
-             f"speed relative to torch = torch time / our time, median of paired rounds "
-             f"(> 1: ours faster). Memory-bound floor: {MEMORY_BOUND_FLOOR}x.", "",
-             "| operator | ours ms | torch ms | ours vs torch | ours rate | others vs ours | max rel err | check |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if "error" in r:
-            lines.append(f"| {r['op']} | - | - | - | - | - | - | FAILED: {r['error'].splitlines()[0][:120]} |")
-            continue
-        floor = " (below floor)" if r["memory_bound"] and r["ratio"] < MEMORY_BOUND_FLOOR else ""
-        others = ", ".join(f"{k} {v:.2f}x" for k, v in r["others"].items()) or "-"
-        lines.append(f"| {r['op']} | {r['ours_ms']:.4f} | {r['torch_ms']:.4f} | **{r['ratio']:.2f}x**{floor} | "
-                     f"{r['rate']:.1f} {r['unit']} | {others} | {r['max_rel_err']:.1e} | "
-                     f"{'ok' if r['ok'] else 'MISMATCH'} |")
-    return "\n".join(lines) + "\n"
-
-
-def _plot(rows: list[dict], path: Path, device: str) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except Exception:  # noqa: BLE001 - optional
-        print(f"matplotlib is not installed: no plot written ({path.name}); the table has every number")
-        return
-    done = [r for r in rows if "ratio" in r]
-    fig, ax = plt.subplots(figsize=(max(8, 0.45 * len(done)), 4.5))
-    colors = ["tab:blue" if r["memory_bound"] else "tab:orange" for r in done]
-    ax.bar([r["op"] for r in done], [r["ratio"] for r in done], color=colors)
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.axhline(MEMORY_BOUND_FLOOR, color="red", linestyle="--", linewidth=0.8, label="memory-bound floor 0.9x")
-    ax.set_ylabel("torch time / our time")
-    ax.set_title(f"tilelang_core.ops vs torch on {device} (blue: memory-bound)")
-    ax.tick_params(axis="x", rotation=70)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    print(f"plot: {path}")
+    return rows
 
 
 # ---------------------------------------------------------------------------- --check
 
 
-def check(names: list[str] | None) -> int:
-    """The test cases on the GPU (torch tensors on the device) against the NumPy references."""
-    import numpy as np
-    import torch
-
+def check_cases(names) -> dict:
+    """name -> make of the test cases (tests/ops/cases.py) plus the GPU-only ones."""
     from tests.ops import cases
-
-    def to_device(a):
-        return torch.from_numpy(np.ascontiguousarray(a)).to(DEVICE)
 
     extra = {
         "quantize_per_token.float8_e4m3fn": cases.quantize_per_token("float8_e4m3fn"),
         "gemm.float16.NT": cases.gemm("float16", trans_b=True),
         "layer_norm.float16": cases.layer_norm("float16"),
     }
-    failed = 0
-    for name, make in {**cases.CASES, **extra}.items():
-        if names and name.split(".")[0] not in names:
-            continue
+    return {k: v for k, v in {**cases.CASES, **extra}.items() if not names or k.split(".")[0] in names}
+
+
+def _to_device(a):
+    import numpy as np
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(a)).to(DEVICE)
+
+
+def check(selected: dict) -> list[dict]:
+    """The test cases with torch tensors on the device against the float64 NumPy references
+    (torch's float32 precision setting left at its default, "highest")."""
+    import numpy as np
+    import torch
+
+    from tests.ops import cases
+
+    results = []
+    for name, make in selected.items():
         seed = secrets.randbits(32)
+        start = time.perf_counter()
         try:
-            call, reference, tolerance = make(np.random.default_rng(seed), to_device)
+            call, reference, tolerance = make(np.random.default_rng(seed), _to_device)
             got = call()
             outs = got if isinstance(got, tuple) else (got,)
             assert all(o.device.type == DEVICE for o in outs if hasattr(o, "is_floating_point")), "output not on the device"
             cases.compare(f"{name} (seed {seed})", got, reference(), tolerance)
+            results.append({"case": name, "ok": True, "seconds": time.perf_counter() - start})
             print(f"PASS {name}", flush=True)
         except Exception as exc:  # noqa: BLE001 - report and go on
-            failed += 1
+            results.append({"case": name, "ok": False, "seconds": time.perf_counter() - start, "seed": seed,
+                            "error": f"{type(exc).__name__}: {str(exc)[:1500]}"})
             print(f"FAIL {name} (seed {seed}): {type(exc).__name__}: {str(exc)[:1500]}", flush=True)
-    bf16 = torch.randn(7, 333, device=DEVICE, dtype=torch.bfloat16)
+    start = time.perf_counter()
     try:
         from tilelang_core import ops
 
+        bf16 = torch.randn(7, 333, device=DEVICE, dtype=torch.bfloat16)
         cases.compare("softmax bfloat16", ops.softmax(bf16), ops.get("softmax").reference(bf16.float().cpu().numpy()),
                       cases.TOL["bfloat16"])
+        results.append({"case": "softmax.bfloat16", "ok": True, "seconds": time.perf_counter() - start})
         print("PASS softmax.bfloat16")
     except Exception as exc:  # noqa: BLE001
-        failed += 1
+        results.append({"case": "softmax.bfloat16", "ok": False, "seconds": time.perf_counter() - start,
+                        "error": str(exc)[:1500]})
         print(f"FAIL softmax.bfloat16: {exc}")
-    print(f"{'all passed' if not failed else f'{failed} failed'} on {torch.cuda.get_device_name()}")
-    return 1 if failed else 0
+    failed = sum(not r["ok"] for r in results)
+    print(f"check: {len(results) - failed} passed, {failed} failed", flush=True)
+    return results
+
+
+# ---------------------------------------------------------------------------- report
+
+
+def _markdown(meta: dict, rows: list[dict], checks: list[dict]) -> str:
+    lines = [f"Ready operators on {meta['device']} (torch {meta['torch']}, size {meta['size']}, one run of "
+             f"{meta['wall_s']:.0f} s, compiles included): torch time / our time, median of paired rounds "
+             f"(> 1: ours faster). Memory-bound floor: {MEMORY_BOUND_FLOOR}x.", ""]
+    if checks:
+        failed = [c for c in checks if not c["ok"]]
+        lines.append(f"Check (tests/ops/cases.py on the device): {len(checks) - len(failed)} passed, "
+                     f"{len(failed)} failed{': ' + ', '.join(c['case'] for c in failed) if failed else ''}.")
+        lines.append("")
+    if rows:
+        lines += ["| operator | ours ms | torch ms | torch / ours | ours rate | others / ours | max rel err | check "
+                  "| compile s |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['op']} | - | - | - | - | - | - | {'not timed' if r.get('skipped') else 'FAILED'}: "
+                         f"{r['error'].splitlines()[0][:120]} | - |")
+            continue
+        floor = " (below floor)" if r["memory_bound"] and r["ratio"] < MEMORY_BOUND_FLOOR else ""
+        others = ", ".join(f"{k} {v:.2f}x" for k, v in r["others"].items()) or "-"
+        lines.append(f"| {r['op']} | {r['ours_ms']:.4f} | {r['torch_ms']:.4f} | **{r['ratio']:.2f}x**{floor} | "
+                     f"{r['rate']:.1f} {r['unit']} | {others} | {r['max_rel_err']:.1e} | "
+                     f"{'ok' if r['ok'] else 'MISMATCH'} | {r['compile_s']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def report(out: Path | None, meta: dict, rows: list[dict], checks: list[dict]) -> None:
+    """The table on stdout; with `out`: ops.md, ops.json and the plot ops.png there."""
+    text = _markdown(meta, rows, checks)
+    print("\n" + text)
+    if out is None:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ops.md").write_text(text)
+    (out / "ops.json").write_text(json.dumps({**meta, "memory_bound_floor": MEMORY_BOUND_FLOOR, "rows": rows,
+                                              "check": checks}, indent=1))
+    if rows:
+        from plot_ops import plot
+
+        try:
+            plot(out / "ops.json", out / "ops.png")
+            print(f"plot: {out / 'ops.png'}")
+        except ImportError:
+            print(f"matplotlib is not installed here: no plot; make it elsewhere with "
+                  f"`python scripts/plot_ops.py {out / 'ops.json'}`")
+        except ValueError as exc:  # no operator was timed
+            print(f"no plot: {exc}")
+
+
+# ---------------------------------------------------------------------------- main
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, help="directory for ops-bench.md / .json / .png")
+    parser.add_argument("--out", type=Path, help="directory for ops.md / ops.json / ops.png")
     parser.add_argument("--ops", help="comma-separated operators (bench names, e.g. softmax,gemm,flash_attention_gqa)")
     parser.add_argument("--size", choices=("small", "large"), default="large")
-    parser.add_argument("--check", action="store_true", help="correctness only: every operator's test cases on the GPU")
+    parser.add_argument("--check", action="store_true", help="every operator's test cases on the GPU")
+    parser.add_argument("--speed", action="store_true", help="every operator timed beside torch (default with --out)")
+    parser.add_argument("--jobs", type=int, default=0, help="compile processes (default: CPU cores, at most 16)")
+    parser.add_argument("--budget", type=float, default=330.0,
+                        help="seconds: operators not reached by then are listed as not timed (default 330)")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--rep", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
+    start = time.perf_counter()
+    do_speed = args.speed or (args.out is not None and not args.check)
+    if not (args.check or do_speed):
+        parser.error("give --check, --speed or --out DIR")
     try:
         import torch
     except ImportError:
@@ -540,11 +697,45 @@ def main(argv=None) -> int:
         return 2
     _ensure_backend()
     names = [n.strip() for n in args.ops.split(",")] if args.ops else None
-    if args.check:
-        return check(names)
-    if args.out is None:
-        parser.error("give --out DIR (or --check)")
-    return bench(args.out, names, args.size, args.warmup, args.rep, args.rounds)
+    problems = _problems(torch, args.size) if do_speed else {}
+    unknown = sorted(set(names or ()) - set(problems) - {n.split(".")[0] for n in check_cases(None)})
+    if unknown:
+        print(f"unknown operators {unknown}; known: {', '.join(problems)}")
+        return 2
+    selected = check_cases(names) if args.check else {}
+    workers = args.jobs or min(16, os.cpu_count() or 1)
+    jobs, of_label = _capture_jobs(_calls(selected, problems, names))
+    compiled = precompile(jobs, workers)
+    compile_s = {name: compiled["job_s"][i] for (phase, name), i in of_label.items() if phase == "speed"}
+    checks = check(selected) if args.check else []
+    rows = speed(problems, names, args.warmup, args.rep, args.rounds, start + args.budget, compile_s) \
+        if do_speed else []
+    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "size": args.size,
+            "precompile": compiled, "wall_s": time.perf_counter() - start}
+    report(args.out, meta, rows, checks)
+    ok = all(c["ok"] for c in checks) and all(r["ok"] for r in rows)
+    return 0 if ok else 1
+
+
+def _calls(selected: dict, problems: dict, names) -> list:
+    """(label, argument-less call) of every operator call the run will make first, labelled
+    ("check", case name) and ("speed", row name) (for capture)."""
+    import numpy as np
+
+    calls = []
+    for label, make in selected.items():
+        try:
+            calls.append((("check", label), make(np.random.default_rng(0), _to_device)[0]))
+        except Exception:  # noqa: BLE001 - the check reports it
+            pass
+    for name, make in problems.items():
+        if names and name not in names:
+            continue
+        try:
+            calls.append((("speed", name), make()[0][0]))
+        except Exception:  # noqa: BLE001 - the speed phase reports it
+            pass
+    return calls
 
 
 def _ensure_backend() -> None:
@@ -559,4 +750,3 @@ def _ensure_backend() -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
-

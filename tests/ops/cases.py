@@ -130,33 +130,75 @@ def topk(rng, lib):
     return (lambda: ops.topk(lib(x), 5), lambda: (values, indices), (0.0, 0.0))
 
 
-def gemm(dtype, trans_a=False, trans_b=False, bias=False, activation="none"):
+# -- float32 matrix products: the reference multiplies what the kernel multiplies ------------
+
+
+def tf32_round(x):
+    """float32 values rounded to TF32 (10-bit mantissa) to nearest, ties away from zero: what
+    `cvt.rna.tf32.f32` gives the TF32 matrix units."""
+    bits = np.ascontiguousarray(x, dtype="float32").view("uint32").astype("uint64")
+    return ((bits + 0x1000) & 0xFFFFE000).astype("uint32").view("float32")
+
+
+def float32_operands(op, precision, inputs, host, conv=False):
+    """The host operands as the float32 op multiplies them for `inputs` (the arrays the call
+    takes): TF32-rounded where the call's precision and target give TF32 math, else as they are."""
+    from tilelang_core.ops.gemm import float32_math, float32_precision
+    from tilelang_core.ops.launch import target_for
+
+    math = float32_math(float32_precision(op, precision, inputs, conv), target_for(inputs))
+    return [tf32_round(h) for h in host] if math == "tf32" else list(host)
+
+
+def float32_bound(k, magnitude):
+    """Per element, the most a float32 sum of `k` products (plus a bias and the store) may be
+    off the exact sum of the same operands: 2 (k + 2) u |a| @ |b| with u = 2**-24 (a float32
+    rounding each step, doubled for matrix units that truncate their sums); `magnitude` is
+    |a| @ |b| (+ |bias|) in float64."""
+    return 2.0 * (k + 2) * 2.0 ** -24 * np.asarray(magnitude, dtype="float64")
+
+
+def gemm(dtype, trans_a=False, trans_b=False, bias=False, activation="none", precision=None):
     def make(rng, lib):
         a = _x(rng, (70, 45), dtype)
         b = _x(rng, (45, 52), dtype)
         c = _x(rng, (52,), dtype) if bias else None
-        a_in = np.ascontiguousarray(a.T) if trans_a else a
-        b_in = np.ascontiguousarray(b.T) if trans_b else b
-        return (lambda: ops.gemm(lib(a_in), lib(b_in), trans_a=trans_a, trans_b=trans_b,
-                                 bias=None if c is None else lib(c), activation=activation),
-                lambda: ops.get("gemm").reference(a, b, bias=c, activation=activation), _gemm_tol(dtype))
+        a_in = lib(np.ascontiguousarray(a.T) if trans_a else a)
+        b_in = lib(np.ascontiguousarray(b.T) if trans_b else b)
+        c_in = None if c is None else lib(c)
+
+        def call():
+            return ops.gemm(a_in, b_in, trans_a=trans_a, trans_b=trans_b, bias=c_in, activation=activation,
+                            precision=precision)
+        reference = ops.get("gemm").reference
+        if dtype != "float32":
+            return call, lambda: reference(a, b, bias=c, activation=activation), (3e-2, 2e-2)
+        ar, br = float32_operands("gemm", precision, [a_in, b_in], [a, b])
+        magnitude = reference(np.abs(ar), np.abs(br), bias=None if c is None else np.abs(c))
+        return call, lambda: reference(ar, br, bias=c, activation=activation), float32_bound(45, magnitude)
     return make
 
 
-def _gemm_tol(dtype):
-    return (1e-4, 1e-4) if dtype == "float32" else (3e-2, 2e-2)
+def batched_gemm(precision=None):
+    def make(rng, lib):
+        a, b = _x(rng, (3, 33, 20)), _x(rng, (3, 20, 17))
+        a_in, b_in = lib(a), lib(b)
+        ar, br = float32_operands("batched_gemm", precision, [a_in, b_in], [a, b])
+        return (lambda: ops.batched_gemm(a_in, b_in, precision=precision), lambda: ar.astype("float64") @ br,
+                float32_bound(20, np.abs(ar).astype("float64") @ np.abs(br)))
+    return make
 
 
-def batched_gemm(rng, lib):
-    a, b = _x(rng, (3, 33, 20)), _x(rng, (3, 20, 17))
-    return (lambda: ops.batched_gemm(lib(a), lib(b)), lambda: a.astype("float64") @ b, _gemm_tol("float32"))
-
-
-def grouped_gemm(rng, lib):
-    sizes = [5, 0, 40, 9]
-    a, b = _x(rng, (54, 24)), _x(rng, (4, 24, 19))
-    return (lambda: ops.grouped_gemm(lib(a), lib(b), sizes), lambda: ops.get("grouped_gemm").reference(a, b, sizes),
-            _gemm_tol("float32"))
+def grouped_gemm(precision=None):
+    def make(rng, lib):
+        sizes = [5, 0, 40, 9]
+        a, b = _x(rng, (54, 24)), _x(rng, (4, 24, 19))
+        a_in, b_in = lib(a), lib(b)
+        ar, br = float32_operands("grouped_gemm", precision, [a_in, b_in], [a, b])
+        reference = ops.get("grouped_gemm").reference
+        return (lambda: ops.grouped_gemm(a_in, b_in, sizes, precision=precision), lambda: reference(ar, br, sizes),
+                float32_bound(24, reference(np.abs(ar), np.abs(br), sizes)))
+    return make
 
 
 def dequantize_gemv(bits):
@@ -170,10 +212,15 @@ def dequantize_gemv(bits):
     return make
 
 
-def conv2d(rng, lib):
-    x, w = _x(rng, (2, 3, 9, 11)), _x(rng, (5, 3, 3, 3))
-    return (lambda: ops.conv2d(lib(x), lib(w), stride=2, padding=1),
-            lambda: ops.get("conv2d").reference(x, w, 2, 1), _gemm_tol("float32"))
+def conv2d(precision=None):
+    def make(rng, lib):
+        x, w = _x(rng, (2, 3, 9, 11)), _x(rng, (5, 3, 3, 3))
+        x_in, w_in = lib(x), lib(w)
+        xr, wr = float32_operands("conv2d", precision, [x_in, w_in], [x, w], conv=True)
+        reference = ops.get("conv2d").reference
+        return (lambda: ops.conv2d(x_in, w_in, stride=2, padding=1, precision=precision),
+                lambda: reference(xr, wr, 2, 1), float32_bound(3 * 3 * 3, reference(np.abs(xr), np.abs(wr), 2, 1)))
+    return make
 
 
 def flash_attention(causal, heads=4, kv_heads=2):
@@ -227,14 +274,21 @@ CASES = {
     "cumsum": cumsum(False),
     "cumsum.reverse": cumsum(True),
     "topk": topk,
+    # float32 at the caller's precision (torch's setting for torch tensors, else "highest"), and
+    # at an explicit "high" (TF32 where the target has TF32 units: the reference rounds alike)
     "gemm.float32": gemm("float32"),
+    "gemm.float32.high": gemm("float32", precision="high"),
     "gemm.float16.TT.bias.gelu": gemm("float16", True, True, True, "gelu"),
     "gemm.float32.bias.relu": gemm("float32", bias=True, activation="relu"),
-    "batched_gemm": batched_gemm,
-    "grouped_gemm": grouped_gemm,
+    "gemm.float32.TT.bias.relu.high": gemm("float32", True, True, True, "relu", precision="high"),
+    "gemm.float32.TT.highest": gemm("float32", True, True, precision="highest"),
+    "batched_gemm": batched_gemm(),
+    "grouped_gemm": grouped_gemm(),
+    "grouped_gemm.high": grouped_gemm("high"),
     "dequantize_gemv.int8": dequantize_gemv(8),
     "dequantize_gemv.int4": dequantize_gemv(4),
-    "conv2d": conv2d,
+    "conv2d": conv2d(),  # torch tensors: TF32 as torch.backends.cudnn.allow_tf32 says (True by default)
+    "conv2d.highest": conv2d("highest"),
     "flash_attention.gqa": flash_attention(False),
     "flash_attention.causal.mqa": flash_attention(True, 4, 1),
     "flash_attention_varlen": flash_attention_varlen(False),
@@ -254,7 +308,19 @@ def _host(y):
 
 def compare(name: str, got, expected, tolerance) -> None:
     """Every element of `got` (an array or a tuple of them) against the reference; NaN (the
-    poison of an element never written) fails."""
+    poison of an element never written) fails. `tolerance` is (atol, rtol), atol relative to
+    the reference's largest magnitude (at least 1), or an array: each element's own bound."""
+    if isinstance(tolerance, np.ndarray):
+        g, e = _host(got).astype("float64"), np.asarray(expected, dtype="float64")
+        assert g.shape == e.shape, f"{name}: shape {g.shape}, reference {e.shape}"
+        err = np.abs(g - e)
+        bad = ~(err <= tolerance)  # NaN fails
+        if bad.any():
+            i = np.unravel_index(int(np.argmax(np.where(bad, err - tolerance, -np.inf))), g.shape)
+            raise AssertionError(f"{name}: {int(bad.sum())} of {g.size} elements off the reference by more than "
+                                 f"their bound; worst at {tuple(int(v) for v in i)}: got {g[i]!r}, reference {e[i]!r}, "
+                                 f"bound {tolerance[i]:.3g}")
+        return
     atol, rtol = tolerance
     got = got if isinstance(got, tuple) else (got,)
     expected = expected if isinstance(expected, tuple) else (expected,)

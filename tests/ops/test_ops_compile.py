@@ -19,7 +19,8 @@ ELF_MAGIC = b"\x7fELF"
 TARGETS = ("cuda/sm_90a", "hip/gfx942")
 # the memory-bound operators: 16-byte kernels on both targets
 VECTOR_OPS = ("gelu", "silu", "bias_gelu", "swiglu", "rope", "softmax", "log_softmax", "layer_norm", "rms_norm",
-              "add_rms_norm", "cross_entropy", "quantize_per_token", "sum", "mean", "max", "min")
+              "add_rms_norm", "cross_entropy", "quantize_per_token", "sum", "mean", "max", "min", "cumsum",
+              "dequantize_gemv")
 
 
 def _target(spec: str):
@@ -58,7 +59,44 @@ def test_operator_compiles(name, spec):
     if name in VECTOR_OPS:
         assert config["kernel"] == "vector"
     if config["kernel"] == "vector":  # 16-byte loads (and stores), one pass over memory
-        assert ("(*(uint4*)" in text) if spec.startswith("cuda") else ("(*(tl_bits32x4*)" in text), text
+        hip16 = "(*(tl_bits32x4*)" in text or "(*(tl_float32x4*)" in text
+        assert ("(*(uint4*)" in text) if spec.startswith("cuda") else hip16, text
+
+
+# The hottest memory-bound operators at bench/ops.py's sizes on sm_90a: every access of the
+# tensors they stream is a vector of 8 or 16 bytes (no scalar path left but the labelled
+# exceptions), and the grid is many times the H100's 132 SMs.
+_ROWS = {"M": 16384, "N": 8192, "dtype": "float16"}
+HOT = {
+    "softmax": ({**_ROWS, "log": False}, "XY"),
+    "rms_norm": ({**_ROWS, "kind": "rms", "eps": 1e-6, "residual": False}, "XWY"),
+    "add_rms_norm": ({**_ROWS, "kind": "rms", "eps": 1e-6, "residual": True}, "XRWYS"),
+    "layer_norm": ({**_ROWS, "kind": "layer", "eps": 1e-5, "residual": False}, "XWBY"),
+    "sum": ({**_ROWS, "kind": "sum"}, "X"),
+    "cumsum": ({"M": 4096, "N": 8192, "dtype": "float32", "reverse": False}, "XY"),
+    "quantize_per_token": ({**_ROWS, "qdtype": "float8_e4m3fn"}, "XQ"),
+    "cross_entropy": ({"M": 8192, "N": 16384, "dtype": "float16", "ignore_index": -100}, "X"),  # + the label's logit
+    "rope": ({"rows": 8 * 2048 * 32, "dim": 128, "seq": 2048, "heads": 32, "dtype": "float16"}, "XY"),
+    "dequantize_gemv": ({"M": 1, "N": 16384, "K": 8192, "dtype": "float16", "bits": 4, "group": 128,
+                         "scale_dtype": "float16"}, "WX"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOT))
+def test_memory_bound_kernels_move_vectors_on_hopper(name):
+    import re
+
+    target = _target("cuda/sm_90a")
+    problem, streamed = HOT[name]
+    kernel, config, _ = kernel_for(ops.get(name), target, problem)
+    text = kernel.get_kernel_source()
+    assert config["kernel"] == "vector"
+    for buf in streamed:
+        every = len(re.findall(rf"\b{buf}\[", text))
+        vector = len(re.findall(rf"\(\*\(uint[24]\*\)\(&{buf}\[", text))
+        scalar = every - vector - (1 if (name, buf) == ("cross_entropy", "X") else 0)
+        assert vector >= 1 and scalar == 0, f"{name}: {buf} has {scalar} scalar accesses of {every}\n{text}"
+    assert kernel.meta.grid[0] * kernel.meta.grid[1] >= 8 * target.capabilities.processor_count
 
 
 def test_gemm_and_attention_use_the_matrix_units_on_hopper():
@@ -126,3 +164,43 @@ def test_backend_config_reaches_the_kernel(fresh_manager):
     assert row["config"]["block_M"] == 3 and row["source"] == "table[block-serial]+backend"
     with pytest.raises(OpConfigError, match=r"unknown config keys \['tile_size'\]; valid keys: .*block_M"):
         ops.rms_norm(x, np.ones(50, "float32"), target=target)
+
+
+# -- float32 precision: FMA loops for "highest", the TF32 units for "high" ---------------------
+
+
+@pytest.mark.parametrize("name, call", [
+    ("gemm", lambda a, p, t: ops.gemm(a, a, precision=p, target=t)),
+    ("gemm", lambda a, p, t: ops.gemm(a, a, trans_a=True, trans_b=True, bias=a[0], activation="relu", precision=p,
+                                      target=t)),
+    ("batched_gemm", lambda a, p, t: ops.batched_gemm(a[None], a[None], precision=p, target=t)),
+    ("grouped_gemm", lambda a, p, t: ops.grouped_gemm(a, np.stack([a, a]), [40, 56], precision=p, target=t)),
+    ("conv2d", lambda a, p, t: ops.conv2d(a.reshape(2, 3, 32, 48), a.reshape(-1)[:135].reshape(5, 3, 3, 3), padding=1,
+                                          precision=p, target=t)),
+])
+def test_float32_precision_picks_the_multiply_on_hopper(name, call):
+    """sm_90a runs float32 T.gemm as TF32 mma.sync: "high" keeps it, "highest" multiplies with
+    FMA loops (no mma, no TF32 conversion in the source)."""
+    from tilelang_core.ops.launch import capture
+
+    target = _target("cuda/sm_90a")
+    a = np.zeros((96, 96), "float32")
+    for precision, tf32 in (("high", True), ("medium", True), ("highest", False)):
+        recorded = capture(call, a, precision, str(target))
+        assert recorded.op.name == name and recorded.problem.get("fma", False) is not tf32
+        kernel, config, _ = kernel_for(recorded.op, target, recorded.problem)
+        text = kernel.get_kernel_source()
+        assert ("mma_m16n8k8_tf32" in text and "cvt.rna.tf32" not in text) is tf32, (name, precision)
+        assert ("tf32" in text) is tf32 and "wgmma" not in text, (name, precision)
+        if not tf32:  # each thread sums its products in registers, one multiply-add at a time
+            assert ("acc[" in text or "C_f_reg[" in text) and "] * " in text, text
+
+
+def test_float16_gemm_ignores_the_precision_but_checks_it():
+    target = _target("cuda/sm_90a")
+    from tilelang_core.ops.launch import capture
+
+    a = np.zeros((64, 64), "float16")
+    assert "fma" not in capture(ops.gemm, a, a, precision="highest", target=str(target)).problem
+    with pytest.raises(ops.OpError, match=r"precision='fast' is not one of \('highest', 'high', 'medium'\)"):
+        ops.gemm(a, a, precision="fast", target=str(target))

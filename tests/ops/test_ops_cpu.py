@@ -140,3 +140,52 @@ def test_tune_keeps_the_best_config_for_later_calls(tmp_path, monkeypatch, capsy
         assert [t["problem"]["M"] for t in listed] == [9] and listed[0]["config"]["block_M"] == best["block_M"]
     finally:
         launch._tuned_store.cache_clear()
+
+
+# -- float32 precision ------------------------------------------------------------------------
+
+
+def test_float32_precision_follows_torch_unless_given():
+    torch = pytest.importorskip("torch")
+    from tilelang_core.ops.gemm import float32_math, float32_precision
+    from tilelang_core.plugin import get_plugin_manager
+
+    t, n = torch.zeros(2), np.zeros(2, "float32")
+    saved, saved_conv = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
+    try:
+        for level in ("high", "medium", "highest"):
+            torch.set_float32_matmul_precision(level)
+            assert float32_precision("gemm", None, [t]) == level
+        torch.backends.cuda.matmul.allow_tf32 = True  # torch's older switch sets the same state
+        assert float32_precision("gemm", None, [t]) == "high"
+        assert float32_precision("gemm", None, [n]) == "highest"  # NumPy arrays: float32 math
+        assert float32_precision("gemm", "highest", [t]) == "highest"  # the argument wins
+        torch.backends.cudnn.allow_tf32 = False
+        assert float32_precision("conv2d", None, [t], conv=True) == "highest"
+        torch.backends.cudnn.allow_tf32 = True
+        assert float32_precision("conv2d", None, [t], conv=True) == "high"
+    finally:
+        torch.set_float32_matmul_precision(saved)
+        torch.backends.cudnn.allow_tf32 = saved_conv
+    manager = get_plugin_manager()
+    assert float32_math("high", manager.parse_target("cpu")) == "ieee"  # no TF32 units: float32 anyway
+    if "cuda" in manager.registry.kinds:
+        hopper = manager.parse_target("cuda/sm_90a")
+        assert float32_math("high", hopper) == "tf32" and float32_math("highest", hopper) == "ieee"
+
+
+def test_float32_bound_tells_tf32_from_float32():
+    """The check's per-element bound (derived from K) passes a float32 product and fails one
+    whose operands were rounded to TF32, so the GPU check cannot pass TF32 as "highest"."""
+    from .cases import compare, float32_bound, tf32_round
+
+    rng = np.random.default_rng()
+    k = 300
+    a, b = rng.standard_normal((40, k)).astype("float32"), rng.standard_normal((k, 30)).astype("float32")
+    exact = a.astype("float64") @ b
+    bound = float32_bound(k, np.abs(a).astype("float64") @ np.abs(b))
+    compare("float32 product", a @ b, exact, bound)
+    with pytest.raises(AssertionError, match="off the reference by more than their bound"):
+        compare("tf32 product", tf32_round(a).astype("float64") @ tf32_round(b), exact, bound)
+    assert tf32_round(np.float32(1 + 2 ** -11)) == np.float32(1 + 2 ** -10)  # a tie rounds away from zero
+    assert tf32_round(np.float32(-(1 + 2 ** -12))) == np.float32(-1.0)

@@ -32,6 +32,10 @@ def _case(name, rng):
     if name == "gelu":
         x = rng.standard_normal(1003).astype("float16")
         return {"N": 1003, "C": 1, "dtype": "float16"}, [x, x[:1].copy()], [ops.get("gelu").reference(x)], 2e-3
+    if name == "bias_gelu":  # 64 channels: one 16-byte bias piece per piece of x
+        x, b = rng.standard_normal((17, 64)).astype("float16"), rng.standard_normal(64).astype("float16")
+        return ({"N": 17 * 64, "C": 64, "dtype": "float16"}, [x.reshape(-1), b],
+                [ops.get("bias_gelu").reference(x, b).reshape(-1)], 2e-3)
     if name == "swiglu":
         g, u = rng.standard_normal(517).astype("float32"), rng.standard_normal(517).astype("float32")
         return {"N": 517, "dtype": "float32"}, [g, u], [ops.get("swiglu").reference(g, u)], 1e-5
@@ -69,10 +73,39 @@ def _case(name, rng):
     if name == "sum":
         x = _rows(rng, 3, 5000, "float32")
         return {"M": 3, "N": 5000, "dtype": "float32", "kind": "sum"}, [x], [x.astype("f8").sum(-1)], 1e-4
+    if name.startswith("cumsum"):  # two segments of 1024 threads x 16 bytes, the second one partial
+        reverse = name.endswith("reverse")
+        x = _rows(rng, 2, 8232, "float16")
+        problem = {"M": 2, "N": 8232, "dtype": "float16", "reverse": reverse}
+        return problem, [x], [ops.get("cumsum").reference(x, -1, reverse)], 2e-3
+    if name.startswith("dequantize_gemv"):  # 16-byte weight pieces; 37 rows: the last block partial
+        bits = 4 if name.endswith("int4") else 8
+        x = _rows(rng, 2, 512)
+        w = rng.integers(-127, 128, (37, 512)).astype("int8") if bits == 8 else \
+            rng.integers(0, 256, (37, 256)).astype("uint8")
+        scales = (rng.random((37, 4)) * 0.05).astype("float16")
+        problem = {"M": 2, "N": 37, "K": 512, "dtype": "float16", "bits": bits, "group": 128, "scale_dtype": "float16"}
+        return problem, [x, w, scales], [ops.get("dequantize_gemv").reference(x, w, scales, bits)], 2e-3
+    if name.startswith("gemm.fma"):  # float32 at precision "highest" where T.gemm would take TF32
+        ta = tb = name.endswith("TT")  # ragged in M, N and K: partial tiles on every side
+        a, b, bias = _rows(rng, 70, 45, "float32"), _rows(rng, 45, 52, "float32"), _rows(rng, 1, 52, "float32")[0]
+        problem = {"batch": 1, "M": 70, "N": 52, "K": 45, "dtype": "float32", "trans_a": ta, "trans_b": tb,
+                   "bias": ta, "activation": "relu" if ta else "none", "fma": True}
+        want = ops.get("gemm").reference(a, b, bias=bias if ta else None, activation=problem["activation"])
+        a_in = np.ascontiguousarray(a.T) if ta else a
+        b_in = np.ascontiguousarray(b.T) if tb else b
+        return problem, [a_in[None], b_in[None], bias if ta else bias[:1]], [want[None]], 1e-5
+    if name == "conv2d.fma":  # the FMA loops of the implicit GEMM
+        x, w = _rows(rng, 2 * 3 * 9, 11, "float32").reshape(2, 3, 9, 11), _rows(rng, 5, 27, "float32")
+        problem = {"N": 2, "C": 3, "H": 9, "W": 11, "O": 5, "KH": 3, "KW": 3, "stride": 2, "padding": 1,
+                   "dtype": "float32", "fma": True}
+        return problem, [x, w], [ops.get("conv2d").reference(x, w.reshape(5, 3, 3, 3), 2, 1)], 1e-5
     raise KeyError(name)
 
 
-NAMES = ["gelu", "softmax", "add_rms_norm", "sum", "rope", "cross_entropy", "quantize_per_token"]
+NAMES = ["gelu", "bias_gelu", "softmax", "add_rms_norm", "sum", "rope", "cross_entropy", "quantize_per_token",
+         "gemm.fma", "gemm.fma.TT", "conv2d.fma", "cumsum", "cumsum.reverse", "dequantize_gemv.int8",
+         "dequantize_gemv.int4"]
 
 
 @pytest.fixture(scope="module")

@@ -43,17 +43,23 @@ def _unary_vector(fn: Callable, with_bias: bool):
         threads, per = config["threads"], config["per_thread"]
         vec = _vector_lanes(dtype, config["vector_bytes"])
         block = threads * vec * per
+        bias_piece = with_bias and C % vec == 0  # a piece of x meets one unbroken piece of the bias
 
         @T.prim_func
         def main(X: T.Tensor((N,), dtype), B: T.Tensor((C,), dtype), Y: T.Tensor((N,), dtype)):
             with T.Kernel(T.ceildiv(N, block), threads=threads) as bx:
                 x = T.alloc_local((vec,), dtype)
+                b = T.alloc_local((vec,), dtype)
                 for p, t in T.Parallel(per, threads):
                     base = bx * block + (p * threads + t) * vec
                     if base + vec <= N:
                         x[T.Ramp(0, 1, vec)] = X[T.Ramp(base, 1, vec)]
+                        if bias_piece:
+                            b[T.Ramp(0, 1, vec)] = B[T.Ramp(base % C, 1, vec)]
                         for v in T.serial(vec):
-                            if with_bias:
+                            if bias_piece:
+                                x[v] = T.cast(fn(T.cast(x[v], "float32") + T.cast(b[v], "float32")), dtype)
+                            elif with_bias:
                                 x[v] = T.cast(fn(T.cast(x[v], "float32") + T.cast(B[(base + v) % C], "float32")), dtype)
                             else:
                                 x[v] = T.cast(fn(T.cast(x[v], "float32")), dtype)

@@ -5,6 +5,16 @@ into shared memory, never written out).
 A GEMM block computes a (block_M, block_N) tile over `T.Pipelined` K steps with `T.gemm`,
 which each backend lowers to its matrix instructions (wgmma, mma.sync, MFMA, ...) or to the
 portable loops; the table picks tile sizes by the matrix family the target declares.
+
+float32 precision follows torch. A float32 `T.gemm` may run on TF32 matrix units (operands
+rounded to a 10-bit mantissa) on a target whose matrix instructions take ("tfloat32",
+"float32"), as mma.sync does on sm_80 and sm_90a. Each float32 op of this module takes
+`precision=`: "highest" (float32 products summed in float32: on a target with TF32 units
+the kernel multiplies with FMA loops instead of `T.gemm`), "high" or "medium" (TF32 allowed:
+`T.gemm` on the matrix units). Left out, it is torch's own setting for torch tensors
+(`torch.get_float32_matmul_precision()`, which `torch.backends.cuda.matmul.allow_tf32`
+sets; for conv2d `torch.backends.cudnn.allow_tf32`, as `torch.nn.functional.conv2d` reads)
+and "highest" for NumPy arrays. 16-bit operands ignore it.
 """
 from __future__ import annotations
 
@@ -14,19 +24,72 @@ from .. import language as T
 from .launch import OpError, check_dtype, contiguous, dtype_of, kernel_for, library, target_for
 from .registry import ConfigRule, Operator, get, register
 
-__all__ = ["gemm", "batched_gemm", "grouped_gemm", "dequantize_gemv", "conv2d"]
+__all__ = ["gemm", "batched_gemm", "grouped_gemm", "dequantize_gemv", "conv2d", "PRECISIONS",
+           "float32_precision", "float32_math", "tf32_units"]
 
 MATRIX_DTYPES = ("float16", "bfloat16", "float32")
 ACTIVATIONS = ("none", "relu", "gelu", "silu")
+PRECISIONS = ("highest", "high", "medium")
 
+# The FMA-loop tile ("fma_*": float32 at precision "highest" on targets with TF32 units).
+# gemm / batched_gemm run a thread per 8 x 8 block of it; grouped_gemm and conv2d run
+# fma_warps warps over it.
+_FMA = {"fma_block_M": 128, "fma_block_N": 128, "fma_block_K": 16, "fma_warps": 8}
+_FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_threads": 1}
 GEMM_TABLE = (
-    ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1}),
-    ConfigRule("wgmma", {"block_M": 128, "block_N": 256, "block_K": 64, "stages": 3, "warps": 8}),
-    ConfigRule("mma.sync", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 3, "warps": 4}),
-    ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4}),
+    ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1,
+                                **_FMA_SERIAL}),
+    ConfigRule("wgmma", {"block_M": 128, "block_N": 256, "block_K": 64, "stages": 3, "warps": 8, **_FMA}),
+    ConfigRule("mma.sync", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 3, "warps": 4, **_FMA}),
+    ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA}),
 )
 GEMM_TUNE = {"block_M": (64, 128), "block_N": (64, 128, 256), "block_K": (32, 64), "stages": (2, 3, 4),
              "warps": (4, 8)}
+
+
+# -- float32 precision ----------------------------------------------------------------------
+
+
+def tf32_units(target) -> bool:
+    """Whether a float32 `T.gemm` may run on TF32 matrix units on `target`: one of its matrix
+    instruction families declares ("tfloat32", "float32")."""
+    return any(m.supports("tfloat32", "float32") for m in target.capabilities.matrix_instructions)
+
+
+def float32_precision(op: str, precision, arrays, conv: bool = False) -> str:
+    """The float32 matmul precision a call runs at: `precision` when given, else torch's
+    setting for torch tensors (`torch.get_float32_matmul_precision()`; for a convolution
+    `torch.backends.cudnn.allow_tf32`), else "highest"."""
+    if precision is not None:
+        if precision not in PRECISIONS:
+            raise OpError(f"{op}: precision={precision!r} is not one of {PRECISIONS} (torch's names: "
+                          f"'highest' = float32 products summed in float32, 'high'/'medium' allow TF32)")
+        return precision
+    if any(a is not None and library(a) == "torch" for a in arrays):
+        import torch
+
+        if conv:
+            return "high" if torch.backends.cudnn.allow_tf32 else "highest"
+        return torch.get_float32_matmul_precision()
+    return "highest"
+
+
+def float32_math(precision: str, target) -> str:
+    """How a float32 op of this module multiplies on `target` at `precision`: "tf32" (operands
+    rounded to TF32 on the matrix units: precision "high"/"medium" where the target has them)
+    or "ieee" (float32 products summed in float32)."""
+    return "tf32" if precision != "highest" and tf32_units(target) else "ieee"
+
+
+def _precision_key(op: str, dtype: str, precision, arrays, target, conv: bool = False) -> dict:
+    """The problem entry that picks the kernel's multiply: {"fma": True} where float32 must
+    not go to TF32 units `T.gemm` would use, else nothing (the precision is validated anyway)."""
+    if dtype != "float32":
+        if precision is not None:
+            float32_precision(op, precision, arrays, conv)
+        return {}
+    level = float32_precision(op, precision, arrays, conv)
+    return {"fma": True} if level == "highest" and tf32_units(target) else {}
 
 
 def _activate(v, activation: str):
@@ -39,20 +102,35 @@ def _activate(v, activation: str):
     return v
 
 
-def _tile(config: dict, M: int, N: int, K: int) -> tuple[int, int, int]:
-    """The config's tile, shrunk (powers of two, at least 16) for problems smaller than it."""
+def _tile(config: dict, M: int, N: int, K: int, dtype: str = "float16", fma: bool = False) -> tuple[int, int, int]:
+    """The config's tile (its "fma_" tile for the FMA loops), shrunk (powers of two, at least
+    16) for problems smaller than it; a 4-byte dtype halves block_K of the matrix-unit tile,
+    so a stage takes the shared memory the table planned for 16-bit operands."""
     def fit(block, size):
         while block > 16 and block // 2 >= size:
             block //= 2
         return block
-    return fit(config["block_M"], M), fit(config["block_N"], N), fit(config["block_K"], K)
+    pre = "fma_" if fma else ""
+    block_k = config[pre + "block_K"]
+    if not fma and dtype == "float32":
+        block_k = max(16, block_k // 2)
+    return fit(config[pre + "block_M"], M), fit(config[pre + "block_N"], N), fit(block_k, K)
+
+
+def _launch(config: dict, fma: bool) -> tuple[int, int]:
+    """(threads, stages) of a GEMM-family kernel: the FMA loops run two stages."""
+    return (config["fma_threads"], 2) if fma else (config["threads"], config["stages"])
 
 
 def _gemm_kernel(problem: dict, config: dict):
     B, M, N, K = problem["batch"], problem["M"], problem["N"], problem["K"]
     dtype, ta, tb = problem["dtype"], problem["trans_a"], problem["trans_b"]
     has_bias, activation = problem["bias"], problem["activation"]
-    bM, bN, bK = _tile(config, M, N, K)
+    fma = problem.get("fma", False)
+    if fma:
+        return _gemm_fma_kernel(problem, config)
+    bM, bN, bK = _tile(config, M, N, K, dtype, fma)
+    threads, stages = _launch(config, fma)
     a_shape = (B, K, M) if ta else (B, M, K)
     b_shape = (B, N, K) if tb else (B, K, N)
     a_tile = (bK, bM) if ta else (bM, bK)
@@ -62,13 +140,13 @@ def _gemm_kernel(problem: dict, config: dict):
     @T.prim_func
     def main(A: T.Tensor(a_shape, dtype), Bm: T.Tensor(b_shape, dtype), Bias: T.Tensor((N if has_bias else 1,), dtype),
              C: T.Tensor((B, M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), B, threads=config["threads"]) as (bx, by, bz):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), B, threads=threads) as (bx, by, bz):
             A_s = T.alloc_shared(a_tile, dtype)
             B_s = T.alloc_shared(b_tile, dtype)
             C_f = T.alloc_fragment((bM, bN), accum)
             T.use_swizzle(panel_size=10)
             T.clear(C_f)
-            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=config["stages"]):
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
                 if ta:
                     T.copy(A[bz, ko * bK, by * bM], A_s)
                 else:
@@ -86,6 +164,74 @@ def _gemm_kernel(problem: dict, config: dict):
                     else:
                         C_f[i, j] = _activate(C_f[i, j], activation)
             T.copy(C_f, C[bz, by * bM, bx * bN])
+
+    return main
+
+
+def _gemm_fma_kernel(problem: dict, config: dict):
+    """float32 products summed in float32 without the matrix units: each thread owns a
+    (TM, TN) block of C (8 x 8 at the table's tile) in registers; per k it reads TM values of
+    A and TN of B from the shared tiles (A kept k-major, so both are contiguous runs) and does
+    TM * TN multiply-adds. Tiles are read from global memory along their contiguous axis; a
+    tile read along K is stored with a row of padding, so the threads' stores of one k-column
+    fall in different shared-memory banks."""
+    B, M, N, K = problem["batch"], problem["M"], problem["N"], problem["K"]
+    dtype, ta, tb = problem["dtype"], problem["trans_a"], problem["trans_b"]
+    has_bias, activation = problem["bias"], problem["activation"]
+    bM, bN, bK = _tile(config, M, N, K, dtype, True)
+    TM, TN = min(8, bM), min(8, bN)
+    gm, gn = bM // TM, bN // TN  # a thread per (gm, gn) block
+    a_shape = (B, K, M) if ta else (B, M, K)
+    b_shape = (B, N, K) if tb else (B, K, N)
+    zero = T.cast(0, dtype)
+    a_pad, b_pad = (0 if ta else 1), (1 if tb else 0)
+
+    @T.prim_func
+    def main(A: T.Tensor(a_shape, dtype), Bm: T.Tensor(b_shape, dtype), Bias: T.Tensor((N if has_bias else 1,), dtype),
+             C: T.Tensor((B, M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), B, threads=gm * gn) as (bx, by, bz):
+            A_s = T.alloc_shared((bK, bM + a_pad), "float32")
+            B_s = T.alloc_shared((bK, bN + b_pad), "float32")
+            acc = T.alloc_local((TM * TN,), "float32")
+            a_r = T.alloc_local((TM,), "float32")
+            b_r = T.alloc_local((TN,), "float32")
+            for ti, tj in T.Parallel(gm, gn):
+                for e in T.unroll(TM * TN):
+                    acc[e] = 0.0
+            for ko in T.serial(T.ceildiv(K, bK)):
+                if ta:  # A is (K, M): rows of the tile along M
+                    for k, i in T.Parallel(bK, bM):
+                        A_s[k, i] = T.if_then_else(ko * bK + k < K and by * bM + i < M, A[
+                            bz, T.min(ko * bK + k, K - 1), T.min(by * bM + i, M - 1)], zero)
+                else:
+                    for i, k in T.Parallel(bM, bK):
+                        A_s[k, i] = T.if_then_else(ko * bK + k < K and by * bM + i < M, A[
+                            bz, T.min(by * bM + i, M - 1), T.min(ko * bK + k, K - 1)], zero)
+                if tb:  # B is (N, K)
+                    for j, k in T.Parallel(bN, bK):
+                        B_s[k, j] = T.if_then_else(ko * bK + k < K and bx * bN + j < N, Bm[
+                            bz, T.min(bx * bN + j, N - 1), T.min(ko * bK + k, K - 1)], zero)
+                else:
+                    for k, j in T.Parallel(bK, bN):
+                        B_s[k, j] = T.if_then_else(ko * bK + k < K and bx * bN + j < N, Bm[
+                            bz, T.min(ko * bK + k, K - 1), T.min(bx * bN + j, N - 1)], zero)
+                for ti, tj in T.Parallel(gm, gn):
+                    for k in T.unroll(bK):
+                        for m in T.unroll(TM):
+                            a_r[m] = A_s[k, ti * TM + m]
+                        for n in T.unroll(TN):
+                            b_r[n] = B_s[k, tj * TN + n]
+                        for e in T.unroll(TM * TN):
+                            acc[e] += a_r[e // TN] * b_r[e % TN]
+            for ti, tj in T.Parallel(gm, gn):
+                for e in T.unroll(TM * TN):
+                    if by * bM + ti * TM + e // TN < M and bx * bN + tj * TN + e % TN < N:
+                        if has_bias:
+                            C[bz, by * bM + ti * TM + e // TN, bx * bN + tj * TN + e % TN] = T.cast(_activate(
+                                acc[e] + T.cast(Bias[bx * bN + tj * TN + e % TN], "float32"), activation), dtype)
+                        else:
+                            C[bz, by * bM + ti * TM + e // TN, bx * bN + tj * TN + e % TN] = T.cast(
+                                _activate(acc[e], activation), dtype)
 
     return main
 
@@ -121,7 +267,7 @@ register(Operator("batched_gemm", "a batch of GEMMs of one shape (3-D A and B)",
                   GEMM_TUNE))
 
 
-def _matmul(name: str, a, b, trans_a: bool, trans_b: bool, bias, activation: str, target):
+def _matmul(name: str, a, b, trans_a: bool, trans_b: bool, bias, activation: str, precision, target):
     dtype = check_dtype(name, "a", a, MATRIX_DTYPES)
     if dtype_of(b) != dtype:
         raise OpError(f"{name}: a is {dtype}, b is {dtype_of(b)}; give both one dtype")
@@ -144,24 +290,32 @@ def _matmul(name: str, a, b, trans_a: bool, trans_b: bool, bias, activation: str
             raise OpError(f"{name}: bias {tuple(bias.shape)} {dtype_of(bias)} must be ({n},) {dtype}")
     tgt = target_for([a, b, bias], target, name)
     problem = {"batch": batch, "M": m, "N": n, "K": ka, "dtype": dtype, "trans_a": bool(trans_a),
-               "trans_b": bool(trans_b), "bias": bias is not None, "activation": activation}
+               "trans_b": bool(trans_b), "bias": bias is not None, "activation": activation,
+               **_precision_key(name, dtype, precision, [a, b], tgt)}
     kernel, _, _ = kernel_for(get(name), tgt, problem)
     a3, b3 = contiguous(a3), contiguous(b3)
     c = kernel(a3, b3, contiguous(bias) if bias is not None else b3.reshape(-1)[:1])
     return c if batched else c.reshape(m, n)
 
 
-def gemm(a, b, trans_a: bool = False, trans_b: bool = False, bias=None, activation: str = "none", target=None):
+def gemm(a, b, trans_a: bool = False, trans_b: bool = False, bias=None, activation: str = "none",
+         precision: str | None = None, target=None):
     """act(op(a) @ op(b) + bias) for 2-D `a`, `b` of one dtype (float16, bfloat16, float32),
     op = transpose where asked; `bias` (N,) is added per column; `activation` is "none",
-    "relu", "gelu" or "silu". Accumulates in float32; the result has the inputs' dtype."""
-    return _matmul("gemm", a, b, trans_a, trans_b, bias, activation, target)
+    "relu", "gelu" or "silu". Accumulates in float32; the result has the inputs' dtype.
+
+    float32 `precision`, as torch names it: "highest" (float32 products summed in float32),
+    "high" / "medium" (TF32 matrix units allowed where the target has them: operands rounded to
+    a 10-bit mantissa). None: torch's `get_float32_matmul_precision()` for torch tensors,
+    "highest" for NumPy arrays."""
+    return _matmul("gemm", a, b, trans_a, trans_b, bias, activation, precision, target)
 
 
 def batched_gemm(a, b, trans_a: bool = False, trans_b: bool = False, bias=None, activation: str = "none",
-                 target=None):
-    """`gemm` over a batch: `a` (batch, M, K), `b` (batch, K, N) (transposed where asked)."""
-    return _matmul("batched_gemm", a, b, trans_a, trans_b, bias, activation, target)
+                 precision: str | None = None, target=None):
+    """`gemm` over a batch: `a` (batch, M, K), `b` (batch, K, N) (transposed where asked);
+    `precision` as in `gemm`."""
+    return _matmul("batched_gemm", a, b, trans_a, trans_b, bias, activation, precision, target)
 
 
 # -- grouped GEMM ---------------------------------------------------------------------------
@@ -172,12 +326,15 @@ def _grouped_kernel(problem: dict, config: dict):
     table gives each row tile its (group, first row, end row); tiles past the table's live
     entries have first row == end row and write nothing."""
     total, G, N, K, dtype, tiles = (problem[k] for k in ("rows", "groups", "N", "K", "dtype", "tiles"))
-    bM, bN, bK = config["block_M"], config["block_N"], config["block_K"]
+    fma = problem.get("fma", False)
+    bM = config["block_M"]  # the host's tile table is cut in rows of block_M
+    _, bN, bK = _tile(config, bM, N, K, dtype, fma)
+    threads, stages = _launch(config, fma)
 
     @T.prim_func
     def main(A: T.Tensor((total, K), dtype), Bm: T.Tensor((G, K, N), dtype), Tiles: T.Tensor((tiles, 3), "int32"),
              C: T.Tensor((total, N), dtype)):
-        with T.Kernel(T.ceildiv(N, bN), tiles, threads=config["threads"]) as (bx, by):
+        with T.Kernel(T.ceildiv(N, bN), tiles, threads=threads) as (bx, by):
             A_s = T.alloc_shared((bM, bK), dtype)
             B_s = T.alloc_shared((bK, bN), dtype)
             C_f = T.alloc_fragment((bM, bN), "float32")
@@ -185,10 +342,15 @@ def _grouped_kernel(problem: dict, config: dict):
             first = Tiles[by, 1]
             end = Tiles[by, 2]
             T.clear(C_f)
-            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=config["stages"]):
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
                 T.copy(A[first, ko * bK], A_s)
                 T.copy(Bm[g, ko * bK, bx * bN], B_s)
-                T.gemm(A_s, B_s, C_f)
+                if fma:  # float32 products summed in float32 (never the TF32 units)
+                    for k in T.serial(bK):
+                        for i, j in T.Parallel(bM, bN):
+                            C_f[i, j] += A_s[i, k] * B_s[k, j]
+                else:
+                    T.gemm(A_s, B_s, C_f)
             for i, j in T.Parallel(bM, bN):
                 if first + i < end and bx * bN + j < N:
                     C[first + i, bx * bN + j] = T.cast(C_f[i, j], dtype)
@@ -210,16 +372,17 @@ def reference_grouped_gemm(a, b, group_sizes):
 register(Operator("grouped_gemm", "GEMMs of groups of rows of A, each with its own B (mixture of experts)",
                   {"tiled": _grouped_kernel},
                   (ConfigRule("block-serial", {"block_M": 32, "block_N": 64, "block_K": 32, "stages": 1,
-                                               "threads": 1}),
-                   ConfigRule("simt", {"block_M": 64, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4})),
+                                               "threads": 1, **_FMA_SERIAL}),
+                   ConfigRule("simt", {"block_M": 64, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA})),
                   reference_grouped_gemm, (3,),
                   {"rows": 8192, "groups": 8, "N": 4096, "K": 4096, "dtype": "float16", "tiles": 136},
                   {"block_M": (64, 128), "block_N": (64, 128, 256)}))
 
 
-def grouped_gemm(a, b, group_sizes, target=None):
+def grouped_gemm(a, b, group_sizes, precision: str | None = None, target=None):
     """Grouped GEMM: `a` (rows, K) holds the groups' rows one after another (group g has
-    group_sizes[g] rows), `b` (groups, K, N); row r of group g gives a[r] @ b[g]."""
+    group_sizes[g] rows), `b` (groups, K, N); row r of group g gives a[r] @ b[g].
+    `precision` as in `gemm`."""
     dtype = check_dtype("grouped_gemm", "a", a, MATRIX_DTYPES)
     sizes = [int(s) for s in (group_sizes.tolist() if hasattr(group_sizes, "tolist") else group_sizes)]
     if len(b.shape) != 3 or len(a.shape) != 2 or int(b.shape[1]) != int(a.shape[1]) or dtype_of(b) != dtype:
@@ -251,7 +414,7 @@ def grouped_gemm(a, b, group_sizes, target=None):
 
         table = np.asarray(table, dtype="int32")
     problem = {"rows": total, "groups": groups, "N": int(b.shape[2]), "K": int(a.shape[1]), "dtype": dtype,
-               "tiles": tiles}
+               "tiles": tiles, **_precision_key("grouped_gemm", dtype, precision, [a, b], tgt)}
     kernel, _, _ = kernel_for(op, tgt, problem)
     return kernel(contiguous(a), contiguous(b), table)
 
@@ -296,6 +459,64 @@ def _gemv_kernel(problem: dict, config: dict):
     return main
 
 
+def _gemv_vector(problem: dict, config: dict):
+    """The same product with 16-byte weight loads: a block takes `block_N` rows of W, each row
+    `threads / block_N` consecutive threads that step along K one 16-byte piece of W at a time
+    (16 int8 or 32 int4 weights, the matching x read 16 bytes at a time, one scale per piece),
+    then sum their partials with the target's reduction. K that is no whole number of pieces,
+    or groups that split a piece, take "rows"."""
+    M, N, K, dtype, bits, group = (problem[k] for k in ("M", "N", "K", "dtype", "bits", "group"))
+    sdtype = problem["scale_dtype"]
+    from ..ir import dtype_bytes
+
+    piece = config["vector_bytes"] * (2 if bits == 4 else 1)  # weights in 16 bytes of W
+    xvec = max(1, config["vector_bytes"] // dtype_bytes(dtype))  # x elements per 16-byte load
+    bN, threads = config["block_N"], config["threads"]
+    lanes = threads // bN
+    if K % piece or group % piece or piece % xvec or threads % bN or lanes < 1:
+        return _gemv_kernel(problem, config)
+    packed = K // 2 if bits == 4 else K
+    wdtype = "uint8" if bits == 4 else "int8"
+    wbytes = config["vector_bytes"]
+    steps = -(-(K // piece) // lanes)
+
+    @T.prim_func
+    def main(X: T.Tensor((M, K), dtype), W: T.Tensor((N, packed), wdtype), S: T.Tensor((N, K // group), sdtype),
+             Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), M, threads=threads) as (bx, by):
+            wv = T.alloc_local((wbytes,), wdtype)
+            xv = T.alloc_local((piece,), dtype)
+            acc = T.alloc_local((1,), "float32")
+            sub = T.alloc_local((1,), "float32")  # one piece's sum, scaled once
+            part = T.alloc_fragment((bN, lanes), "float32")
+            red = T.alloc_fragment((bN,), "float32")
+            for n, lane in T.Parallel(bN, lanes):
+                acc[0] = 0.0
+                if bx * bN + n < N:
+                    for i in T.serial(steps):
+                        q = i * lanes + lane
+                        if q * piece < K:
+                            wv[T.Ramp(0, 1, wbytes)] = W[bx * bN + n, T.Ramp(q * wbytes, 1, wbytes)]
+                            for c in T.unroll(piece // xvec):
+                                xv[T.Ramp(c * xvec, 1, xvec)] = X[by, T.Ramp(q * piece + c * xvec, 1, xvec)]
+                            sub[0] = 0.0
+                            for e in T.unroll(piece):
+                                if bits == 4:
+                                    sub[0] += T.cast(xv[e], "float32") * T.cast(
+                                        T.cast(T.bitwise_and(T.shift_right(wv[e // 2], T.cast((e % 2) * 4, "uint8")),
+                                                             T.cast(15, "uint8")), "int32") - 8, "float32")
+                                else:
+                                    sub[0] += T.cast(xv[e], "float32") * T.cast(wv[e], "float32")
+                            acc[0] += sub[0] * T.cast(S[bx * bN + n, q * piece // group], "float32")
+                part[n, lane] = acc[0]
+            T.reduce_sum(part, red, dim=1)
+            for n in T.Parallel(bN):
+                if bx * bN + n < N:
+                    Y[by, bx * bN + n] = T.cast(red[n], dtype)
+
+    return main
+
+
 def unpack_int4(w):
     """Signed int4 values (as int8, -8..7) of weights packed two per byte (low nibble first,
     offset 8), (N, K // 2) uint8 -> (N, K)."""
@@ -317,9 +538,10 @@ def reference_dequantize_gemv(x, w, scales, bits=8):
 
 
 register(Operator("dequantize_gemv", "y = x @ dequant(W).T for int8 or packed int4 weights with group scales",
-                  {"rows": _gemv_kernel},
-                  (ConfigRule("block-serial", {"block_N": 16, "block_K": 512, "threads": 1}),
-                   ConfigRule("simt", {"block_N": 8, "block_K": 256, "warps": 8})),
+                  {"rows": _gemv_kernel, "vector": _gemv_vector},
+                  (ConfigRule("block-serial", {"kernel": "rows", "block_N": 16, "block_K": 512, "threads": 1}),
+                   ConfigRule("simt", {"kernel": "vector", "block_N": 8, "block_K": 256, "warps": 8,
+                                       "vector_bytes": 16})),
                   reference_dequantize_gemv, (3,),
                   {"M": 1, "N": 4096, "K": 4096, "dtype": "float16", "bits": 4, "group": 128,
                    "scale_dtype": "float16"},
@@ -362,16 +584,18 @@ def _conv_kernel(problem: dict, config: dict):
         "N", "C", "H", "W", "O", "KH", "KW", "stride", "padding", "dtype"))
     oh, ow = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
     M, K = n * oh * ow, c * kh * kw
-    bM, bN, bK = _tile(config, M, o, K)
+    fma = problem.get("fma", False)
+    bM, bN, bK = _tile(config, M, o, K, dtype, fma)
+    threads, stages = _launch(config, fma)
 
     @T.prim_func
     def main(X: T.Tensor((n, c, h, w), dtype), Wt: T.Tensor((o, K), dtype), Y: T.Tensor((n, o, oh, ow), dtype)):
-        with T.Kernel(T.ceildiv(o, bN), T.ceildiv(M, bM), threads=config["threads"]) as (bx, by):
+        with T.Kernel(T.ceildiv(o, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
             A_s = T.alloc_shared((bM, bK), dtype)
             B_s = T.alloc_shared((bN, bK), dtype)
             C_f = T.alloc_fragment((bM, bN), "float32")
             T.clear(C_f)
-            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=config["stages"]):
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
                 for i, kk in T.Parallel(bM, bK):
                     row = by * bM + i
                     col = ko * bK + kk
@@ -384,7 +608,12 @@ def _conv_kernel(problem: dict, config: dict):
                           T.max(T.min(x, w - 1), 0)],
                         T.cast(0, dtype))
                 T.copy(Wt[bx * bN, ko * bK], B_s)
-                T.gemm(A_s, B_s, C_f, transpose_B=True)
+                if fma:  # float32 products summed in float32 (never the TF32 units)
+                    for k in T.serial(bK):
+                        for i, j in T.Parallel(bM, bN):
+                            C_f[i, j] += A_s[i, k] * B_s[j, k]
+                else:
+                    T.gemm(A_s, B_s, C_f, transpose_B=True)
             for i, j in T.Parallel(bM, bN):
                 row = by * bM + i
                 if row < M and bx * bN + j < o:
@@ -412,17 +641,19 @@ def reference_conv2d(x, w, stride=1, padding=0):
 register(Operator("conv2d", "2-D convolution, NCHW x OIHW, stride and zero padding (implicit GEMM)",
                   {"implicit_gemm": _conv_kernel},
                   (ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1,
-                                               "threads": 1}),
-                   ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4})),
+                                               "threads": 1, **_FMA_SERIAL}),
+                   ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA})),
                   reference_conv2d, (2,),
                   {"N": 16, "C": 128, "H": 56, "W": 56, "O": 128, "KH": 3, "KW": 3, "stride": 1, "padding": 1,
                    "dtype": "float16"},
                   {"block_M": (64, 128), "block_N": (64, 128), "block_K": (32, 64)}))
 
 
-def conv2d(x, weight, stride: int = 1, padding: int = 0, target=None):
+def conv2d(x, weight, stride: int = 1, padding: int = 0, precision: str | None = None, target=None):
     """2-D convolution of `x` (N, C, H, W) with `weight` (O, C, KH, KW), as
-    `torch.nn.functional.conv2d` with an int stride and zero padding (no dilation, no groups)."""
+    `torch.nn.functional.conv2d` with an int stride and zero padding (no dilation, no groups).
+    float32 `precision` as in `gemm`; None follows `torch.backends.cudnn.allow_tf32` for torch
+    tensors (what torch's conv2d reads: TF32 allowed by default), "highest" for NumPy arrays."""
     dtype = check_dtype("conv2d", "x", x, MATRIX_DTYPES)
     if len(x.shape) != 4 or len(weight.shape) != 4 or int(weight.shape[1]) != int(x.shape[1]) \
             or dtype_of(weight) != dtype:
@@ -433,7 +664,9 @@ def conv2d(x, weight, stride: int = 1, padding: int = 0, target=None):
     if stride < 1 or padding < 0 or h + 2 * padding < kh or w + 2 * padding < kw:
         raise OpError(f"conv2d: stride={stride}, padding={padding} and a {kh}x{kw} kernel leave no output "
                       f"for a {h}x{w} image")
+    tgt = target_for([x, weight], target, "conv2d")
     problem = {"N": n, "C": c, "H": h, "W": w, "O": o, "KH": kh, "KW": kw, "stride": int(stride),
-               "padding": int(padding), "dtype": dtype}
-    kernel, _, _ = kernel_for(get("conv2d"), target_for([x, weight], target, "conv2d"), problem)
+               "padding": int(padding), "dtype": dtype,
+               **_precision_key("conv2d", dtype, precision, [x, weight], tgt, conv=True)}
+    kernel, _, _ = kernel_for(get("conv2d"), tgt, problem)
     return kernel(contiguous(x), contiguous(weight).reshape(o, c * kh * kw))

@@ -11,7 +11,7 @@ import builtins
 from .. import language as T
 from .launch import OpError, check_dtype, contiguous, kernel_for, library, target_for
 from .registry import ConfigRule, Operator, get, register
-from .rows_vector import reduce_vector
+from .rows_vector import cumsum_vector, reduce_vector
 from .rows import FLOATS, ROW_TABLE, ROW_TUNE, restore_axis, row_launch, rows_of
 
 __all__ = ["sum", "mean", "max", "min", "cumsum", "topk"]
@@ -28,6 +28,13 @@ REDUCE_TABLE = (
     ConfigRule("simt", {"kernel": "vector", "block_M": 2, "block_N": 2048, "warps": 8, "vector_bytes": 16}),
 )
 CHUNK_TUNE = {"block_M": (2, 4), "block_N": (512, 1024, 2048, 4096), "warps": (4, 8)}
+# cumsum: on SIMT targets one row per block, 16-byte pieces scanned in registers and a scan of
+# the threads' totals in shared memory (rows_vector.py)
+CUMSUM_TABLE = (
+    CHUNK_TABLE[0],
+    ConfigRule("simt", {"kernel": "vector", "block_M": 2, "block_N": 2048, "warps": 8, "max_warps": 32,
+                        "vector_bytes": 16}),
+)
 
 
 def _reduce_kernel(problem: dict, config: dict):
@@ -162,8 +169,12 @@ for _kind in ("sum", "mean", "max", "min"):
     register(Operator(_kind, f"{_kind} over an axis (float32 accumulation)",
                       {"chunks": _reduce_kernel, "vector": _reduce_vector}, REDUCE_TABLE, reference_reduce(_kind), (1,),
                       {"M": 4096, "N": 4096, "dtype": "float16", "kind": _kind}, CHUNK_TUNE))
-register(Operator("cumsum", "inclusive prefix sum over an axis (optionally reversed)", {"chunks": _cumsum_kernel},
-                  CHUNK_TABLE, reference_cumsum, (1,), {"M": 4096, "N": 4096, "dtype": "float32", "reverse": False},
+def _cumsum_vector(problem: dict, config: dict):
+    return cumsum_vector(problem, config, _cumsum_kernel)
+
+
+register(Operator("cumsum", "inclusive prefix sum over an axis (optionally reversed)",
+                  {"chunks": _cumsum_kernel, "vector": _cumsum_vector}, CUMSUM_TABLE, reference_cumsum, (1,), {"M": 4096, "N": 4096, "dtype": "float32", "reverse": False},
                   CHUNK_TUNE))
 register(Operator("topk", "the k largest values of each row of the last axis and their indices",
                   {"rows": _topk_kernel}, ROW_TABLE, reference_topk, (1, 2),

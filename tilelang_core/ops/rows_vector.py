@@ -166,6 +166,7 @@ def reduce_vector(problem: dict, config: dict, fallback):
         return fallback(problem, config)
     threads = config["threads"]
     steps = -(-(N // vec) // threads)
+    walk = T.unroll if steps <= 8 else T.serial  # unrolled: the loads of a thread are in flight together
     init = {"sum": 0.0, "mean": 0.0, "max": -T.infinity("float32"), "min": T.infinity("float32")}[kind]
     reducer = {"sum": T.reduce_sum, "mean": T.reduce_sum, "max": T.reduce_max, "min": T.reduce_min}[kind]
     scale = 1.0 / N if kind == "mean" else 1.0
@@ -186,7 +187,7 @@ def reduce_vector(problem: dict, config: dict, fallback):
             total = T.alloc_fragment((1,), "float32")
             for t in T.Parallel(threads):
                 acc[0] = init
-                for p in T.serial(steps):
+                for p in walk(steps):
                     if (p * threads + t) * vec < N:
                         raw[T.Ramp(0, 1, vec)] = X[bx, T.Ramp((p * threads + t) * vec, 1, vec)]
                         for v in T.unroll(vec):
@@ -285,5 +286,70 @@ def quantize_vector(problem: dict, config: dict, fallback, qmax: float):
                         Q[bx, T.Ramp((p * threads + t) * vec, 1, vec)] = q[T.Ramp(0, 1, vec)]
                 if t == 0:
                     Scale[bx] = T.max(amax[0], 1e-12) * (1.0 / qmax)
+
+    return main
+
+
+def cumsum_vector(problem: dict, config: dict, fallback):
+    """Inclusive prefix sums of each row (from the end when `reverse`), one row per block, in
+    float32. The row is read in segments of threads x 16 bytes: thread t scans its own 16-byte
+    piece t of the segment in registers, a scan of the threads' piece totals in shared memory
+    (log2(threads) doubling steps) gives each piece the sum before it, and a running carry in
+    a register joins the segments. One read and one write of the row, both 16 bytes a thread.
+    Rows that are no whole number of pieces take `fallback`."""
+    from ..ir import dtype_bytes
+
+    M, N, dtype, reverse = problem["M"], problem["N"], problem["dtype"], problem["reverse"]
+    vec = max(1, config["vector_bytes"] // dtype_bytes(dtype))
+    if N % vec:
+        return fallback(problem, config)
+    pieces = N // vec
+    threads = 32
+    while threads < config["max_threads"] and threads < pieces:
+        threads *= 2
+    segments = -(-pieces // threads)
+    steps = threads.bit_length() - 1
+    last = steps % 2  # the half of `part` holding the scanned totals
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(M, threads=threads) as bx:
+            raw = T.alloc_local((vec,), dtype)
+            xf = T.alloc_local((vec,), "float32")
+            carry = T.alloc_local((1,), "float32")
+            part = T.alloc_shared((2, threads), "float32")
+            for t in T.Parallel(threads):
+                carry[0] = 0.0
+            for s in T.serial(segments):
+                seg = (segments - 1 - s) if reverse else s
+                for t in T.Parallel(threads):
+                    if (seg * threads + t) * vec < N:
+                        raw[T.Ramp(0, 1, vec)] = X[bx, T.Ramp((seg * threads + t) * vec, 1, vec)]
+                        for v in T.unroll(vec):
+                            xf[v] = T.cast(raw[v], "float32")
+                        for v in T.unroll(vec - 1):
+                            if reverse:
+                                xf[vec - 2 - v] = xf[vec - 2 - v] + xf[vec - 1 - v]
+                            else:
+                                xf[v + 1] = xf[v + 1] + xf[v]
+                        part[0, t] = xf[0] if reverse else xf[vec - 1]
+                    else:
+                        part[0, t] = 0.0
+                for d in T.unroll(steps):
+                    for t in T.Parallel(threads):
+                        if reverse:
+                            part[(d + 1) % 2, t] = part[d % 2, t] + T.if_then_else(
+                                t + (1 << d) < threads, part[d % 2, T.min(t + (1 << d), threads - 1)], 0.0)
+                        else:
+                            part[(d + 1) % 2, t] = part[d % 2, t] + T.if_then_else(
+                                t >= (1 << d), part[d % 2, T.max(t - (1 << d), 0)], 0.0)
+                for t in T.Parallel(threads):
+                    if (seg * threads + t) * vec < N:
+                        for v in T.unroll(vec):
+                            # the pieces before this one: the scanned total less this piece's own
+                            raw[v] = T.cast(xf[v] + carry[0] + part[last, t] - (xf[0] if reverse else xf[vec - 1]),
+                                            dtype)
+                        Y[bx, T.Ramp((seg * threads + t) * vec, 1, vec)] = raw[T.Ramp(0, 1, vec)]
+                    carry[0] = carry[0] + part[last, 0 if reverse else threads - 1]
 
     return main
