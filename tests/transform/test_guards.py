@@ -114,3 +114,13 @@ def test_results_unchanged_on_cpu(shape):
     b = np.full(shape, np.nan, np.float32)
     k(a, b)
     np.testing.assert_array_equal(b, a * 2)
+
+
+def test_select_whose_condition_never_holds_takes_its_other_value():
+    buf = tir.decl_buffer((64,), "float32", name="S")
+    i = tir.Var("i", "int32")
+    masked = tir.if_then_else(i >= 64, tir.const(-1e30, "float32"), tir.const(0.0, "float32"))
+    out = simplify_guards(tir.PrimFunc([], _loop(i, 64, tir.BufferStore(buf, masked, [i]))), _ctx())
+    assert "if_then_else" not in str(out.script())
+    kept = simplify_guards(tir.PrimFunc([], _loop(i, 65, tir.BufferStore(buf, masked, [i % 64]))), _ctx())
+    assert "if_then_else" in str(kept.script())  # i = 64 takes the mask

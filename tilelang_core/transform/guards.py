@@ -16,7 +16,8 @@ masked load `if_then_else(cond, value, other)`, with an analyzer that knows:
 - the values of variables bound once by `Bind`.
 
 A conjunct it cannot prove stays; a guard whose conjuncts are all proven goes (a masked load
-becomes its value). Nothing else
+becomes its value), and an `if_then_else` whose condition is proven false becomes its other
+value (TileLang's attention writes `if_then_else(k * bN + j >= seq_len, -inf, 0)` each step). Nothing else
 changes, so results never change.
 """
 from __future__ import annotations
@@ -109,6 +110,8 @@ def simplify_guards(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     def on_call(call: _ir.Call):
         if not _is_select_call(call):
             return call
+        if _proven(ana, tir.Not(call.args[0])):  # e.g. a mask past the sequence end that never hits
+            return call.args[2]
         parts = _conjuncts(call.args[0])
         left = [c for c in parts if not _proven(ana, c)]
         if not left:
