@@ -8,28 +8,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tilelang_core import language as T
 from tilelang_core.jit.api import lower
 from tilelang_core.jit.options import CompileOptions
 from tilelang_core.plugin import get_plugin_manager, hooks_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cuda"))
+from test_cuda_lowering import _operands, gemm_kernel  # noqa: E402
 
 
-def gemm(M, N, K, out_dtype="float16", bm=64, bn=64, bk=32, threads=128):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), out_dtype)):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), "float16")
-            B_s = T.alloc_shared((bk, bn), "float16")
-            C_f = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_f)
-            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=2):
-                T.copy(A[by * bm, ko * bk], A_s)
-                T.copy(B[ko * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C[by * bm, bx * bn])
-    return main
+def gemm(M, N, K, out_dtype="float16", bn=64):
+    return gemm_kernel(M, N, K, 64, bn, 32, out_dtype=out_dtype)
 
 
 def _compiled(func, target):
@@ -58,7 +46,6 @@ def test_ragged_tiles_keep_scalar_stores():
 
 
 def test_vector_epilogue_in_emulator():
-    from test_cuda_lowering import _operands
     from tir_emulator import run_kernel
 
     lowered, src, _ = _compiled(gemm(128, 128, 64), "cuda/sm_80")
