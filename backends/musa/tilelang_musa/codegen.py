@@ -17,20 +17,26 @@ What the generated file looks like:
   tl_musa_common.h and computed in float (a load converts, a store rounds to nearest even).
 - `tl.atomic_*` become the header's `tl_atomic_add/max/min`; `tl.printf` is `printf`;
   `tl.device_assert` is `TL_DEVICE_ASSERT(cond, "file:line: msg", "kernel")` (prints, then traps).
-- Calls of the backend's lowerings (`tl_musa_*` helpers of tl_musa_async.h / tl_musa_tce.h /
-  tl_musa_fmma.h, and
-  `__musa_*` intrinsics) are printed as they are; the header that declares them is included
-  when one is called.
+- Calls of the backend's lowerings (`tl_musa_*` helpers of tl_musa_async.h / tl_musa_tme.h /
+  tl_musa_tce.h / tl_musa_fmma.h) are printed as they are; the header that declares them is
+  included when one is called, and a call whose capability the target lacks is refused.
+- A kernel that loads through TME (`lower_tme`) takes one `MUtensorDescriptor` parameter per
+  tensor it loads, after every other parameter (`tl_musa_desc_<i>`; the metadata's
+  `extra["tensor_descriptors"]` says which tensor each describes), and its shared tiles start
+  on 1024-byte boundaries; a kernel that initialises ASYNC barriers records the highest id
+  first (`tl_musa_barrier_record<n>()`).
 
 Rendering needs TVM but no driver, no SDK and no GPU.
 """
 from __future__ import annotations
 
+import json
+
 from tvm import ir, tirx
 
 from tilelang_core.codegen import CodegenError, CStyleCodegen
-from tilelang_core.codegen import buffer_info, dtype_of
-from tilelang_core.codegen import c_string_literal
+from tilelang_core.codegen import buffer_info, dtype_of, iter_exprs
+from tilelang_core.codegen import PREC_ATOM, c_string_literal
 from tilelang_core.codegen import C_MATH_OPS, C_TYPES
 
 __all__ = ["MUSACodegen", "MUSA_TYPES", "HEADERS"]
@@ -43,8 +49,16 @@ MUSA_TYPES = {**C_TYPES, **_STORAGE_TYPES}
 _ATOMIC_DTYPES = {"add": ("float32", "int32"), "max": ("int32",), "min": ("int32",)}
 
 # extern-call name prefix -> the backend header that declares it
-HEADERS = {"tl_musa_g2s": "tl_musa_async.h", "tl_musa_async": "tl_musa_async.h",
+HEADERS = {"tl_musa_g2s": "tl_musa_async.h", "tl_musa_barrier": "tl_musa_async.h", "tl_musa_tme": "tl_musa_tme.h",
            "tl_musa_tce": "tl_musa_tce.h", "tl_musa_fmma": "tl_musa_fmma.h", "tl_musa_bfmma": "tl_musa_fmma.h"}
+# extern-call name prefix -> (capability kind, name, what uses it): refused on targets without it
+NEEDS = {"tl_musa_tce": ("matrix", "tce", "T.gemm on the TCE, T.tce_commit_group, T.tce_wait_group"),
+         "tl_musa_tme": ("copy", "tme", "TME loads of a T.Pipelined loop"),
+         "tl_musa_barrier": ("barrier", "async_barrier", "ASYNC barriers (T.Pipelined on TME, T.alloc_barrier)")}
+# a TME load's descriptor: a kernel parameter after every other one
+DESCRIPTOR_PARAM = "tl_musa_desc_{}"
+DESCRIPTOR_DECL = "__attribute__((grid_constant)) const MUtensorDescriptor {}"
+TME_SHARED_ALIGNMENT = 1024
 
 
 def _storage(ctype: str) -> dict:
@@ -125,14 +139,54 @@ class MUSACodegen(CStyleCodegen):
         return ""
 
     def kernel_signature(self, entry: str, params: list[tuple]) -> str:
-        args = ", ".join(self.param_decl(kind, var) for kind, var in params)
+        decls = [self.param_decl(kind, var) for kind, var in params]
+        decls += [DESCRIPTOR_DECL.format(DESCRIPTOR_PARAM.format(i)) for i in range(len(self.descriptors))]
         threads = self.block_threads(self.launch)
         bounds = f"__launch_bounds__({threads}) " if threads is not None else ""
-        return f"{self.kernel_prefix}{self.kernel_return_type} {bounds}{entry}({args})"
+        return f"{self.kernel_prefix}{self.kernel_return_type} {bounds}{entry}({', '.join(decls)})"
 
     def kernel_prologue(self) -> None:
+        if self.barrier_count:
+            self.emit(f"tl_musa_barrier_record<{self.barrier_count}>();")
         if self.dyn_shared_bytes:
             self.emit(self.dyn_shared_decl.format(align=self.dyn_shared_alignment, name=self.dyn_shared_name))
+
+    def _reset(self) -> None:
+        super()._reset()
+        self.descriptors: list[dict] = []  # `lower_tme.TensorDescriptor` dicts, one parameter each
+        self.barrier_count = 0  # the highest ASYNC barrier id the kernel initialises
+
+    def _analyze(self, body) -> None:
+        from .lower_tme import tensor_descriptors_of
+
+        self.descriptors = tensor_descriptors_of(self.func)
+        for i in range(len(self.descriptors)):
+            self.names.reserve(DESCRIPTOR_PARAM.format(i))
+        ids = [int(e.args[1].value) for e in iter_exprs(body)
+               if isinstance(e, ir.Call) and getattr(e.op, "name", None) == "tirx.call_extern"
+               and str(e.args[0].value) == "tl_musa_barrier_init" and isinstance(e.args[1], tirx.IntImm)]
+        self.barrier_count = max(ids, default=0)
+        self.dyn_shared_alignment = TME_SHARED_ALIGNMENT if self.descriptors else type(self).dyn_shared_alignment
+        super()._analyze(body)
+
+    def call_handlers(self) -> dict:
+        handlers = dict(super().call_handlers())
+        for name in ("tirx.call_extern", "tirx.call_pure_extern"):
+            handlers[name] = self._call_extern_with_descriptors(handlers[name])
+        return handlers
+
+    def _call_extern_with_descriptors(self, base):
+        """`base`, except that a TME load names its descriptor (a kernel parameter) by number."""
+        def handler(e):
+            name = str(e.args[0].value)
+            if not name.startswith("tl_musa_tme_load_"):
+                return base(e)
+            index = int(e.args[1].value)
+            if not 0 <= index < len(self.descriptors):
+                raise CodegenError(f"{name} names tensor descriptor {index}, but the kernel has {len(self.descriptors)}")
+            args = [f"&{DESCRIPTOR_PARAM.format(index)}", *(self.expr(a) for a in e.args[2:])]
+            return f"{name}({', '.join(args)})", PREC_ATOM
+        return handler
 
     def visit_thread_extent(self, s) -> None:
         iv = s.node
@@ -202,14 +256,18 @@ class MUSACodegen(CStyleCodegen):
         super().note_call(op_name, call)
         if op_name in ("tirx.call_extern", "tirx.call_pure_extern"):
             name = str(call.args[0].value)
-            if name.startswith("tl_musa_tce") and self.target is not None \
-                    and not self.target.capabilities.has_matrix("tce"):
-                raise CodegenError(f"{name} (T.gemm on the TCE, T.tce_commit_group, T.tce_wait_group) needs the "
-                                   f"'tce' capability, which {self.target} does not declare; TCE is mp_31's: "
-                                   f"compile for musa/mp_31, or leave the call out")
+            for prefix, (kind, capability, what) in NEEDS.items():
+                if name.startswith(prefix) and self.target is not None and not self._declares(kind, capability):
+                    raise CodegenError(f"{name} ({what}) needs the {capability!r} capability, which {self.target} "
+                                       f"does not declare; it is mp_31's: compile for musa/mp_31, or leave the "
+                                       f"call out")
             for prefix, header in HEADERS.items():
                 if name.startswith(prefix):
                     self.headers_used.add(header)
+
+    def _declares(self, kind: str, name: str) -> bool:
+        caps = self.target.capabilities
+        return {"matrix": caps.has_matrix, "copy": caps.has_copy_engine, "barrier": caps.has_barrier}[kind](name)
 
     def file_header(self) -> list[str]:
         head = super().file_header()
@@ -223,4 +281,10 @@ class MUSACodegen(CStyleCodegen):
     def render(self, module):
         self.vector_typedefs: dict = {}
         self.headers_used: set = set()
-        return super().render(module)
+        source = super().render(module)
+        if self.descriptors:
+            names = {str(p.name): self.var_names[p] for p in self.func.params if p in self.var_names}
+            descs = [{**d, "shape": [x if isinstance(x, int) else names[x] for x in d["shape"]]}
+                     for d in self.descriptors]
+            source.extra["tensor_descriptors"] = json.dumps(descs)
+        return source

@@ -4,11 +4,12 @@
 |---|---|---|---|
 | `T.gemm(A_shared, B_shared, C_fragment)`, f16/bf16 -> f32 | SQMMA on the TCE per warp squad, descriptors over the shared tiles; C in the SQMMA accumulator layout | the target declares the `tce` matrix family (mp_31) | `lower_tce.py` |
 | `T.gemm(A_shared, B_shared, C_fragment)`, f16/bf16 -> f32, A not transposed | fmma m32n32k16 per 128-thread warp, operands gathered from shared into registers; C in the fmma accumulator layout | the target declares the `fmma` family (mp_22) | `lower_fmma.py` |
+| `T.Pipelined(n, num_stages>=1)` over `T.copy(global, shared)` of whole 2-D tiles | TME loads (`__musa_tme_ld_tile_<r>d`) on full/empty ASYNC barriers, TCE groups overlapped across iterations (`tl.disable_tma_lower` keeps LDLMS) | the target declares the `tme` copy engine and `async_barrier` (mp_31) | `lower_tme.py` |
 | `T.copy(global, shared)` | async LDLMS copies (`__musa_memcpy_g2s`), 16 bytes per thread, then the wait | the target declares the `ldlms` copy engine (every arch here) | `lower_copy.py` |
+| `T.alloc_barrier`, `T.barrier_wait`, `T.barrier_arrive` | ASYNC barrier ids 1..63 (`__musa_async_init_arrival/_arrive/_wait`) | `async_barrier` (mp_31) | `lower_barrier.py` |
 
 Everything else, and every case a lowering does not cover, takes the core's portable path
-(the hook returns None). TME copies and ASYNC barriers of mp_31 are declared in its capability
-table but not used yet.
+(the hook returns None).
 """
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ def lower_tile_op(target, op, ctx):
         from .lower_fmma import lower_fmma
 
         return lower_fmma(op, ctx)
+    if op.name in ("init_barriers", "barrier_wait", "barrier_arrive") and target.capabilities.has_barrier("async_barrier"):
+        from .lower_barrier import lower_barrier_op
+
+        return lower_barrier_op(op, ctx)
     if op.name == "copy" and target.capabilities.has_copy_engine("ldlms"):
         from .lower_copy import lower_copy
         from .lower_tce import TCE_SLABS
@@ -76,9 +81,14 @@ def note_launch_ranges(func, ctx):
 def edit_pipeline(target, pipeline) -> None:
     """`tilelang_pipeline`: on targets with a TCE, the placement of the shared tiles SQMMA
     reads (before layout inference, which asks for the accumulator layouts); the launch
-    ranges for the copy lowering."""
+    ranges for the copy lowering; on targets with TME and ASYNC barriers, the TME pipeline
+    (before the core's pipeline planning)."""
     pipeline.insert_before("infer_layout", "musa.note_launch_ranges", note_launch_ranges)
     if target.capabilities.has_matrix("tce"):
         from .lower_tce import plan_operand_placement
 
         pipeline.insert_before("infer_layout", "musa.plan_operand_placement", plan_operand_placement)
+    if target.capabilities.has_copy_engine("tme") and target.capabilities.has_barrier("async_barrier"):
+        from .lower_tme import pipeline_tme_loads
+
+        pipeline.insert_before("plan_pipeline", "musa.pipeline_tme_loads", pipeline_tme_loads)
