@@ -38,6 +38,7 @@ from tilelang_core.codegen import CodegenError, CStyleCodegen
 from tilelang_core.codegen import buffer_info, dtype_of, iter_exprs
 from tilelang_core.codegen import PREC_ATOM, c_string_literal
 from tilelang_core.codegen import C_MATH_OPS, C_TYPES
+from tilelang_core.ir import SCOPE_BARRIER
 
 __all__ = ["MUSACodegen", "MUSA_TYPES", "HEADERS"]
 
@@ -226,6 +227,13 @@ class MUSACodegen(CStyleCodegen):
                     text = f"(float)({text})"
                 return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = {self.store_value(dtype, text)};")
         super().visit_store(s)
+
+    def declare_buffer(self, info, stmt) -> None:
+        """A `T.alloc_barrier` buffer holds no memory here: its barriers are ASYNC barrier ids
+        (lower_barrier), and nothing reads the buffer after lowering."""
+        if info.scope == SCOPE_BARRIER:
+            return
+        super().declare_buffer(info, stmt)
 
     # -- types ----------------------------------------------------------------------------
 

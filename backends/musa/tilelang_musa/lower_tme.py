@@ -141,7 +141,8 @@ def _reads_memory(expr) -> bool:
 def plan_tme_load(op: TileOp, params: dict[int, int], slabs: dict) -> TMELoad | None:
     """The TME plan of a `T.copy`, or None: a whole 2-D shared tile of constant shape, from a
     contiguous tensor parameter (rank 2..5) of the same dtype whose strides are static
-    multiples of 16 bytes, the tile's rows and columns being the source's last two dims."""
+    multiples of 16 bytes; the tile's columns are along the tensor's last dim, its rows along
+    one other dim (the rest of the source region has extent 1)."""
     if op.name != "copy":
         return None
     src, dst = op.regions[:2]
@@ -156,8 +157,8 @@ def plan_tme_load(op: TileOp, params: dict[int, int], slabs: dict) -> TMELoad | 
     if param is None or not 2 <= len(tensor_shape) <= MAX_RANK or len(src.buffer.ty.strides):
         return None
     extents = _ints(src.extents)
-    if extents is None or extents[-2:] != [rows, cols] or any(e != 1 for e in extents[:-2]):
-        return None
+    if extents is None or extents[-1] != cols or [e for e in extents[:-1] if e != 1] not in ([rows], []):
+        return None  # the tile's rows along one dim of the tensor, its columns along the last
     if any(_reads_memory(m) for m in src.mins):
         return None
     element = tvm.runtime.DataType(src.dtype).bits // 8
@@ -240,7 +241,7 @@ class _TMEPipeline:
             new, rows = self.staged[_key(load.dst.buffer)]
             placement = slabs.get(_key(new))
             rank = len(mins)
-            box = [1] * (rank - 2) + [load.rows, load.width]
+            box = [int(e) for e in load.src.extents[:-1]] + [load.width]
             for col in range(0, load.cols, load.width):
                 row0 = _i32(stage) * rows
                 index = placement.physical([row0, tir.const(col, "int32")]) if placement is not None \
