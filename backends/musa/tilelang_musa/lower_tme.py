@@ -5,10 +5,13 @@ completing on ASYNC barriers, and TCE (SQMMA) groups overlapped across iteration
 `T.Pipelined(n, num_stages=S)` loop (S >= 1) when the target has the `tme` copy engine and
 `async_barrier` barriers, `tl.disable_tma_lower` is off, and the loop body is
 
-- *loads*: `T.copy(global, shared)` of a whole 2-D shared tile (row-major, or in the slabs a TCE
+- *loads*: `T.copy(global, shared)` (without `disable_tma=True` or `force_async_copy=True`)
+  of a whole 2-D shared tile (row-major, or in the slabs a TCE
   gemm reads, `lower_tce.Slabs`) from a contiguous tensor parameter whose strides are static
   multiples of 16 bytes (`plan_tme_load`), and
-- *consumers*: everything else, writing neither a loaded tile nor a loaded tensor.
+- *consumers*: everything else, writing neither a loaded tile nor a loaded tensor (when they
+  write other shared memory, each iteration starts with a block barrier: the previous one's
+  readers are done).
 
 Each loaded tile X (rows x cols) becomes X' (S * rows x cols): stage s is rows
 [s * rows, (s + 1) * rows). The kernel gets 2 S ASYNC barriers (ids from `ASYNC_BARRIER_IDS`,
@@ -139,11 +142,12 @@ def _reads_memory(expr) -> bool:
 
 
 def plan_tme_load(op: TileOp, params: dict[int, int], slabs: dict) -> TMELoad | None:
-    """The TME plan of a `T.copy`, or None: a whole 2-D shared tile of constant shape, from a
+    """The TME plan of a `T.copy`, or None: (without `disable_tma` or `force_async_copy`) a
+    whole 2-D shared tile of constant shape, from a
     contiguous tensor parameter (rank 2..5) of the same dtype whose strides are static
     multiples of 16 bytes; the tile's columns are along the tensor's last dim, its rows along
     one other dim (the rest of the source region has extent 1)."""
-    if op.name != "copy":
+    if op.name != "copy" or op.hints.get("disable_tma") or op.hints.get("force_async_copy"):
         return None
     src, dst = op.regions[:2]
     if src.scope != "global" or dst.scope not in ("shared", "shared.dyn") or src.dtype != dst.dtype:
@@ -207,8 +211,10 @@ def _restage(stmt: tir.Stmt, staged: dict, stage) -> tir.Stmt:
 class _TMEPipeline:
     """The rewrite of one eligible loop (module docstring)."""
 
-    def __init__(self, loop, stages, loads, consumers, descriptor_index, tx, warps, lag, first_id):
+    def __init__(self, loop, stages, loads, consumers, descriptor_index, tx, warps, lag, first_id,
+                 writes_shared: bool = False):
         self.loop, self.stages, self.loads, self.consumers = loop, stages, loads, consumers
+        self.writes_shared = writes_shared
         self.descriptor_index, self.tx, self.warps, self.lag = descriptor_index, tx, warps, lag
         self.first_id = first_id
         self.staged = {}
@@ -282,6 +288,9 @@ class _TMEPipeline:
         body = [
             _extern("tl_musa_barrier_wait", self.full(tir.floormod(it, stages)),
                     _u32(tir.floormod(tir.floordiv(it, stages), 2))),
+            # consumers that write shared memory (a copy into a tile that is not loaded by TME)
+            # overwrite what the previous iteration's consumers read: every thread is done with it
+            *([tir.Evaluate(sync_threads())] if self.writes_shared else []),
             tir.AttrStmt(tir.const(0, "int32"), ATTR_SYNC_RESUME, tir.const(1, "int32"),
                          seq(self._consumer(s, it) for s in self.consumers)),
             release if not lag else tir.IfThenElse(tir.GE(it, lag), release, None),
@@ -371,6 +380,9 @@ def pipeline_tme_loads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     params = {_key(p): i for i, p in enumerate(func.params) if tir.is_buffer_var(p)}
     slabs = ctx.facts.setdefault(TCE_SLABS, {})
     outside = _references(func.body)
+    shared = set()
+    walk(func.body, lambda a: shared.add(_key(a.buffer)) if str(a.buffer.ty.storage_scope).startswith("shared")
+         else None, (tir.AllocBuffer,))
     descriptors: list[TensorDescriptor] = []
     replaced: dict[int, object] = {}
     found = ctx.facts.setdefault("pipelines", [])
@@ -397,7 +409,9 @@ def pipeline_tme_loads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         line = source_of(loads[0].op.stmt)
         first = take_barrier_ids(ctx, 2 * stages, f"the {stages}-stage T.Pipelined loop over "
                                  f"{loop.loop_var.name}" + (f" (line {line[1]})" if line else ""), line)
-        pipe = _TMEPipeline(loop, stages, loads, consumers, descriptor_index, tx, threads // WARP, lag, first)
+        writes_shared = any(_writes(c) & shared for c in consumers)
+        pipe = _TMEPipeline(loop, stages, loads, consumers, descriptor_index, tx, threads // WARP, lag, first,
+                            writes_shared)
         for load in loads:
             new, rows = pipe.staged[_key(load.dst.buffer)]
             old = slabs.pop(_key(load.dst.buffer), None)
