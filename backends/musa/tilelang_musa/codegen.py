@@ -10,9 +10,9 @@ What the generated file looks like:
       __syncthreads_lm();
     }
 
-- Every attribute this dialect relies on is set here, none inherited: the core's base printer
-  is being made neutral, and MUSA spells some things its own way (the block barrier is
-  `__syncthreads_lm()`, the one the MUSA port prints for a shared-memory sync).
+- The SIMT spellings CUDA and MUSA share are the core's `GPUCodegen`'s; MUSA spells some
+  things its own way, set here (the block barrier is `__syncthreads_lm()`, the one the MUSA
+  port prints for a shared-memory sync).
 - float16 / bfloat16 / float8 are stored as `tl_half_t` / `tl_bfloat16_t` / `tl_fp8_*` of
   tl_musa_common.h and computed in float (a load converts, a store rounds to nearest even).
 - `tl.atomic_*` become the header's `tl_atomic_add/max/min`; `tl.printf` is `printf`;
@@ -34,7 +34,7 @@ import json
 
 from tvm import ir, tirx
 
-from tilelang_core.codegen import CodegenError, CStyleCodegen
+from tilelang_core.codegen import CodegenError, GPUCodegen
 from tilelang_core.codegen import buffer_info, dtype_of, iter_exprs
 from tilelang_core.codegen import PREC_ATOM, c_string_literal
 from tilelang_core.codegen import C_MATH_OPS, C_TYPES
@@ -67,28 +67,22 @@ def _storage(ctype: str) -> dict:
             "round": f"tl_round<{ctype}>({{0}})"}
 
 
-class MUSACodegen(CStyleCodegen):
-    """MUSA C++ for mcc; see the module docstring for the shape of the output."""
+class MUSACodegen(GPUCodegen):
+    """MUSA C++ for mcc; see the module docstring for the shape of the output. The SIMT
+    spellings MUSA shares with CUDA (`__shared__`, `blockIdx.x`, `__restrict__`, `#pragma
+    unroll`, the launch limit) come from the core's `GPUCodegen`."""
 
     language = "musa"
     kernel_prefix = 'extern "C" __global__ '
     kernel_return_type = "void"
-    restrict = "__restrict__"
     preamble = ('#include "tl_musa_common.h"',)
     helper_qualifier = "static __device__ __forceinline__"
     indent_unit = "  "
     barrier = "__syncthreads_lm();"
-    thread_index = {
-        "blockIdx.x": "blockIdx.x", "blockIdx.y": "blockIdx.y", "blockIdx.z": "blockIdx.z",
-        "threadIdx.x": "threadIdx.x", "threadIdx.y": "threadIdx.y", "threadIdx.z": "threadIdx.z",
-    }
-    shared_qualifier = "__shared__ "
     dyn_shared_name = "tl_dyn_smem"
-    dyn_shared_decl = "extern __shared__ __align__({align}) unsigned char {name}[];"
     dyn_shared_alignment = 128
     local_array_suffix = ""
     addressed_local_format = "__align__(16) "
-    unroll_pragma = "#pragma unroll"
     vectorize_pragma: tuple[str, ...] = ()
     parallel_pragma: tuple[str, ...] = ()
     type_map = MUSA_TYPES
@@ -109,31 +103,13 @@ class MUSACodegen(CStyleCodegen):
     shuffle_xor_format = "tl_shfl_xor({0}, {1})"
     dp4a_format = None  # the core's portable helper
     assert_format = "TL_DEVICE_ASSERT({cond}, {msg}, {kernel});"
-    reserved_names = CStyleCodegen.reserved_names + (
-        "blockDim", "gridDim", "warpSize", "tl_half_t", "tl_bfloat16_t", "tl_fp8_e4m3_t", "tl_fp8_e5m2_t",
+    reserved_names = GPUCodegen.reserved_names + (
+        "warpSize", "tl_half_t", "tl_bfloat16_t", "tl_fp8_e4m3_t", "tl_fp8_e5m2_t",
         "half", "__half", "__mt_bfloat16", "__syncthreads_lm", "tl_dyn_smem")
     calling_convention = ('extern "C" __global__ void entry(buffer pointers..., scalars...) in parameter '
                           'order; dynamic shared memory of KernelSource.shared_memory bytes')
 
     # -- launch ---------------------------------------------------------------------------
-
-    @staticmethod
-    def block_threads(launch) -> int | None:
-        """Threads per block when every block extent is a constant, else None."""
-        total = 1
-        for extent in launch.block:
-            if not isinstance(extent, int):
-                return None
-            total *= extent
-        return total
-
-    def check_launch(self, launch) -> None:
-        limit = self.target.capabilities.max_threads_per_block if self.target is not None else 1024
-        threads = self.block_threads(launch)
-        if threads is not None and threads > limit:
-            raise CodegenError(f"the kernel launches {threads} threads per block ({launch.block}); "
-                               f"{self.target or 'MUSA'} allows {limit} (capability max_threads_per_block): "
-                               f"pass fewer threads to T.Kernel")
 
     def launch_bounds(self, launch) -> str:
         """Nothing before the signature: the bounds go after the return type."""
@@ -149,8 +125,7 @@ class MUSACodegen(CStyleCodegen):
     def kernel_prologue(self) -> None:
         if self.barrier_count:
             self.emit(f"tl_musa_barrier_record<{self.barrier_count}>();")
-        if self.dyn_shared_bytes:
-            self.emit(self.dyn_shared_decl.format(align=self.dyn_shared_alignment, name=self.dyn_shared_name))
+        super().kernel_prologue()
 
     def _reset(self) -> None:
         super()._reset()
@@ -189,22 +164,7 @@ class MUSACodegen(CStyleCodegen):
             return f"{name}({', '.join(args)})", PREC_ATOM
         return handler
 
-    def visit_thread_extent(self, s) -> None:
-        iv = s.node
-        var = iv.var
-        tag = str(iv.thread_tag)
-        if tag not in self.thread_index:
-            raise CodegenError(f"thread tag {tag!r} has no MUSA spelling; known: {', '.join(self.thread_index)}")
-        if var not in self.var_names:
-            name = self.var_names[var] = self.names.get(var)
-            self.analyzer.bind(var, ir.Range.from_min_extent(0, s.value), allow_override=True)
-            self.emit(f"{self.value_type_name(dtype_of(var))} {name} = {self.thread_index[tag]};")
-        self.visit(s.body)
-
     # -- statements -----------------------------------------------------------------------
-
-    def emit_barrier(self) -> None:
-        self.emit(self.barrier)
 
     def emit_assert(self, cond, message: str) -> None:
         # the core puts the user's file:line into the message; the kernel's name says which one
@@ -213,20 +173,9 @@ class MUSACodegen(CStyleCodegen):
 
     def visit_store(self, s) -> None:
         """A copy of a storage-only element of the same type moves its bits; a value just cast
-        to the stored type is rounded once."""
-        dtype = buffer_info(s.buffer).dtype
-        value = s.value
-        if dtype in self.storage_types:
-            if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source) \
-                    and buffer_info(value.source).dtype == dtype:
-                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = "
-                                 f"{self.buffer_ref(value.source, value.indices)};")
-            if isinstance(value, tirx.Cast) and dtype_of(value) == dtype:
-                text = self.expr(value.value)
-                if self.value_dtype(dtype_of(value.value)) != "float32":
-                    text = f"(float)({text})"
-                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = {self.store_value(dtype, text)};")
-        super().visit_store(s)
+        to the stored type is rounded once (the core's `store_storage_bits`)."""
+        if not self.store_storage_bits(s):
+            super().visit_store(s)
 
     def declare_buffer(self, info, stmt) -> None:
         """A `T.alloc_barrier` buffer holds no memory here: its barriers are ASYNC barrier ids
