@@ -227,3 +227,34 @@ def test_runtime_encodes_descriptors_innermost_first_and_caches_them():
                          (4, 4, 12288, [64, 2, 256, 1], [128, 256, 65536], 0, 0)]
     with pytest.raises(Exception, match="not 16-byte aligned"):
         slots[0].update(lib, 8200, args)
+
+
+def test_a_load_whose_start_the_iteration_computes_is_not_issued_ahead():
+    """`off` is bound inside the loop body: A's load cannot move ahead of it (the iteration
+    copies A itself); the kernel still computes the GEMM."""
+    m, n, k = 64, 128, 128
+
+    @T.prim_func
+    def main(A: T.Tensor((m, k), "float16"), B: T.Tensor((k, n), "float16"), C: T.Tensor((m, n), "float16")):  # noqa: N803
+        with T.Kernel(1, 1, threads=128) as (bx, by):
+            A_s = T.alloc_shared((64, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            C_l = T.alloc_fragment((64, 128), "float32")
+            T.clear(C_l)
+            for ko in T.Pipelined(2, num_stages=2):
+                off = T.bind(ko * 64)
+                T.copy(A[0, off], A_s)
+                T.copy(B[ko * 64, 0], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[0, 0])
+
+    from tilelang_musa.lower_tme import tensor_descriptors_of
+
+    lowered = lower(main, MP31, CompileOptions())
+    assert [d["param"] for d in tensor_descriptors_of(lowered)] == [1]  # B by TME; A by the iteration
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float16)
+    run_kernel(lowered, a, b, c)
+    np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=2e-3, atol=2e-2)

@@ -324,11 +324,29 @@ def _writes(stmt) -> set[int]:
     return written
 
 
+def _bound_inside(body) -> set[int]:
+    """Variables the loop body binds itself (they do not exist where loads are issued ahead)."""
+    found: set[int] = set()
+
+    def visit(node):
+        found.add(_key(node.var if isinstance(node, tir.Bind) else node.loop_var))
+
+    walk(body, visit, (tir.Bind, tir.For))
+    return found
+
+
 def _split(loop, params, slabs) -> tuple[list, list] | None:
     body = loop.body
     loads, consumers = [], []
+    inner = _bound_inside(body)
     for stmt in (list(body.seq) if isinstance(body, tir.SeqStmt) else [body]):
         plan = plan_tme_load(TileOp.from_stmt(stmt), params, slabs) if is_tile_op(stmt, "copy") else None
+        if plan is not None:
+            used: list = []
+            for m in plan.src.mins:
+                walk(m, used.append, (tir.Var,))
+            if any(_key(v) in inner for v in used):
+                plan = None  # its start depends on a value the iteration computes
         (loads if plan is not None else consumers).append(plan if plan is not None else stmt)
     if not loads or not consumers:
         return None
