@@ -367,3 +367,40 @@ def test_the_gpu_layer_keeps_the_pre_split_defaults():
     for name, value in PRE_SPLIT_DEFAULTS.items():
         assert getattr(GPUCodegen, name) == value, name
     assert GPUCodegen.type_map is CStyleCodegen.type_map and GPUCodegen.math_ops is CStyleCodegen.math_ops
+
+
+# -- stores of storage-only types (`store_storage_bits`, opt-in) -------------------------------
+
+
+class StorageGPUCodegen(ToyGPUCodegen):
+    """float16 stored as a struct, computed in float32; stores take the short forms."""
+
+    type_map = {**CStyleCodegen.type_map, "float16": "half_s"}
+    storage_types = {"float16": {"value": "float32", "load": "to_f({0})", "store": "from_f({0})",
+                                 "round": "round_h({0})"}}
+
+    def visit_store(self, s) -> None:
+        if not self.store_storage_bits(s):
+            super().visit_store(s)
+
+
+@T.prim_func
+def half_stores(X: T.Buffer((4,), "float16"), Y: T.Buffer((4,), "float16"), F: T.Buffer((4,), "float32"),
+                D: T.Buffer((4,), "float64")):
+    bx = T.launch_thread("blockIdx.x", 1)
+    for i in range(4):
+        Y[i] = X[i]
+        Y[i] = T.Cast("float16", F[i] * T.float32(2))
+        Y[i] = T.Cast("float16", D[i])
+        Y[i] = X[i] + X[i]
+
+
+def test_store_storage_bits_moves_copies_and_rounds_casts_once():
+    src = StorageGPUCodegen().render(half_stores).source
+    assert "Y[i] = X[i];" in src  # the bits move: no trip through float
+    assert "Y[i] = from_f(F[i] * 2.0f);" in src  # rounded once, not from_f(round_h(...))
+    assert "Y[i] = from_f((float)(D[i]));" in src
+    assert "Y[i] = from_f(to_f(X[i]) + to_f(X[i]));" in src  # computing stores as before
+    # opt-in: a dialect that does not call it keeps the trip through float
+    default = type("DefaultStores", (StorageGPUCodegen,), {"visit_store": GPUCodegen.visit_store})
+    assert "Y[i] = from_f(to_f(X[i]));" in default().render(half_stores).source

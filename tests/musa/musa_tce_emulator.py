@@ -20,6 +20,22 @@ functions (MUTLASS, mirror github.com/zhe-pang/mutlass at 6dd17cb6):
   ((M, 1, 4), (8M, 16M, 16)), column-major over the M x N tile. D = A B + D.
 - `tl_musa_tce_commit`, `tl_musa_tce_wait<n>`: ordering only; the emulated SQMMA completes
   when the squad issues it.
+- ASYNC barriers (mp_31; Moore Threads' port, src/tl_templates/musa/barrier.h and
+  src/target/codegen_musa.cc:1560-1625; MUTLASS `copy_mp31_desc.hpp`):
+  `tl_musa_barrier_init(id, warps)` starts barrier `id` in phase 0 expecting `warps` warps;
+  `tl_musa_barrier_arrive(id)`: the calling warp arrives (its first lane counts; a lane that
+  arrives twice in one phase is an error here); `tl_musa_barrier_expect(id, n)`: the current
+  phase also needs n bytes; a phase completes when its warps and bytes are in;
+  `tl_musa_barrier_wait(id, p)` blocks while the barrier's current phase has parity p.
+  `T.alloc_barrier` buffers hold nothing (the ids are the barriers).
+  Using an id outside 1..63, or before its init, is an error here.
+- `tl_musa_tme_load_<r>d(desc, bar, smem, c0.., d0..)` (MUTLASS `copy_mp31_tme.hpp`, the port's
+  `copy_mp31.h`): descriptor `desc` is entry `desc` of the kernel's `musa.tensor_descriptors`
+  (tensor parameter and shape, outermost first); the box of d0 x d1 x .. elements (d0
+  innermost) at coordinates (c0 innermost, ..), elements outside the tensor read as 0, is
+  stored row after row from `smem`; its bytes count toward barrier `bar`. They land as late as
+  a correct reader allows: when a wait on the barrier returns after the phase completed (a
+  reader that did not wait sees stale shared memory).
 - `tl_musa_(b)fmma_m32n32k16<layout>(acc, a, b)` (mp_22): a collective of one 128-thread warp;
   `a`, `b` point to this lane's 4 values, read through the CuTe layouts of
   `mute/atom/mma_traits_mp22.hpp` (`MP22_LAYOUTS`: A `MP22_32x16_Row`; B `MP22_32x16_Col` for
@@ -28,6 +44,7 @@ functions (MUTLASS, mirror github.com/zhe-pang/mutlass at 6dd17cb6):
 """
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -39,10 +56,11 @@ _CUDA_TESTS = str(Path(__file__).resolve().parents[1] / "cuda")
 if _CUDA_TESTS not in sys.path:
     sys.path.insert(0, _CUDA_TESTS)
 
-from tir_emulator import _launch, _Machine, cute_offset  # noqa: E402
+from mbarrier_emulator import release_barriers  # noqa: E402
+from tir_emulator import _Machine, cute_offset, run_blocks, start_threads, warp_step  # noqa: E402
 # A warp squad, like a warpgroup, is 128 consecutive threads that issue one collective: the
-# wgmma emulator's block scheduler runs both (its "wg" events, handed to `machine.wgmma`).
-from wgmma_emulator import _run_block  # noqa: E402
+# wgmma emulator's step runs both (its "wg" events, handed to `machine.wgmma`).
+from wgmma_emulator import warpgroup_step  # noqa: E402
 
 __all__ = ["run_kernel", "clayout_element"]
 
@@ -66,11 +84,41 @@ def clayout_element(m: int, n: int, lane: int, value: int) -> tuple[int, int]:
     return offset % m, offset // m
 
 
+class _AsyncBarrier:
+    def __init__(self, warps: int) -> None:
+        self.warps, self.phase, self.pending = warps, 0, 0
+        self.lanes: set = set()
+        self.tied: list = []  # TME writes of the current phase
+        self.landed: list = []  # writes of completed phases not yet seen by a waiter
+
+    def arrive(self, tid: int) -> None:
+        assert tid not in self.lanes, f"thread {tid} arrives twice in one phase of an ASYNC barrier"
+        self.lanes.add(tid)
+        assert len({t // 32 for t in self.lanes}) <= self.warps, "more warps arrive than the barrier expects"
+        self.complete()
+
+    def complete(self) -> None:
+        if len({t // 32 for t in self.lanes}) == self.warps and self.pending == 0:
+            self.landed += self.tied
+            self.tied, self.lanes, self.phase = [], set(), self.phase + 1
+
+    def land(self) -> None:
+        """The bytes of completed phases reach shared memory (when a wait returns: as late as
+        a correct reader allows)."""
+        for write in self.landed:
+            write()
+        self.landed = []
+
+
 class _MusaMachine(_Machine):
     def __init__(self, func, arrays, threads, code) -> None:
         super().__init__(func, arrays, threads, code)
         self.bases: dict[int, tuple[int, np.ndarray]] = {}
         self.next_base = 1024
+        self.async_barriers: dict[int, _AsyncBarrier] = {}
+        attrs = func.attrs
+        self.descriptors = json.loads(str(attrs["musa.tensor_descriptors"])) \
+            if attrs is not None and "musa.tensor_descriptors" in attrs else []
 
     def address(self, pointer) -> int:
         entry = self.bases.get(id(pointer.array))
@@ -95,7 +143,59 @@ class _MusaMachine(_Machine):
             return desc
         return super().compile_call(e)
 
+    def run(self, s, th):
+        if type(s) is tirx.AllocBuffer and str(s.buffer.ty.storage_scope) == "shared.barrier":
+            return
+        yield from super().run(s, th)
+
+    def async_barrier(self, id_) -> "_AsyncBarrier":
+        bar = self.async_barriers.get(int(id_))
+        assert 1 <= int(id_) <= 63, f"ASYNC barrier id {id_} outside 1..63"
+        assert bar is not None, f"ASYNC barrier {id_} used before tl_musa_barrier_init"
+        return bar
+
+    def tme_load(self, index: int, bar, smem, coords: list[int], box: list[int]) -> None:
+        spec = self.descriptors[index]
+        tensor = self.arrays[self.func.params[spec["param"]]]
+        shape = spec["shape"]
+        assert list(tensor.shape) == shape, f"descriptor {index}: shape {shape}, tensor {tensor.shape}"
+        starts, box = list(reversed(coords)), list(reversed(box))  # outermost first
+        data = np.zeros(box, tensor.dtype)
+        src = tuple(slice(max(0, s), min(d, s + b)) for s, d, b in zip(starts, shape, box))
+        dst = tuple(slice(sl.start - s, sl.stop - s) for sl, s in zip(src, starts))
+        if all(sl.stop > sl.start for sl in src):
+            data[dst] = tensor[src]
+        flat = data.reshape(-1)
+        target = smem.array.reshape(-1)
+        start = smem.index
+        bar.pending -= flat.nbytes
+        assert bar.pending >= 0, "a TME load brings more bytes than tl_musa_barrier_expect announced"
+        bar.tied.append(lambda: target.__setitem__(slice(start, start + flat.size), flat))
+        bar.complete()
+
     def extern(self, name: str, args, th):
+        if name.startswith("tl_musa_barrier_record"):
+            return
+        if name == "tl_musa_barrier_init":
+            assert 1 <= int(args[0]) <= 63, f"ASYNC barrier id {args[0]} outside 1..63"
+            self.async_barriers[int(args[0])] = _AsyncBarrier(int(args[1]))
+            return
+        if name == "tl_musa_barrier_expect":
+            self.async_barrier(args[0]).pending += int(args[1])
+            return
+        if name == "tl_musa_barrier_arrive":
+            self.async_barrier(args[0]).arrive(th.tid)
+            return
+        if name == "tl_musa_barrier_wait":
+            bar = self.async_barrier(args[0])
+            yield ("mbar", bar, int(args[1]))
+            bar.land()
+            return
+        if name.startswith("tl_musa_tme_load_"):
+            rank = int(name[len("tl_musa_tme_load_"):-1])
+            values = [int(a) for a in args[3:]]
+            self.tme_load(int(args[0]), self.async_barrier(args[1]), args[2], values[:rank], values[rank:])
+            return
         if name.startswith("tl_musa_g2s_zfill") or name.startswith("tl_musa_g2s<"):
             valid = bool(args[2]) if len(args) > 2 else True
             data = args[1].raw(16).copy() if valid else np.zeros(16, np.uint8)
@@ -173,12 +273,19 @@ class _MusaMachine(_Machine):
 
 def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray) -> None:
     """Run a lowered `musa/mp_31` kernel on NumPy arrays (one per buffer parameter, in place)."""
-    arrays = {p: t for p, t in zip(func.params, tensors)}
-    grid, threads = _launch(func)
-    axes = list(grid.items())
-    code: dict = {}
-    for flat_block in range(int(np.prod([n for _, n in axes])) if axes else 1):
-        env, rest = {}, flat_block
-        for var, n in axes:
-            env[var], rest = rest % n, rest // n
-        _run_block(_MusaMachine(func, arrays, threads, code), env, threads)
+    run_blocks(func, tensors, _MusaMachine, _run_block)
+
+
+def _run_block(m: _MusaMachine, env: dict, threads: int) -> None:
+    """The block scheduler: warp-squad collectives (SQMMA), warps lowest first, ASYNC barrier
+    waits released when their phase completed, block barriers."""
+    waiting, done, advance = start_threads(m, env, threads)
+    for t in range(threads):
+        advance(t)
+    while not all(done):
+        if warpgroup_step(m, threads, waiting, advance) or warp_step((threads + 31) // 32, threads, waiting, advance) \
+                or release_barriers(threads, waiting, done, advance):
+            continue
+        live = [t for t in range(threads) if not done[t]]
+        blocked = sorted({str(waiting[t][:1] + waiting[t][2:3]) for t in live})
+        raise AssertionError(f"deadlock: threads wait on {blocked}")

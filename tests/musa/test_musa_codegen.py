@@ -84,6 +84,8 @@ def _calls(text: str) -> set[str]:
     names = {n for n in re.findall(r"\b(__musa_[a-z0-9_]+)\(", code) if "##" not in n}
     for m, n in re.findall(r"TL_MUSA_(?:CHECK_SQMMA|TCE_SHAPE)\((\d+), (\d+)\)", code):
         names.add(f"__musa_sqmma_m{m}n{n}_mma")
+    for rank in re.findall(r"TL_MUSA_CHECK_TME\((\d), ", code):
+        names.add(f"__musa_tme_ld_tile_{rank}d")
     return names
 
 
@@ -92,7 +94,9 @@ def test_check_header_declares_exactly_the_intrinsics_the_headers_use():
     for header in INCLUDE.glob("tl_musa_*.h"):
         used |= _calls(header.read_text())
     assert used == _calls((INCLUDE / "check" / "musa_sdk.h").read_text())
-    assert {"__musa_memcpy_g2s", "__musa_sqmma_m64n128_mma", "__musa_fmma_m32n32k16_mma"} <= used
+    assert {"__musa_memcpy_g2s", "__musa_sqmma_m64n128_mma", "__musa_fmma_m32n32k16_mma", "__musa_tme_ld_tile_4d",
+            "__musa_async_init_arrival", "__musa_async_add_trans", "__musa_async_arrive", "__musa_async_wait",
+            "__musa_async_bar_record"} <= used
 
 
 def test_storage_types_round_like_numpy():

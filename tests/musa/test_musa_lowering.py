@@ -21,20 +21,25 @@ from musa_tce_emulator import clayout_element, run_kernel  # noqa: E402
 MP31 = "musa/mp_31"
 
 
-def _lowered(func, target=MP31):
-    return lower(func, Target.parse(target), CompileOptions())
+NO_TME = CompileOptions(disable_tma=True)
 
 
-def _source(func, target=MP31):
+def _lowered(func, target=MP31, options=NO_TME):
+    return lower(func, Target.parse(target), options)
+
+
+def _source(func, target=MP31, options=NO_TME):
     t = Target.parse(target)
-    return hooks_for(t).codegen(_lowered(func, target), CompileOptions())
+    return hooks_for(t).codegen(_lowered(func, target, options), options)
 
 
-def test_seed_gemm_maps_to_tce_and_async_copies():
-    """8192 x 7168 x 16384, 256 x 256 x 64 tiles, 512 threads, policy Square: 4 warp squads
-    in a 2 x 2 grid, each 128 x 128 of C as two m64n128 SQMMAs per 64-deep k-step; B's rows
-    (256 halves, 512 bytes) are stored in two slabs of 128 columns; copies are LDLMS."""
+def test_seed_gemm_without_tme_maps_to_tce_and_async_copies():
+    """pass_configs={'tl.disable_tma_lower': True}: 8192 x 7168 x 16384, 256 x 256 x 64 tiles,
+    512 threads, policy Square: 4 warp squads in a 2 x 2 grid, each 128 x 128 of C as two
+    m64n128 SQMMAs per 64-deep k-step; B's rows (256 halves, 512 bytes) are stored in two slabs
+    of 128 columns; copies are LDLMS. (With TME: test_musa_tme.py.)"""
     src = _source(seed_gemm(8192, 7168, 16384)).source
+    assert "tl_musa_tme" not in src and "MUtensorDescriptor" not in src
     assert '#include "tl_musa_tce.h"' in src and '#include "tl_musa_async.h"' in src
     calls = re.findall(r"tl_musa_tce_m64n128<2, 0, 1, 64>\(&C_local_reg\[ti \* 64\], "
                        r"tl_musa_tce_desc\(&A_shared\[[^]]*\], 5\), tl_musa_tce_desc\(&B_shared\[[^]]*\], 6\)\);", src)

@@ -340,6 +340,21 @@ def test_hook_tilelang_language_names():
     assert "backend 'gpu_c': tilelang_language_names failed: RuntimeError: no table" in withheld[""]
 
 
+def test_hook_tilelang_language_keywords():
+    """Keywords of core calls, merged over backends; a keyword two backends offer for one call
+    is given to neither (the language's side: test_language_keywords.py)."""
+    manager = PluginManager(entry_points=[])
+    check = bool
+    for name, keywords in {"gpu_a": {"copy": {"mine": check, "both": check}}, "gpu_b": {"copy": {"both": check}}}.items():
+        mod = types.ModuleType(f"fake_keywords_{name}")
+        mod.tilelang_language_keywords = hookimpl(lambda keywords=keywords: keywords)
+        manager.backends[name] = info = BackendInfo(name, f"tilelang-{name}", "1.0", name)
+        manager.register_plugin(info, mod)
+    offered, withheld = manager.language_keywords()
+    assert offered == {"copy": {"mine": (check, "gpu_a")}}
+    assert "offered by backends 'gpu_a' and 'gpu_b'" in withheld["copy.both"]
+
+
 def test_language_reads_backend_names(monkeypatch):
     """`T.<name>` falls back to the installed backends' names; the core's own names win."""
     import tilelang_core.plugin as plugin_package

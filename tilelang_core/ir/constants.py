@@ -20,6 +20,7 @@ __all__ = [
     "ATTR_SYNC_RESUME",
     "ATTR_THREAD_GROUPS",
     "ATTR_USER_SYNC",
+    "ATTR_KERNEL_HINTS",
     "ATTR_THREAD_EXTENT",
     "GEMM_POLICIES",
     "LAYOUT_SWIZZLED",
@@ -68,6 +69,10 @@ ATTR_THREAD_GROUPS = "tl.thread_groups"
 # Around code whose shared-memory writes other threads see only through the user's own
 # barriers (T.tma_copy, published by an mbarrier): the core adds no barrier for them.
 ATTR_USER_SYNC = "tl.user_sync"
+# Around the body of a kernel whose T.Kernel got keywords an installed backend offers
+# (`tilelang_language_keywords`): value = StringImm of their JSON object. Only the backend that
+# offers a keyword reads it (`tilelang_core.transform.kernel_hints`).
+ATTR_KERNEL_HINTS = "tl.kernel_hints"
 
 # For-loop annotation keys.
 ANN_NUM_STAGES = "num_stages"  # T.Pipelined

@@ -73,8 +73,8 @@ class TLScriptNamespace:
         return make_call("region", load, access, *extents)
 
     @staticmethod
-    def copy(src, dst):
-        return make_call("copy", src, dst)
+    def copy(src, dst, *hints):
+        return make_call("copy", src, dst, *hints)
 
     @staticmethod
     def transpose(src, dst):

@@ -37,7 +37,7 @@ class TileOp:
     `args`, the `regions` among them (in argument order) and the user's `source` line.
 
     Argument orders (the contract; see `tilelang_core.ir`):
-    copy(src, dst) · transpose(src, dst) · fill(dst, value) ·
+    copy(src, dst[, hints]) · transpose(src, dst) · fill(dst, value) ·
     gemm(A, B, C, trans_A, trans_B, policy, clear_accum, M, N, K[, wg_wait]) · reduce(src, dst, kind, dim, clear) · cumsum(src, dst, dim, reverse) ·
     atomic(kind, dst, src or value, memory_order, use_tma) ·
     atomic_elem(kind, BufferLoad dst, value, memory_order) ·
@@ -65,6 +65,17 @@ class TileOp:
     @property
     def call(self) -> ir.Call:
         return self.stmt.value
+
+    @property
+    def hints(self) -> dict:
+        """A copy's recorded hints: `{"disable_tma": True}` and the keywords installed backends
+        add to `T.copy` (`tilelang_language_keywords`), as passed; {} when none (and for other
+        ops). A backend reads only its own keywords and `disable_tma`."""
+        if self.name != "copy" or len(self.args) < 3 or not isinstance(self.args[2], ir.StringImm):
+            return {}
+        import json
+
+        return json.loads(str(self.args[2].value))
 
     def int_arg(self, index: int) -> int:
         """Argument `index` as a Python int (it must be an IntImm)."""

@@ -40,7 +40,7 @@ class Kernel:
     """
 
     def __init__(
-        self, *blocks: Any, threads: Any = None, is_cpu: bool = False, prelude: str | None = None
+        self, *blocks: Any, threads: Any = None, is_cpu: bool = False, prelude: str | None = None, **extensions: Any
     ) -> None:
         if not 1 <= len(blocks) <= 3:
             raise ValueError(f"T.Kernel takes 1 to 3 grid extents, got {len(blocks)}")
@@ -51,6 +51,11 @@ class Kernel:
             raise ValueError(f"T.Kernel threads= takes 1 to 3 extents, got {len(threads)}")
         if prelude is not None:
             raise ValueError("T.Kernel(prelude=) is not supported by tilelang-core")
+        from .extensions import check_extension_keywords
+
+        # keywords installed backends add (`producer_threads=` where the MUSA port's backend is
+        # installed): recorded around the body as ATTR_KERNEL_HINTS
+        self.hints = check_extension_keywords("Kernel", extensions)
         self.blocks = blocks
         self.threads = threads
         self.block_vars: list[ir.Var] = []
@@ -64,6 +69,15 @@ class Kernel:
         for axis, extent in zip(_AXES, self.threads):
             var = self._frames.enter_context(_builder.launch_thread(f"threadIdx.{axis}", extent))
             self.thread_vars.append(IRBuilder.name(f"t{axis}", var))
+        if self.hints:
+            import json
+
+            from tvm import tirx
+
+            from tilelang_core.ir.constants import ATTR_KERNEL_HINTS
+
+            self._frames.enter_context(_builder.attr(tirx.IntImm("int32", 0), ATTR_KERNEL_HINTS,
+                                                     ir.StringImm(json.dumps(self.hints, sort_keys=True))))
         _kernel_stack().append(self)
         return self.block_vars[0] if len(self.block_vars) == 1 else tuple(self.block_vars)
 

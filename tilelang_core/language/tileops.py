@@ -91,16 +91,28 @@ def _check_copy_hints(coalesced_width, disable_tma, eviction_policy, prefer_inst
 
 def copy(src: Any, dst: Any, *, coalesced_width: int | None = None, disable_tma: bool = False,
          eviction_policy: str | None = None, prefer_instruction: str | None = None,
-         annotations: dict | None = None, loop_layout: Any = None) -> ir.Call:
-    """Copy a tile: `tl.copy(src_region, dst_region)`. A point on one side (`A[i, j]`)
+         annotations: dict | None = None, loop_layout: Any = None, **extensions: Any) -> ir.Call:
+    """Copy a tile: `tl.copy(src_region, dst_region[, hints])`. A point on one side (`A[i, j]`)
     stands for a block of the other side's shape starting there. The keywords are TileLang's
-    hints (see `_check_copy_hints`): accepted, checked, and without effect on the result."""
+    hints (see `_check_copy_hints`): accepted, checked, and without effect on the result.
+    `disable_tma=True` and the keywords installed backends add (`extensions`, see
+    `tilelang_core.language.extensions`) are recorded as `hints`, a JSON object that
+    `TileOp.hints` reads back."""
     _check_copy_hints(coalesced_width, disable_tma, eviction_policy, prefer_instruction, annotations, loop_layout)
+    from .extensions import check_extension_keywords
+
+    hints = {"disable_tma": True} if disable_tma else {}
+    hints.update(check_extension_keywords("copy", extensions))
     src_operand = as_operand(src, ACCESS_READ, "copy", "source")
     dst_operand = as_operand(dst, ACCESS_WRITE, "copy", "destination")
     roles = ("source", "destination")
     src_region, dst_region = resolve_pair(src_operand, dst_operand, "copy", roles)
     check_same_extents(src_region, dst_region, "copy")
+    if hints:
+        import json
+
+        return make_call("copy", src_region.to_call(), dst_region.to_call(),
+                         ir.StringImm(json.dumps(hints, sort_keys=True)))
     return make_call("copy", src_region.to_call(), dst_region.to_call())
 
 

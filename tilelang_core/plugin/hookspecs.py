@@ -283,6 +283,30 @@ def tilelang_compat_modules():
 
 
 @hookspec
+def tilelang_language_keywords():
+    """Keywords this backend adds to calls of the core's language, for its own hardware
+    (Moore Threads' TileLang port: `T.copy(..., force_async_copy=True)`,
+    `T.Kernel(..., producer_threads=128)`).
+
+    All implementations are called; their mappings are merged. The core's own keywords always
+    win; a keyword of one call offered by two backends is given to neither, and passing it says
+    so. A keyword no installed backend offers is refused (a TypeError naming the call).
+
+    The core records what a program passes (`TileOp.hints` of a `T.copy`, `kernel_hints(func)`
+    for `T.Kernel`). The rule for the other backends: an extension keyword only steers how the
+    backend that offers it generates code, never what a kernel computes, so every other
+    backend compiles the program as if the keyword were absent.
+
+    :returns: a mapping from a core call name (`"copy"`, `"Kernel"`) to a mapping from a
+        keyword to a function that checks a value and returns what the core records (a bool,
+        int, float or str), raising TypeError or ValueError with the reason.
+
+    Called the first time a program passes a keyword the core does not define; must not import
+    a driver or probe a device.
+    """
+
+
+@hookspec
 def tilelang_language_names():
     """Names this backend adds to the kernel language, so that `T.<name>` finds them: the
     instructions TileLang's language offers for this backend's hardware and its programs call

@@ -92,6 +92,7 @@ class PluginManager:
         self.not_installed: list[str] = []  # names TILELANG_BACKENDS asks for that none provides
         self._detections: list[Detection] | None = None
         self._language_names: tuple[dict, dict] | None = None
+        self._language_keywords: tuple[dict, dict] | None = None
         self._load(entry_points)
 
     # -- loading ---------------------------------------------------------------------------
@@ -145,6 +146,7 @@ class PluginManager:
     def register_plugin(self, info: BackendInfo, plugin: Any) -> None:
         """Register one backend module and let it declare its targets."""
         self._language_names = None  # collected again with this backend's names
+        self._language_keywords = None
         try:
             self.pm.register(plugin, name=info.name)
         except BaseException as exc:  # noqa: BLE001
@@ -307,6 +309,38 @@ class PluginManager:
                 found[name], owner[name] = value, info.name
         self._language_names = (found, withheld)
         return self._language_names
+
+    def language_keywords(self) -> tuple[dict[str, dict[str, tuple[Any, str]]], dict[str, str]]:
+        """What `tilelang_language_keywords` of every loaded backend offers: call name ->
+        keyword -> (check function, backend name), and "call.keyword" -> why it is withheld (a
+        hook that raised is reported under ""; a keyword two backends offer for one call is
+        given to neither). Collected once per manager."""
+        if self._language_keywords is not None:
+            return self._language_keywords
+        found: dict[str, dict[str, tuple[Any, str]]] = {}
+        withheld: dict[str, str] = {}
+        for info in self.backends.values():
+            impl = getattr(info.plugin, "tilelang_language_keywords", None)
+            if info.broken or impl is None:
+                continue
+            try:
+                declared = {call: dict(words) for call, words in dict(impl() or {}).items()}
+            except Exception as exc:  # noqa: BLE001 - reported when a keyword is refused
+                withheld[""] = f"backend {info.name!r}: tilelang_language_keywords failed: {_describe(exc)}"
+                continue
+            for call, words in declared.items():
+                for word, check in words.items():
+                    key = f"{call}.{word}"
+                    if key in withheld:
+                        continue
+                    other = found.get(call, {}).pop(word, None)
+                    if other is not None:
+                        withheld[key] = (f"T.{call}({word}=...) is offered by backends {other[1]!r} and "
+                                         f"{info.name!r}; uninstall one of the two")
+                        continue
+                    found.setdefault(call, {})[word] = (check, info.name)
+        self._language_keywords = (found, withheld)
+        return self._language_keywords
 
     def parse_target(self, spec: Any = None, options=None) -> Target:
         """Parse a target (see `TargetRegistry.parse`); None means `TILELANG_TARGET` (default `auto`)."""

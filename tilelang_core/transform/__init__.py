@@ -7,7 +7,8 @@ Names resolve on first access, so importing this package loads no pass.
 - IR building and rewriting (`irutil`): `seq`, `const`, `loop_nest`, `substitute`, `walk`,
   `map_stmts`, `in_bounds`, `region_indices`, `squeeze_extents`, `analyzer`;
 - errors that name the user's line (`errors`): `TileLangCompileError`, `CapabilityError`;
-- the launch of a kernel (`kernel_info`): `launch_info`, `LaunchInfo`;
+- the launch of a kernel (`kernel_info`): `launch_info`, `LaunchInfo`, and the keywords
+  installed backends add to `T.Kernel` that it passed, `kernel_hints`;
 - reductions as the portable lowering writes them (`portable`): `reduce_init`, `reduce_combine`;
 - user-synchronized regions and barrier-op helpers (`barrier_ops`): `user_sync`, `as_copy`;
 - `T.ws` thread ranges (`thread_ranges`): `ranges_of`;
@@ -30,6 +31,7 @@ _PUBLIC = {
     "CapabilityError": "errors",
     "launch_info": "kernel_info",
     "LaunchInfo": "kernel_info",
+    "kernel_hints": "kernel_info",
     "reduce_init": "portable",
     "reduce_combine": "portable",
     "user_sync": "barrier_ops",

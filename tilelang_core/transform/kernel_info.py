@@ -7,7 +7,7 @@ from tvm import tirx as tir
 
 from .irutil import walk
 
-__all__ = ["LaunchInfo", "launch_info"]
+__all__ = ["LaunchInfo", "launch_info", "kernel_hints"]
 
 
 @dataclass
@@ -41,3 +41,16 @@ def launch_info(func: tir.PrimFunc) -> LaunchInfo:
 
     walk(func.body, visit, (tir.AttrStmt,))
     return info
+
+
+def kernel_hints(func: tir.PrimFunc) -> dict:
+    """The keywords installed backends add to `T.Kernel` that the kernel passed
+    (`tilelang_language_keywords`, recorded as `ATTR_KERNEL_HINTS`), as a dict; {} when none.
+    A backend reads only its own keywords."""
+    import json
+
+    from ..ir.constants import ATTR_KERNEL_HINTS
+
+    found: list = []
+    walk(func.body, lambda a: found.append(a) if a.attr_key == ATTR_KERNEL_HINTS else None, (tir.AttrStmt,))
+    return json.loads(str(found[0].value.value)) if found else {}

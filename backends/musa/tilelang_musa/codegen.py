@@ -10,28 +10,35 @@ What the generated file looks like:
       __syncthreads_lm();
     }
 
-- Every attribute this dialect relies on is set here, none inherited: the core's base printer
-  is being made neutral, and MUSA spells some things its own way (the block barrier is
-  `__syncthreads_lm()`, the one the MUSA port prints for a shared-memory sync).
+- The SIMT spellings CUDA and MUSA share are the core's `GPUCodegen`'s; MUSA spells some
+  things its own way, set here (the block barrier is `__syncthreads_lm()`, the one the MUSA
+  port prints for a shared-memory sync).
 - float16 / bfloat16 / float8 are stored as `tl_half_t` / `tl_bfloat16_t` / `tl_fp8_*` of
   tl_musa_common.h and computed in float (a load converts, a store rounds to nearest even).
 - `tl.atomic_*` become the header's `tl_atomic_add/max/min`; `tl.printf` is `printf`;
   `tl.device_assert` is `TL_DEVICE_ASSERT(cond, "file:line: msg", "kernel")` (prints, then traps).
-- Calls of the backend's lowerings (`tl_musa_*` helpers of tl_musa_async.h / tl_musa_tce.h /
-  tl_musa_fmma.h, and
-  `__musa_*` intrinsics) are printed as they are; the header that declares them is included
-  when one is called.
+- Calls of the backend's lowerings (`tl_musa_*` helpers of tl_musa_async.h / tl_musa_tme.h /
+  tl_musa_tce.h / tl_musa_fmma.h) are printed as they are; the header that declares them is
+  included when one is called, and a call whose capability the target lacks is refused.
+- A kernel that loads through TME (`lower_tme`) takes one `MUtensorDescriptor` parameter per
+  tensor it loads, after every other parameter (`tl_musa_desc_<i>`; the metadata's
+  `extra["tensor_descriptors"]` says which tensor each describes), and its shared tiles start
+  on 1024-byte boundaries; a kernel that initialises ASYNC barriers records the highest id
+  first (`tl_musa_barrier_record<n>()`).
 
 Rendering needs TVM but no driver, no SDK and no GPU.
 """
 from __future__ import annotations
 
+import json
+
 from tvm import ir, tirx
 
-from tilelang_core.codegen import CodegenError, CStyleCodegen
-from tilelang_core.codegen import buffer_info, dtype_of
-from tilelang_core.codegen import c_string_literal
+from tilelang_core.codegen import CodegenError, GPUCodegen
+from tilelang_core.codegen import buffer_info, dtype_of, iter_exprs
+from tilelang_core.codegen import PREC_ATOM, c_string_literal
 from tilelang_core.codegen import C_MATH_OPS, C_TYPES
+from tilelang_core.ir import SCOPE_BARRIER
 
 __all__ = ["MUSACodegen", "MUSA_TYPES", "HEADERS"]
 
@@ -43,8 +50,16 @@ MUSA_TYPES = {**C_TYPES, **_STORAGE_TYPES}
 _ATOMIC_DTYPES = {"add": ("float32", "int32"), "max": ("int32",), "min": ("int32",)}
 
 # extern-call name prefix -> the backend header that declares it
-HEADERS = {"tl_musa_g2s": "tl_musa_async.h", "tl_musa_async": "tl_musa_async.h",
+HEADERS = {"tl_musa_g2s": "tl_musa_async.h", "tl_musa_barrier": "tl_musa_async.h", "tl_musa_tme": "tl_musa_tme.h",
            "tl_musa_tce": "tl_musa_tce.h", "tl_musa_fmma": "tl_musa_fmma.h", "tl_musa_bfmma": "tl_musa_fmma.h"}
+# extern-call name prefix -> (capability kind, name, what uses it): refused on targets without it
+NEEDS = {"tl_musa_tce": ("matrix", "tce", "T.gemm on the TCE, T.tce_commit_group, T.tce_wait_group"),
+         "tl_musa_tme": ("copy", "tme", "TME loads of a T.Pipelined loop"),
+         "tl_musa_barrier": ("barrier", "async_barrier", "ASYNC barriers (T.Pipelined on TME, T.alloc_barrier)")}
+# a TME load's descriptor: a kernel parameter after every other one
+DESCRIPTOR_PARAM = "tl_musa_desc_{}"
+DESCRIPTOR_DECL = "__attribute__((grid_constant)) const MUtensorDescriptor {}"
+TME_SHARED_ALIGNMENT = 1024
 
 
 def _storage(ctype: str) -> dict:
@@ -52,28 +67,22 @@ def _storage(ctype: str) -> dict:
             "round": f"tl_round<{ctype}>({{0}})"}
 
 
-class MUSACodegen(CStyleCodegen):
-    """MUSA C++ for mcc; see the module docstring for the shape of the output."""
+class MUSACodegen(GPUCodegen):
+    """MUSA C++ for mcc; see the module docstring for the shape of the output. The SIMT
+    spellings MUSA shares with CUDA (`__shared__`, `blockIdx.x`, `__restrict__`, `#pragma
+    unroll`, the launch limit) come from the core's `GPUCodegen`."""
 
     language = "musa"
     kernel_prefix = 'extern "C" __global__ '
     kernel_return_type = "void"
-    restrict = "__restrict__"
     preamble = ('#include "tl_musa_common.h"',)
     helper_qualifier = "static __device__ __forceinline__"
     indent_unit = "  "
     barrier = "__syncthreads_lm();"
-    thread_index = {
-        "blockIdx.x": "blockIdx.x", "blockIdx.y": "blockIdx.y", "blockIdx.z": "blockIdx.z",
-        "threadIdx.x": "threadIdx.x", "threadIdx.y": "threadIdx.y", "threadIdx.z": "threadIdx.z",
-    }
-    shared_qualifier = "__shared__ "
     dyn_shared_name = "tl_dyn_smem"
-    dyn_shared_decl = "extern __shared__ __align__({align}) unsigned char {name}[];"
     dyn_shared_alignment = 128
     local_array_suffix = ""
     addressed_local_format = "__align__(16) "
-    unroll_pragma = "#pragma unroll"
     vectorize_pragma: tuple[str, ...] = ()
     parallel_pragma: tuple[str, ...] = ()
     type_map = MUSA_TYPES
@@ -94,62 +103,68 @@ class MUSACodegen(CStyleCodegen):
     shuffle_xor_format = "tl_shfl_xor({0}, {1})"
     dp4a_format = None  # the core's portable helper
     assert_format = "TL_DEVICE_ASSERT({cond}, {msg}, {kernel});"
-    reserved_names = CStyleCodegen.reserved_names + (
-        "blockDim", "gridDim", "warpSize", "tl_half_t", "tl_bfloat16_t", "tl_fp8_e4m3_t", "tl_fp8_e5m2_t",
+    reserved_names = GPUCodegen.reserved_names + (
+        "warpSize", "tl_half_t", "tl_bfloat16_t", "tl_fp8_e4m3_t", "tl_fp8_e5m2_t",
         "half", "__half", "__mt_bfloat16", "__syncthreads_lm", "tl_dyn_smem")
     calling_convention = ('extern "C" __global__ void entry(buffer pointers..., scalars...) in parameter '
                           'order; dynamic shared memory of KernelSource.shared_memory bytes')
 
     # -- launch ---------------------------------------------------------------------------
 
-    @staticmethod
-    def block_threads(launch) -> int | None:
-        """Threads per block when every block extent is a constant, else None."""
-        total = 1
-        for extent in launch.block:
-            if not isinstance(extent, int):
-                return None
-            total *= extent
-        return total
-
-    def check_launch(self, launch) -> None:
-        limit = self.target.capabilities.max_threads_per_block if self.target is not None else 1024
-        threads = self.block_threads(launch)
-        if threads is not None and threads > limit:
-            raise CodegenError(f"the kernel launches {threads} threads per block ({launch.block}); "
-                               f"{self.target or 'MUSA'} allows {limit} (capability max_threads_per_block): "
-                               f"pass fewer threads to T.Kernel")
-
     def launch_bounds(self, launch) -> str:
         """Nothing before the signature: the bounds go after the return type."""
         return ""
 
     def kernel_signature(self, entry: str, params: list[tuple]) -> str:
-        args = ", ".join(self.param_decl(kind, var) for kind, var in params)
+        decls = [self.param_decl(kind, var) for kind, var in params]
+        decls += [DESCRIPTOR_DECL.format(DESCRIPTOR_PARAM.format(i)) for i in range(len(self.descriptors))]
         threads = self.block_threads(self.launch)
         bounds = f"__launch_bounds__({threads}) " if threads is not None else ""
-        return f"{self.kernel_prefix}{self.kernel_return_type} {bounds}{entry}({args})"
+        return f"{self.kernel_prefix}{self.kernel_return_type} {bounds}{entry}({', '.join(decls)})"
 
     def kernel_prologue(self) -> None:
-        if self.dyn_shared_bytes:
-            self.emit(self.dyn_shared_decl.format(align=self.dyn_shared_alignment, name=self.dyn_shared_name))
+        if self.barrier_count:
+            self.emit(f"tl_musa_barrier_record<{self.barrier_count}>();")
+        super().kernel_prologue()
 
-    def visit_thread_extent(self, s) -> None:
-        iv = s.node
-        var = iv.var
-        tag = str(iv.thread_tag)
-        if tag not in self.thread_index:
-            raise CodegenError(f"thread tag {tag!r} has no MUSA spelling; known: {', '.join(self.thread_index)}")
-        if var not in self.var_names:
-            name = self.var_names[var] = self.names.get(var)
-            self.analyzer.bind(var, ir.Range.from_min_extent(0, s.value), allow_override=True)
-            self.emit(f"{self.value_type_name(dtype_of(var))} {name} = {self.thread_index[tag]};")
-        self.visit(s.body)
+    def _reset(self) -> None:
+        super()._reset()
+        self.descriptors: list[dict] = []  # `lower_tme.TensorDescriptor` dicts, one parameter each
+        self.barrier_count = 0  # the highest ASYNC barrier id the kernel initialises
+
+    def _analyze(self, body) -> None:
+        from .lower_tme import tensor_descriptors_of
+
+        self.descriptors = tensor_descriptors_of(self.func)
+        for i in range(len(self.descriptors)):
+            self.names.reserve(DESCRIPTOR_PARAM.format(i))
+        ids = [int(e.args[1].value) for e in iter_exprs(body)
+               if isinstance(e, ir.Call) and getattr(e.op, "name", None) == "tirx.call_extern"
+               and str(e.args[0].value) == "tl_musa_barrier_init" and isinstance(e.args[1], tirx.IntImm)]
+        self.barrier_count = max(ids, default=0)
+        self.dyn_shared_alignment = TME_SHARED_ALIGNMENT if self.descriptors else type(self).dyn_shared_alignment
+        super()._analyze(body)
+
+    def call_handlers(self) -> dict:
+        handlers = dict(super().call_handlers())
+        for name in ("tirx.call_extern", "tirx.call_pure_extern"):
+            handlers[name] = self._call_extern_with_descriptors(handlers[name])
+        return handlers
+
+    def _call_extern_with_descriptors(self, base):
+        """`base`, except that a TME load names its descriptor (a kernel parameter) by number."""
+        def handler(e):
+            name = str(e.args[0].value)
+            if not name.startswith("tl_musa_tme_load_"):
+                return base(e)
+            index = int(e.args[1].value)
+            if not 0 <= index < len(self.descriptors):
+                raise CodegenError(f"{name} names tensor descriptor {index}, but the kernel has {len(self.descriptors)}")
+            args = [f"&{DESCRIPTOR_PARAM.format(index)}", *(self.expr(a) for a in e.args[2:])]
+            return f"{name}({', '.join(args)})", PREC_ATOM
+        return handler
 
     # -- statements -----------------------------------------------------------------------
-
-    def emit_barrier(self) -> None:
-        self.emit(self.barrier)
 
     def emit_assert(self, cond, message: str) -> None:
         # the core puts the user's file:line into the message; the kernel's name says which one
@@ -158,20 +173,16 @@ class MUSACodegen(CStyleCodegen):
 
     def visit_store(self, s) -> None:
         """A copy of a storage-only element of the same type moves its bits; a value just cast
-        to the stored type is rounded once."""
-        dtype = buffer_info(s.buffer).dtype
-        value = s.value
-        if dtype in self.storage_types:
-            if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source) \
-                    and buffer_info(value.source).dtype == dtype:
-                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = "
-                                 f"{self.buffer_ref(value.source, value.indices)};")
-            if isinstance(value, tirx.Cast) and dtype_of(value) == dtype:
-                text = self.expr(value.value)
-                if self.value_dtype(dtype_of(value.value)) != "float32":
-                    text = f"(float)({text})"
-                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = {self.store_value(dtype, text)};")
-        super().visit_store(s)
+        to the stored type is rounded once (the core's `store_storage_bits`)."""
+        if not self.store_storage_bits(s):
+            super().visit_store(s)
+
+    def declare_buffer(self, info, stmt) -> None:
+        """A `T.alloc_barrier` buffer holds no memory here: its barriers are ASYNC barrier ids
+        (lower_barrier), and nothing reads the buffer after lowering."""
+        if info.scope == SCOPE_BARRIER:
+            return
+        super().declare_buffer(info, stmt)
 
     # -- types ----------------------------------------------------------------------------
 
@@ -202,14 +213,18 @@ class MUSACodegen(CStyleCodegen):
         super().note_call(op_name, call)
         if op_name in ("tirx.call_extern", "tirx.call_pure_extern"):
             name = str(call.args[0].value)
-            if name.startswith("tl_musa_tce") and self.target is not None \
-                    and not self.target.capabilities.has_matrix("tce"):
-                raise CodegenError(f"{name} (T.gemm on the TCE, T.tce_commit_group, T.tce_wait_group) needs the "
-                                   f"'tce' capability, which {self.target} does not declare; TCE is mp_31's: "
-                                   f"compile for musa/mp_31, or leave the call out")
+            for prefix, (kind, capability, what) in NEEDS.items():
+                if name.startswith(prefix) and self.target is not None and not self._declares(kind, capability):
+                    raise CodegenError(f"{name} ({what}) needs the {capability!r} capability, which {self.target} "
+                                       f"does not declare; it is mp_31's: compile for musa/mp_31, or leave the "
+                                       f"call out")
             for prefix, header in HEADERS.items():
                 if name.startswith(prefix):
                     self.headers_used.add(header)
+
+    def _declares(self, kind: str, name: str) -> bool:
+        caps = self.target.capabilities
+        return {"matrix": caps.has_matrix, "copy": caps.has_copy_engine, "barrier": caps.has_barrier}[kind](name)
 
     def file_header(self) -> list[str]:
         head = super().file_header()
@@ -223,4 +238,10 @@ class MUSACodegen(CStyleCodegen):
     def render(self, module):
         self.vector_typedefs: dict = {}
         self.headers_used: set = set()
-        return super().render(module)
+        source = super().render(module)
+        if self.descriptors:
+            names = {str(p.name): self.var_names[p] for p in self.func.params if p in self.var_names}
+            descs = [{**d, "shape": [x if isinstance(x, int) else names[x] for x in d["shape"]]}
+                     for d in self.descriptors]
+            source.extra["tensor_descriptors"] = json.dumps(descs)
+        return source

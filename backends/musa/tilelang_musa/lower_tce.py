@@ -110,14 +110,17 @@ class TCEPlan:
 
 
 def _const_shape(region) -> tuple | None:
+    """The (rows, cols) a 2-D operand region covers: constant extents over whole rows of a
+    2-D buffer of constant shape (a pipelined tile reads one stage, a band of rows)."""
     shape = region.buffer.ty.shape
     if len(shape) != 2 or not all(isinstance(d, tir.IntImm) for d in shape):
         return None
-    if not all(isinstance(m, tir.IntImm) and int(m) == 0 for m in region.mins):
-        return None  # the whole tile, from its first element
-    if [int(e) for e in region.extents] != [int(d) for d in shape]:
+    if not all(isinstance(e, tir.IntImm) for e in region.extents):
         return None
-    return tuple(int(d) for d in shape)
+    if not isinstance(region.mins[1], tir.IntImm) or int(region.mins[1]) != 0 \
+            or int(region.extents[1]) != int(shape[1]):
+        return None
+    return tuple(int(e) for e in region.extents)
 
 
 def _squad_grid(m: int, n: int, squads: int, policy: int) -> list[tuple[int, int]]:
@@ -274,13 +277,14 @@ def _extern(dtype: str, name: str, *args):
 
 def _descriptor(region, slabs: Slabs | None, mn0, k0, mn_major: bool):
     """The SQMMA descriptor of the operand tile starting at (mn0, k0) of `region`."""
-    shape = _const_shape(region)
+    cols = int(region.buffer.ty.shape[1])
     size = dtype_bytes(region.dtype)
+    row0 = region.mins[0]
     if mn_major:  # rows are K, columns MN
-        index = [k0, mn0] if slabs is None else slabs.physical([k0, mn0])
-        stride = (slabs.width if slabs is not None else shape[1]) * size
+        index = [row0 + k0, mn0] if slabs is None else slabs.physical([row0 + k0, mn0])
+        stride = (slabs.width if slabs is not None else cols) * size
     else:  # rows are MN, columns K
-        index, stride = [mn0, k0], shape[1] * size
+        index, stride = [row0 + mn0, k0], cols * size
     address = tir.address_of(tir.BufferLoad(region.buffer, index))
     return _extern("int32", "tl_musa_tce_desc", address, tir.const(_LEADING_STRIDES[stride], "int32"))
 
@@ -294,6 +298,9 @@ def lower_tce(op: TileOp, ctx) -> tir.Stmt | None:
     if ctx.layout_of(c.buffer) != accumulator_layout(plan):
         return None  # C's registers hold another layout: the portable gemm follows it
     clear = bool(int(op.args[6]))
+    # groups left in flight when T.gemm returns: 0, unless a pipeline overlaps the next
+    # iteration's SQMMAs with this one's (`lower_tme`, which then waits for the rest)
+    pending = int(op.args[10]) if len(op.args) > 10 else 0
     slabs = ctx.facts.get(TCE_SLABS, {})
     slab_a, slab_b = slabs.get(_key(a.buffer)), slabs.get(_key(b.buffer))
     acc = ctx.register_buffer(c.buffer)
@@ -322,7 +329,7 @@ def lower_tce(op: TileOp, ctx) -> tir.Stmt | None:
         nest = tir.For(i, tir.const(0, "int32"), tir.const(plan.tiles_m, "int32"), tir.ForKind.UNROLLED, nest)
         nest = tir.For(kk, tir.const(0, "int32"), tir.const(plan.k // plan.inst_k, "int32"), tir.ForKind.UNROLLED, nest)
         stmts += [nest, tir.Evaluate(_extern("void", "tl_musa_tce_commit")),
-                  tir.Evaluate(_extern("void", "tl_musa_tce_wait<0>"))]
+                  tir.Evaluate(_extern("void", f"tl_musa_tce_wait<{pending}>"))]
         return seq(stmts)
 
     return ctx.per_thread(body, span=op.stmt.span)

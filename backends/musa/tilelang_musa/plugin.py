@@ -29,6 +29,13 @@ def tilelang_language_names():
 
 
 @hookimpl
+def tilelang_language_keywords():
+    from .language import KEYWORDS
+
+    return {call: dict(words) for call, words in KEYWORDS.items()}
+
+
+@hookimpl
 def tilelang_pipeline(target, pipeline):
     from .lower import edit_pipeline
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 from tilelang_core.runtime import KernelCallError, KernelMeta, LoadedKernel, ParamSpec, Runtime
 
 from . import sdk
+from .descriptors import descriptor_slots
 
 __all__ = ["MUSARuntime", "MUSARuntimeOnDemand", "MUSARuntimeUnavailable", "MUSAError", "pack_args"]
 
@@ -89,6 +90,8 @@ class MUSAKernel(LoadedKernel):
         self._packers = [_packer(p) for p in meta.params]
         self._stream = stream
         self._shared_set = 0
+        # TME descriptors follow the parameters (descriptors.py)
+        self._descriptors = descriptor_slots(meta)
 
     def launch(self, args, grid, block, shared_memory, stream=None) -> None:
         if len(args) != len(self._packers):
@@ -98,8 +101,11 @@ class MUSAKernel(LoadedKernel):
                    f"muFuncSetAttribute({self.meta.entry}, max dynamic shared = {shared_memory})")
             self._shared_set = shared_memory
         values = [pack(a) for pack, a in zip(self._packers, args)]
-        pointers = (ctypes.c_void_p * max(1, len(values)))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
-                                                              for v in values])
+        for slot in self._descriptors:
+            slot.update(self._lib, values[slot.param].value, args)
+        addresses = [ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values] + \
+            [ctypes.c_void_p(slot.address) for slot in self._descriptors]
+        pointers = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
         handle = self._stream() if stream is None else stream
         _check(self._lib.muLaunchKernel(self._function, *(ctypes.c_uint(int(g)) for g in grid),
                                         *(ctypes.c_uint(int(b)) for b in block), ctypes.c_uint(int(shared_memory)),

@@ -9,7 +9,7 @@ import numpy as np
 
 from tilelang_core import language as T
 
-from ..case import Arg, Case, Spec, add, case
+from ..case import Arg, Case, NotApplicable, Spec, add, case
 from ..data import tolerance
 
 __all__ = ["gemm_kernel", "gemm_tolerance", "GEMM_DTYPES"]
@@ -82,10 +82,29 @@ def gemm_spec(M, N, K, bM, bN, bK, in_dtype="float16", acc_dtype="float32", out_
                 {"C": gemm_tolerance(K, in_dtype, acc_dtype, out_dtype)})
 
 
+def fits_shared_memory(target, params: dict) -> None:
+    """NotApplicable when one A tile and one B tile of `params` (single-buffered, the least a
+    lowering needs) exceed the target's shared memory per block (`shared_memory_optin`)."""
+    import tvm
+
+    optin = getattr(getattr(target, "capabilities", None), "shared_memory_optin", None)
+    if not optin:
+        return
+    size = tvm.runtime.DataType(params.get("in_dtype", "float16")).bits // 8
+    need = (params["bM"] + params["bN"]) * params["bK"] * size
+    if need > optin:
+        raise NotApplicable(f"its {params['bM']}x{params['bK']} and {params['bK']}x{params['bN']} tiles need "
+                            f"{need} bytes of shared memory; {target} allows {optin} per block "
+                            f"(capability shared_memory_optin)")
+
+
 def gemm_case(name: str, description: str, needs: tuple[str, ...], claims: tuple[str, ...] = (),
               **params) -> Case:
-    return add(Case(f"gemm.{name}", "gemm", needs, lambda target: gemm_spec(**params), description,
-                    claims=claims))
+    def spec(target):
+        fits_shared_memory(target, params)
+        return gemm_spec(**params)
+
+    return add(Case(f"gemm.{name}", "gemm", needs, spec, description, claims=claims))
 
 
 _BASE = dict(M=192, N=128, K=128, bM=64, bN=64, bK=32)
@@ -132,9 +151,9 @@ for _stages in (1, 2, 3, 4):
 gemm_case("pipelined.tma", "T.Pipelined over tiles a matrix descriptor can read (128x128x64, 2 warpgroups, 3 "
           "stages, ragged M, N, K): on a target with TMA the tiles arrive through it, on transaction-counting "
           "mbarriers (async_barrier: the loads complete the bytes each stage expects), loaded by a warpgroup "
-          "that gives its registers to the consumers (setmaxnreg)",
-          ("float16", "float32"), ("tma", "setmaxnreg", "async_barrier"), M=300, N=264, K=200, bM=128, bN=128, bK=64, stages=3,
-          threads=256)
+          "that gives its registers to the consumers (setmaxnreg); with TME, on ASYNC barriers",
+          ("float16", "float32"), ("tma", "setmaxnreg", "tme", "async_barrier"), M=300, N=264, K=200, bM=128,
+          bN=128, bK=64, stages=3, threads=256)
 
 gemm_case("two_warps", "float16 GEMM issued by two warps (64 threads, 64x64x32 tiles): too few threads for a "
           "warpgroup instruction, so warp-level matrix instructions take it on every target that has them, their "
@@ -167,7 +186,7 @@ def clear_accum_kernel(M, N, K, bM, bN):
     return main
 
 
-@case("gemm.clear_accum", feature="gemm", needs=("float16", "float32"))
+@case("gemm.clear_accum", feature="gemm", needs=("float16", "float32"), claims=("ldlms",))
 def gemm_clear_accum():
     """T.gemm(clear_accum=True): the accumulator starts from zero without T.clear."""
     M, N, K = 128, 64, 32

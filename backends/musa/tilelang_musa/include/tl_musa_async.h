@@ -28,3 +28,26 @@ TL_DEVICE void tl_musa_g2s_zfill(void* shared_dst, const void* global_src, bool 
 
 // Wait until every copy this thread started has landed.
 TL_DEVICE void tl_musa_g2s_wait() { __musa_memcpy_g2s_wait(); }
+
+// ---------------------------------------------------------------------------------------------
+// ASYNC barriers (mp_31): hardware barriers named by an id 1..63 (0 is reserved). A barrier
+// counts arriving warps; a phase completes when `warps` warps have arrived and every byte
+// announced with tl_musa_barrier_expect has landed (TME loads name the barrier).
+// ---------------------------------------------------------------------------------------------
+
+// Set barrier `id` to expect `warps` warp arrivals per phase, starting in phase 0.
+TL_DEVICE void tl_musa_barrier_init(uint32_t id, uint32_t warps) { __musa_async_init_arrival(id, warps, 0u); }
+
+// Announce `bytes` more bytes for the current phase of barrier `id` (the TME loads that follow
+// bring them; the caller's warp arrives afterwards with tl_musa_barrier_arrive).
+TL_DEVICE void tl_musa_barrier_expect(uint32_t id, uint32_t bytes) { __musa_async_add_trans(id, bytes); }
+
+// The calling warp arrives on barrier `id`.
+TL_DEVICE void tl_musa_barrier_arrive(uint32_t id) { (void)__musa_async_arrive(id); }
+
+// Wait until the phase of barrier `id` with parity `phase` has completed.
+TL_DEVICE void tl_musa_barrier_wait(uint32_t id, uint32_t phase) { __musa_async_wait(id, phase); }
+
+// The number of ASYNC barriers the kernel uses (ids 1..Count), recorded once at its start (a
+// constant, as Moore Threads' port prints it).
+template <int Count> TL_DEVICE void tl_musa_barrier_record() { __musa_async_bar_record(Count); }

@@ -130,3 +130,41 @@ TL_MUSA_CHECK_SQMMA(64, 16) TL_MUSA_CHECK_SQMMA(64, 32) TL_MUSA_CHECK_SQMMA(64, 
 #undef TL_MUSA_CHECK_SQMMA
 __device__ void __musa_tce_commit_group();
 __device__ void __musa_tce_wait_group(int pending);
+
+// -- ASYNC barriers (mp_31): port src/tl_templates/musa/barrier.h:11 `__musa_async_init_arrival(barrier_id,
+//    warp_count, init_phase)`, :17 `__musa_async_wait(barrier_id, phase_bit)`, :23 `return
+//    __musa_async_arrive(barrier_id)` as a uint32_t, :30 `__musa_async_add_trans(barrier_id,
+//    transaction_bytes)`, all `uint32_t` but phase_bit (`int`; mutlass copy_mp31_desc.hpp
+//    `wait_barrier(uint32_t barrier_id, uint32_t phase_bit)` passes a uint32_t); port
+//    src/target/codegen_musa.cc:1554 prints `__musa_async_bar_record(<count>)` with an int literal --
+__device__ void __musa_async_init_arrival(uint32_t barrier_id, uint32_t warp_count, uint32_t init_phase);
+__device__ uint32_t __musa_async_arrive(uint32_t barrier_id);
+__device__ void __musa_async_add_trans(uint32_t barrier_id, uint32_t transaction_bytes);
+__device__ void __musa_async_wait(uint32_t barrier_id, uint32_t phase_bit);
+__device__ void __musa_async_bar_record(int barrier_count);
+
+// -- TME (mp_31): mutlass include/mute/arch/copy_mp31_tme.hpp (mirror at e7764ba9),
+//    MP31_TME_LOAD_<r>D::copy: `__musa_tme_ld_tile_<r>d(bar_id, make_ptr_with_address_space<Shared>(
+//    smem_int_ptr), gmem_int_desc, dim, crd, sg, ss, sl, prefetch, inner_hint, outer_hint, 0)` with
+//    `uint32_t const& bar_id`, a `void __attribute__((address_space(3)))*` (port common.h:126-131
+//    make_ptr_with_address_space), `uint64_t gmem_int_desc` (the descriptor's address), dim and crd
+//    `int32_t` for 1-D and `mute::v<r>i32_t` vectors for 2..5-D (port common.h:33-36: `int32_t
+//    __attribute__((vector_size(4 r)))`), then seven int32_t. The descriptor type is the driver
+//    API's (port src/target/codegen_musa.cc:453 prints `MUtensorDescriptor`, :3506 passes it as an
+//    `__attribute__((grid_constant)) const` parameter); its size is not published: stood in here
+//    by 128 bytes aligned to 64 ----------------------------------------------------------------------
+struct alignas(64) MUtensorDescriptor {
+  unsigned long long opaque[16];
+};
+typedef int32_t tl_musa_check_v2i32 __attribute__((vector_size(8)));
+typedef int32_t tl_musa_check_v3i32 __attribute__((vector_size(12)));
+typedef int32_t tl_musa_check_v4i32 __attribute__((vector_size(16)));
+typedef int32_t tl_musa_check_v5i32 __attribute__((vector_size(20)));
+#define TL_MUSA_CHECK_TME(R, VEC)                                                                   \
+  __device__ void __musa_tme_ld_tile_##R##d(uint32_t bar_id, void __attribute__((address_space(3)))* smem, \
+                                            uint64_t desc, VEC dim, VEC crd, int32_t swizzle_granularity,  \
+                                            int32_t swizzle_stride, int32_t swizzle_line, int32_t prefetch, \
+                                            int32_t inner_hint, int32_t outer_hint, int32_t);
+TL_MUSA_CHECK_TME(1, int32_t) TL_MUSA_CHECK_TME(2, tl_musa_check_v2i32) TL_MUSA_CHECK_TME(3, tl_musa_check_v3i32)
+TL_MUSA_CHECK_TME(4, tl_musa_check_v4i32) TL_MUSA_CHECK_TME(5, tl_musa_check_v5i32)
+#undef TL_MUSA_CHECK_TME
