@@ -143,7 +143,7 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
   #pragma unroll
   for (int r = 0; r < 32; ++r) {
     int flat = r * 128 + tx;
-    Q_shared[flat] = half((bz < 1 && bx * 64 + flat / 64 < 128 && by < 2 && flat % 64 < 64) ? float(Q[bx * 8192 + flat / 64 * 128 + by * 64 + flat % 64]) : 0.0f);
+    Q_shared[flat] = Q[bx * 8192 + flat / 64 * 128 + by * 64 + flat % 64];
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);
   #pragma unroll
@@ -165,7 +165,7 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     #pragma unroll
     for (int r_4 = 0; r_4 < 32; ++r_4) {
       int flat_1 = r_4 * 128 + tx;
-      K_shared[flat_1] = half((bz < 1 && k * 64 + flat_1 / 64 < 128 && by < 2 && flat_1 % 64 < 64) ? float(K[k * 8192 + flat_1 / 64 * 128 + by * 64 + flat_1 % 64]) : 0.0f);
+      K_shared[flat_1] = half((k * 64 + flat_1 / 64 < 128) ? float(K[k * 8192 + flat_1 / 64 * 128 + by * 64 + flat_1 % 64]) : 0.0f);
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     #pragma unroll
@@ -320,7 +320,7 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     #pragma unroll
     for (int r_14 = 0; r_14 < 32; ++r_14) {
       int flat_5 = r_14 * 128 + tx;
-      V_shared[flat_5] = half((bz < 1 && k * 64 + flat_5 / 64 < 128 && by < 2 && flat_5 % 64 < 64) ? float(V[k * 8192 + flat_5 / 64 * 128 + by * 64 + flat_5 % 64]) : 0.0f);
+      V_shared[flat_5] = half((k * 64 + flat_5 / 64 < 128) ? float(V[k * 8192 + flat_5 / 64 * 128 + by * 64 + flat_5 % 64]) : 0.0f);
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     #pragma unroll
@@ -382,15 +382,18 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     acc_o_reg[31] = acc_o_reg[31] / logsum_reg[1];
   }
   #pragma unroll
-  for (int r_16 = 0; r_16 < 32; ++r_16) {
-    O_shared[tx / 32 * 1024 + r_16 / 16 * 512 + tx % 32 / 16 * 256 + tx % 8 / 2 * 64 + r_16 % 16 / 2 * 8 + tx % 16 / 8 * 4 + tx % 2 * 2 + r_16 % 2] = half(acc_o_reg[r_16]);
+  for (int r_v = 0; r_v < 16; ++r_v) {
+    half O_shared_vec[2];
+    #pragma unroll
+    for (int r_l = 0; r_l < 2; ++r_l) {
+      O_shared_vec[r_l] = half(acc_o_reg[r_v * 2 + r_l]);
+    }
+    (*(threadgroup half2*)(&O_shared[tx / 32 * 1024 + r_v / 8 * 512 + tx % 32 / 16 * 256 + tx % 8 / 2 * 64 + r_v % 8 * 8 + tx % 16 / 8 * 4 + tx % 2 * 2])) = (*(thread half2*)(&O_shared_vec[0]));
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);
   #pragma unroll
-  for (int r_17 = 0; r_17 < 32; ++r_17) {
-    int flat_7 = r_17 * 128 + tx;
-    if (bz < 1 && bx * 64 + flat_7 / 64 < 128 && by < 2 && flat_7 % 64 < 64) {
-      Output[bx * 8192 + flat_7 / 64 * 128 + by * 64 + flat_7 % 64] = O_shared[flat_7];
-    }
+  for (int r_16 = 0; r_16 < 32; ++r_16) {
+    int flat_7 = r_16 * 128 + tx;
+    Output[bx * 8192 + flat_7 / 64 * 128 + by * 64 + flat_7 % 64] = O_shared[flat_7];
   }
 }

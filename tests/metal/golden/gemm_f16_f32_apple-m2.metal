@@ -139,13 +139,13 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     #pragma unroll
     for (int r_1 = 0; r_1 < 16; ++r_1) {
       int flat = r_1 * 128 + tx;
-      A_s[flat] = half((by * 64 + flat / 32 < 256 && ko * 32 + flat % 32 < 256) ? float(A[by * 16384 + flat / 32 * 256 + ko * 32 + flat % 32]) : 0.0f);
+      A_s[flat] = A[by * 16384 + flat / 32 * 256 + ko * 32 + flat % 32];
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     #pragma unroll
     for (int r_2 = 0; r_2 < 16; ++r_2) {
       int flat_1 = r_2 * 128 + tx;
-      B_s[flat_1] = half((ko * 32 + flat_1 / 64 < 256 && bx * 64 + flat_1 % 64 < 256) ? float(B[ko * 8192 + flat_1 / 64 * 256 + bx * 64 + flat_1 % 64]) : 0.0f);
+      B_s[flat_1] = B[ko * 8192 + flat_1 / 64 * 256 + bx * 64 + flat_1 % 64];
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     #pragma unroll
@@ -181,9 +181,12 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);
   #pragma unroll
-  for (int r_4 = 0; r_4 < 32; ++r_4) {
-    if (by * 64 + (tx / 32 % 2 * 32 + r_4 / 8 * 8 + (tx % 32 / 4 / 4 % 2 * 4 + tx % 32 / 2 % 4)) < 256 && bx * 64 + (tx / 32 / 2 * 32 + r_4 / 2 % 4 * 8 + (tx % 32 / 8 % 2 * 4 + tx % 32 % 2 * 2 + r_4 % 2)) < 256) {
-      C[by * 16384 + tx % 64 / 32 * 8192 + r_4 / 8 * 2048 + tx % 32 / 16 * 1024 + tx % 8 / 2 * 256 + bx * 64 + tx / 64 * 32 + r_4 % 8 / 2 * 8 + tx % 16 / 8 * 4 + tx % 2 * 2 + r_4 % 2] = C_l_reg[r_4];
+  for (int r_v = 0; r_v < 16; ++r_v) {
+    float C_vec[2];
+    #pragma unroll
+    for (int r_l = 0; r_l < 2; ++r_l) {
+      C_vec[r_l] = C_l_reg[r_v * 2 + r_l];
     }
+    (*(device float2*)(&C[by * 16384 + tx % 64 / 32 * 8192 + r_v / 4 * 2048 + tx % 32 / 16 * 1024 + tx % 8 / 2 * 256 + bx * 64 + tx / 64 * 32 + r_v % 4 * 8 + tx % 16 / 8 * 4 + tx % 2 * 2])) = (*(thread float2*)(&C_vec[0]));
   }
 }
