@@ -19,6 +19,9 @@ Rules:
 - A fragment in shared memory is a shared buffer of its shape. A lowering that wrote its
   register array then works on a copy of the thread's elements `layout.element_of(t, r)`,
   loaded before and stored after each per-thread region.
+- A fragment every thread holds whole (`replicated_fragment`: TileLang's floating fragment,
+  accessed outside T.Parallel) is read and written in the slot its indices name, row-major,
+  wherever the access is: each thread works on its own copy.
 - Statements outside parallel nests run on every thread (uniform control flow). A store to
   memory other threads see (shared, global), an atomic or a print there runs on thread 0 only,
   unless it names a thread index (`T.get_thread_binding`, or a scalar computed from one,
@@ -38,6 +41,7 @@ Rules:
 """
 from __future__ import annotations
 
+import numpy as np
 from tvm import ir as _ir
 from tvm import tirx as tir
 
@@ -72,6 +76,12 @@ def _flat_thread(info) -> tuple[tir.Expr, int]:
         expr = term if expr is None else expr + term
         stride *= int(info.extents[tag])
     return (expr if expr is not None else const(0)), stride
+
+
+def _as_exprs(indices) -> list:
+    """Indices as TIR (a layout whose element does not depend on the thread, such as a
+    replicated one, gives plain ints for a constant slot)."""
+    return [const(int(i)) if isinstance(i, (int, np.integer)) else i for i in indices]
 
 
 def _buffer_key(buf) -> int:
@@ -148,7 +158,35 @@ class _Partitioner:
 
     def run(self, body: tir.Stmt) -> tir.Stmt:
         body = self.stmt(body, uniform=True)
+        body = self.replicated_accesses(body)
         return self.retarget_shared(body)
+
+    def replicated_slot(self, buf, indices):
+        """The slot of element `indices` of a register fragment every thread holds whole (its
+        row-major position), or None for any other buffer."""
+        if not self.is_register_fragment(buf) or not self.layouts.get(buf).fully_replicated:
+            return None
+        flat = None
+        for i, d in zip(indices, buf.shape):
+            flat = i if flat is None else flat * d + i
+        return flat if flat is not None else const(0)
+
+    def replicated_accesses(self, node):
+        """Accesses to whole-copy register fragments that no nest rewrote (those outside
+        T.Parallel) become their slot of the thread's register array."""
+        def on_store(st: tir.BufferStore):
+            slot = self.replicated_slot(st.buffer, st.indices)
+            if slot is None:
+                return st
+            return tir.BufferStore(self.register_array(st.buffer), st.value, [slot], span=st.span)
+
+        def on_load(ld):
+            slot = self.replicated_slot(ld.source, ld.indices)
+            return ld if slot is None else tir.BufferLoad(self.register_array(ld.source), [slot])
+
+        import tvm_ffi
+
+        return tvm_ffi.structural_map(node, ((tir.BufferStore, on_store), (_ir.TensorLoad, on_load)))
 
     def retarget_shared(self, node):
         """Fragments that left registers: every access now names the shared copy (slot `s` of
@@ -318,6 +356,8 @@ class _Partitioner:
             if not self.is_register_fragment(acc.buffer):
                 continue
             slots = access_slots(layout, nest.loop_vars, acc.indices, self.layouts.get(acc.buffer))
+            if slots is None and self.layouts.get(acc.buffer).fully_replicated:
+                continue  # every thread's copy: the slot its indices name (`replicated_slot`)
             if slots is None:
                 raise TileLangCompileError(
                     f"internal: {nest.origin} runs in layout {layout.name} but {acc.buffer.name} is not local "
@@ -336,14 +376,14 @@ class _Partitioner:
         if identity and layout.symbolic_slots and layout.slots > 1:
             r = tir.Var("r", "int32")
             inner = self.nest_body(body, {k: r for k in slots_of}, guard)
-            inner = substitute(inner, dict(zip(loop_vars, layout.element_of(self.tid, r))))
+            inner = substitute(inner, dict(zip(loop_vars, _as_exprs(layout.element_of(self.tid, r)))))
             kind = tir.ForKind.UNROLLED if layout.slots <= _UNROLL_LIMIT else tir.ForKind.SERIAL
             return tir.For(r, const(0), const(layout.slots), kind, inner, annotations=self.partitioned(),
                            span=loop.span)
         copies = []
         for r in range(layout.slots):
             inner = self.nest_body(body, {k: const(v[r]) for k, v in slots_of.items()}, guard)
-            copies.append(substitute(inner, dict(zip(loop_vars, layout.element_of(self.tid, r)))))
+            copies.append(substitute(inner, dict(zip(loop_vars, _as_exprs(layout.element_of(self.tid, r))))))
         # one trip of a marked loop, so later passes see one partitioned region
         once = tir.Var("once", "int32")
         return tir.For(once, const(0), const(1), tir.ForKind.SERIAL, seq(copies), annotations=self.partitioned(),
@@ -354,7 +394,8 @@ class _Partitioner:
         cyclic slot `r` of the fallback partition); stores other threads see and atomics run
         under `guard` (one replica); PARALLEL loops nested deeper run serially in one thread."""
         def slot(buf, indices):
-            return slot_of.get(tuple(_buffer_key(i) for i in indices) + (_buffer_key(buf),))
+            found = slot_of.get(tuple(_buffer_key(i) for i in indices) + (_buffer_key(buf),))
+            return found if found is not None else self.replicated_slot(buf, indices)
 
         def on_store(s: tir.BufferStore):
             if self.is_register_fragment(s.buffer):
