@@ -378,11 +378,15 @@ class CStyleCodegen(CExprPrinter):
         for stmt in iter_stmts(body):
             if isinstance(stmt, tirx.BufferStore):
                 self.written_buffers.add(stmt.buffer)
+                if stmt.indices and isinstance(stmt.indices[-1], tirx.Ramp):
+                    self.addressed_buffers.add(stmt.buffer)  # stored through a vector pointer
             elif isinstance(stmt, tirx.AllocBuffer):
                 allocs.append(stmt)
             elif isinstance(stmt, tirx.AssertStmt):
                 self.used_helpers.add("assert")
         for e in iter_exprs(body):
+            if isinstance(e, ir.TensorLoad) and e.indices and isinstance(e.indices[-1], tirx.Ramp):
+                self.addressed_buffers.add(e.source)  # read through a vector pointer
             if isinstance(e, ir.Call) and isinstance(e.op, ir.Op):
                 name = str(e.op.name)
                 if name in ("tl.atomic_add", "tl.atomic_max", "tl.atomic_min", "tirx.address_of"):

@@ -54,6 +54,7 @@ from .errors import TileLangCompileError
 from .layout_inference import FRAGMENT_LAYOUTS
 from .layout_rules import access_slots, make_nest, nest_layout, parallel_nest
 from .thread_ranges import group_barrier, is_thread_groups, range_barrier_ids, thread_range
+from .vectorize import vector_lanes, vectorize_chunk
 
 __all__ = ["partition_over_threads", "insert_block_barriers", "sync_threads", "PARTITIONED"]
 
@@ -320,7 +321,9 @@ class _Partitioner:
         layout = nest_layout(nest, self.layouts, self.threads)
         if layout is not None:
             return self.partition_by_layout(loop, nest, body, layout)
-        extents = [lp.extent for lp in loops]
+        loop_vars, extents = [lp.loop_var for lp in loops], [lp.extent for lp in loops]
+        if not nest.accesses:
+            loop_vars, extents, body = self.in_vectors(loop_vars, extents, body)
         total = extents[0]
         for e in extents[1:]:
             total = total * e
@@ -329,7 +332,7 @@ class _Partitioner:
         # unflatten: the last loop varies fastest, so consecutive threads touch consecutive
         # elements of row-major tiles (coalesced global accesses)
         values, rest = [], flat
-        for depth in reversed(range(len(loops))):
+        for depth in reversed(range(len(loop_vars))):
             if depth == 0:
                 values.append(rest)
             else:
@@ -337,7 +340,7 @@ class _Partitioner:
                 rest = tir.floordiv(rest, extents[depth])
         values.reverse()
         inner = self.nest_body(body, {})
-        inner = substitute(inner, {lp.loop_var: v for lp, v in zip(loops, values)})
+        inner = substitute(inner, dict(zip(loop_vars, values)))
         const_total = int(total) if isinstance(total, tir.IntImm) else None
         if const_total is None or const_total % self.threads:
             inner = tir.IfThenElse(flat < total, inner, None)
@@ -346,6 +349,25 @@ class _Partitioner:
             else const((const_total + self.threads - 1) // self.threads)
         kind = tir.ForKind.UNROLLED if (const_total is not None and int(trips) <= _UNROLL_LIMIT) else tir.ForKind.SERIAL
         return tir.For(r, const(0), trips, kind, inner, annotations=self.partitioned(), span=loop.span)
+
+    def in_vectors(self, loop_vars: list, extents: list, body: tir.Stmt):
+        """The nest over vectors of consecutive elements of its innermost loop, when every
+        access is a whole aligned vector (`vectorize.vectorize_chunk`); else as it was."""
+        if not all(isinstance(e, tir.IntImm) for e in extents):
+            return loop_vars, extents, body
+        buffers = {}
+        walk(body, lambda n: buffers.setdefault(_buffer_key(n.buffer if isinstance(n, tir.BufferStore) else n.source),
+                                                n.buffer if isinstance(n, tir.BufferStore) else n.source),
+             (tir.BufferStore, _ir.TensorLoad))
+        lanes = vector_lanes(self.ctx.caps, buffers.values(), int(extents[-1]))
+        if lanes < 2:
+            return loop_vars, extents, body
+        lane = tir.Var("v", "int32")
+        chunk = tir.Var(f"{loop_vars[-1].name}_vec", "int32")
+        vector = vectorize_chunk(substitute(body, {loop_vars[-1]: chunk * lanes + lane}), lane, lanes, self.ctx.facts)
+        if vector is None:
+            return loop_vars, extents, body
+        return loop_vars[:-1] + [chunk], extents[:-1] + [const(int(extents[-1]) // lanes)], vector
 
     def partition_by_layout(self, loop: tir.For, nest, body: tir.Stmt, layout) -> tir.Stmt:
         """Thread `t` runs the elements `layout.element_of(t, r)` for each of its slots `r`;

@@ -54,6 +54,8 @@ class HIPCodegen(GPUCodegen):
     shared_qualifier = "__shared__ "
     dyn_shared_decl = "extern __shared__ __align__({align}) unsigned char {name}[];"
     unroll_pragma = "#pragma unroll"
+    # a local array read or written through a wider pointer (16-byte vectors, decoders)
+    addressed_local_format = "__attribute__((aligned(16))) "
     type_map = {**C_TYPES, **_STORAGE_TYPES}
     storage_types = {dtype: _storage(ctype) for dtype, ctype in _STORAGE_TYPES.items()}
     math_ops = {**C_MATH_OPS, "min": {"default": "tl_min({0}, {1})"},
