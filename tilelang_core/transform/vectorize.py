@@ -6,13 +6,14 @@ VECTORIZED and the C compiler vectorizes it; nothing is left for this pass.
 SIMT targets: when `partition_parallel` spreads a nest that touches no fragment over the
 threads, it asks `vectorize_chunk` for the nest's body at `lanes` consecutive elements of the
 innermost loop (`vector_lanes`: the target's `vector_bytes` over the widest element, at most
-`max_vector_lanes`, halved until it divides the innermost extent). Every access that moves
-with the innermost index must be provably whole and aligned: unit stride along the buffer's
-last dim, the first element's index a multiple of `lanes`, rows a multiple of `lanes`, and
-no condition around it (a bounds check, a select); then each thread moves `lanes` elements
-per access (16 bytes: `uint4`, `float4`, `half2` x 4) — loads into a register array, the
-arithmetic element by element, one vector store. Anything else, a symbolic extent included,
-stays one element per access. A kernel with vector accesses to global memory records the
+`max_vector_lanes`, halved until it divides the innermost extent). Every global access that
+moves with the innermost index must be provably whole and aligned: unit stride along the
+tensor's last dim, the first element's index a multiple of `lanes`, rows a multiple of
+`lanes`, and no condition around it (a bounds check, a select); then each thread moves
+`lanes` elements per global access (16 bytes: `uint4`, `float4`, `half2` x 4) — loads into a
+register array, the arithmetic element by element, one vector store. Shared tiles stay one
+element per access (a backend may still apply a swizzle to them). Anything else, a symbolic
+extent included, stays one element per access. A kernel with vector accesses to global memory records the
 alignment it assumes (`ctx.facts["tensor_alignment"]`), and a call checks it for each tensor.
 
 The pass itself is the named point after which a backend adds its own vectorizer.
@@ -28,7 +29,6 @@ from .irutil import analyzer, const, mentions, seq, substitute, walk
 __all__ = ["vectorize", "vector_lanes", "vectorize_chunk", "TENSOR_ALIGNMENT"]
 
 TENSOR_ALIGNMENT = "tensor_alignment"  # ctx.facts key: the byte alignment vector accesses assume
-_MEMORY = ("global", "shared", "shared.dyn")
 
 
 def vectorize(func, ctx):
@@ -71,8 +71,8 @@ def _multiple(expr, lanes: int) -> bool:
 
 def _vector_base(buffer, indices, lane, lanes: int):
     """The index of the first element when `buffer[indices]` over `lane` in [0, lanes) is
-    one whole aligned vector along the last dim; None otherwise."""
-    if buffer.scope() not in _MEMORY or any(mentions(i, {lane.__chandle__()}) for i in indices[:-1]):
+    one whole aligned vector along the last dim of a global buffer; None otherwise."""
+    if buffer.scope() != "global" or any(mentions(i, {lane.__chandle__()}) for i in indices[:-1]):
         return None
     size = _bytes(buffer.dtype) * lanes
     if size < 4 or size & (size - 1):
@@ -90,14 +90,18 @@ def _vector_base(buffer, indices, lane, lanes: int):
 
 
 def _guarded_loads(value, lane) -> bool:
-    """Whether a load that moves with `lane` sits under a condition (if_then_else, select)."""
+    """Whether a load that moves with `lane` sits under a condition (if_then_else, select),
+    or `value` calls what may have effects (a `tl.*` builtin, an extern function): those
+    keep their order with the loads, one element at a time."""
     found = False
     key = {lane.__chandle__()}
 
     def visit(node):
         nonlocal found
-        guarded = isinstance(node, tir.Select) or (
-            isinstance(node, _ir.Call) and isinstance(node.op, _ir.Op) and node.op.name.endswith("if_then_else"))
+        name = node.op.name if isinstance(node, _ir.Call) and isinstance(node.op, _ir.Op) else ""
+        if name.startswith("tl.") or name == "tirx.call_extern":
+            found = True
+        guarded = isinstance(node, tir.Select) or name.endswith("if_then_else")
         if guarded and mentions(node, key):
             found = True
 
@@ -106,49 +110,55 @@ def _guarded_loads(value, lane) -> bool:
 
 
 def vectorize_chunk(stmt: tir.Stmt, lane: tir.Var, lanes: int, facts: dict | None = None) -> tir.Stmt | None:
-    """`stmt` (a store whose indices depend on `lane`) for all `lane` in [0, lanes) as vector
-    accesses, or None when one of its accesses is not a whole aligned vector (see the module
-    docstring). `facts` receives the global alignment the result assumes."""
+    """`stmt` (a store whose indices depend on `lane`) for all `lane` in [0, lanes) with
+    vector accesses to global memory, or None when a global access that moves with `lane` is
+    not a whole aligned vector, or none is (see the module docstring). Accesses to other
+    memory (shared tiles, whose layout a backend may still rewrite) stay one element each.
+    `facts` receives the global alignment the result assumes."""
     if not isinstance(stmt, tir.BufferStore) or _guarded_loads(stmt.value, lane):
         return None
     key = {lane.__chandle__()}
-    ramps = {}  # id of a moving access -> its vector indices
+    ramps = {}  # a global access that moves with `lane` -> its vector indices
     for buffer, indices, _ in _accesses(stmt):
-        if not any(mentions(i, key) for i in indices):
+        if buffer.scope() != "global" or not any(mentions(i, key) for i in indices):
             continue
         base = _vector_base(buffer, indices, lane, lanes)
         if base is None:
             return None
         ramps[(buffer.__chandle__(), str(indices))] = indices[:-1] + [tir.Ramp(base, const(1), lanes)]
-    dst = stmt.buffer
-    dst_ramp = ramps.get((dst.__chandle__(), str(list(stmt.indices))))
-    if dst_ramp is None:
+    if not ramps:
         return None
-    if facts is not None and any(b.scope() == "global" for b, _, _ in _accesses(stmt)):
+    if facts is not None:
         widest = max(_bytes(b.dtype) for b, _, _ in _accesses(stmt))
         facts[TENSOR_ALIGNMENT] = max(facts.get(TENSOR_ALIGNMENT, 1), widest * lanes)
-    value = stmt.value
-    if isinstance(value, _ir.TensorLoad) and str(value.source.dtype) == str(dst.dtype):
-        src_ramp = ramps[(value.source.__chandle__(), str(list(value.indices)))]
-        return tir.BufferStore(dst, tir.BufferLoad(value.source, src_ramp), dst_ramp, span=stmt.span)
+    dst, value = stmt.buffer, stmt.value
+    dst_ramp = ramps.get((dst.__chandle__(), str(list(stmt.indices))))
+    if dst_ramp is not None and isinstance(value, _ir.TensorLoad) and str(value.source.dtype) == str(dst.dtype):
+        src_ramp = ramps.get((value.source.__chandle__(), str(list(value.indices))))
+        if src_ramp is not None:  # a copy: one vector load, one vector store
+            return tir.BufferStore(dst, tir.BufferLoad(value.source, src_ramp), dst_ramp, span=stmt.span)
     staged, loads = {}, []
 
     def stage(ld):
-        ramp = ramps.get((ld.source.__chandle__(), str(list(ld.indices))))
-        if ramp is None:
-            return ld
         k = (ld.source.__chandle__(), str(list(ld.indices)))
+        if k not in ramps:
+            return ld
         if k not in staged:
             reg = tir.decl_buffer((lanes,), ld.source.dtype, name=f"{ld.source.name}_vec", scope="local")
             staged[k] = reg
             loads.append(tir.AllocBuffer(reg))
-            loads.append(tir.BufferStore(reg, tir.BufferLoad(ld.source, ramp), [tir.Ramp(const(0), const(1), lanes)]))
+            loads.append(tir.BufferStore(reg, tir.BufferLoad(ld.source, ramps[k]), [tir.Ramp(const(0), const(1), lanes)]))
         return tir.BufferLoad(staged[k], [lane])
 
     import tvm_ffi
 
     value = tvm_ffi.structural_map(value, ((_ir.TensorLoad, stage),))
+    whole = [tir.Ramp(const(0), const(1), lanes)]
+    if dst_ramp is None:  # the store stays one element per lane (a shared tile)
+        compute = tir.For(lane, const(0), const(lanes), tir.ForKind.UNROLLED,
+                          tir.BufferStore(dst, value, list(stmt.indices), span=stmt.span))
+        return seq([*loads, compute])
     out = tir.decl_buffer((lanes,), dst.dtype, name=f"{dst.name}_vec", scope="local")
     compute = tir.For(lane, const(0), const(lanes), tir.ForKind.UNROLLED, tir.BufferStore(out, value, [lane]))
-    store = tir.BufferStore(dst, tir.BufferLoad(out, [tir.Ramp(const(0), const(1), lanes)]), dst_ramp, span=stmt.span)
+    store = tir.BufferStore(dst, tir.BufferLoad(out, whole), dst_ramp, span=stmt.span)
     return seq([*loads, tir.AllocBuffer(out), compute, store])
