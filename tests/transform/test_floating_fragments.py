@@ -59,6 +59,26 @@ def chunked_row_sum(rows: int, n: int, bn: int, threads: int = 256):
     return main
 
 
+def reduce_serial_fill(rows: int, n: int):
+    """A floating (1, n) fragment reduced into floating (1,) fragments: every thread holds
+    the whole row, so the sum must not add the copies of other threads in."""
+
+    @T.prim_func
+    def main(A: T.Tensor((rows, n), "float32"), Y: T.Tensor((rows, 2), "float32")):
+        with T.Kernel(rows, threads=64) as bx:
+            frag = T.alloc_fragment((1, n), "float32")
+            total = T.alloc_fragment((1,), "float32")
+            top = T.alloc_fragment((1,), "float32")
+            for i in T.serial(n):
+                frag[0, i] = A[bx, i]
+            T.reduce_sum(frag, total, dim=1)
+            T.reduce_max(frag, top, dim=1)
+            Y[bx, 0] = total[0]
+            Y[bx, 1] = top[0]
+
+    return main
+
+
 def _report(kernel) -> dict:
     return {e["fragment"]: e for e in json.loads(kernel.meta.extra["layout_report"])}
 
@@ -131,3 +151,14 @@ def test_large_floating_fragment_goes_to_shared_with_reason():
     report = _report(kernel)["frag"]
     assert report["placement"] == "shared"
     assert "outside T.Parallel" in report["reason"] and "512" in report["reason"]
+
+
+def test_reduction_of_a_replicated_fragment_counts_each_element_once(emu_dir):
+    a = _inputs(3, 64, 4)
+    expect = np.stack([a.astype(np.float64).sum(1), a.max(1)], axis=1)
+    kernel = tilelang.compile(reduce_serial_fill(3, 64), target="hip/gfx942")
+    assert {e["placement"] for e in _report(kernel).values()} == {"registers"}
+    for run in (emulate(kernel, emu_dir), tilelang.compile(reduce_serial_fill(3, 64), target="cpu")):
+        y = np.full((3, 2), np.nan, np.float32)
+        run(a, y)
+        np.testing.assert_allclose(y, expect, rtol=1e-5, atol=1e-5)
