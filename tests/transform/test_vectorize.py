@@ -120,3 +120,20 @@ def test_results_on_cpu(M, N, bm, dtype):
         tilelang.compile(func, target="cpu")(*args)
 
     _check_axpy(run, M, N, bm, dtype, np.random.default_rng(M + N))
+
+
+def test_machine_code_moves_128_bits():
+    """NVRTC's SASS and clang's gfx942 code object use 128-bit global loads and stores."""
+    import re
+
+    cuda = tilelang.compile(axpy(64, 64, 16), target="cuda/sm_90a")
+    hip = tilelang.compile(axpy(64, 64, 16), target="hip/gfx942")
+    try:
+        from tilelang_cuda.compile import disassemble as cuda_sass
+        from tilelang_hip.compile import disassemble as hip_code
+
+        sass, gcn = cuda_sass(cuda.binary), hip_code(hip.binary, "gfx942")
+    except Exception as err:  # noqa: BLE001 - a missing disassembler is a skip, with its reason
+        pytest.skip(f"no disassembler here: {err}")
+    assert re.search(r"\bLDG\.E\.128", sass) and re.search(r"\bSTG\.E\.128", sass)
+    assert "global_load_dwordx4" in gcn and "global_store_dwordx4" in gcn
