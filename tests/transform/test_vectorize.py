@@ -137,3 +137,20 @@ def test_machine_code_moves_128_bits():
         pytest.skip(f"no disassembler here: {err}")
     assert re.search(r"\bLDG\.E\.128", sass) and re.search(r"\bSTG\.E\.128", sass)
     assert "global_load_dwordx4" in gcn and "global_store_dwordx4" in gcn
+
+
+@pytest.mark.parametrize("M, N, bm, dtype", SIZES)
+def test_results_on_opencl(M, N, bm, dtype):
+    """A real OpenCL runtime (PoCL's CPU device) runs the vector accesses."""
+    device = pytest.importorskip("tilelang_opencl.device")
+    try:
+        device.device_for("pocl-cpu")
+    except device.OpenCLUnavailable as err:
+        pytest.skip(f"no PoCL CPU device: {err}")
+
+    def run(func, *args):
+        kernel = tilelang.compile(func, target="opencl/pocl-cpu")
+        assert ("(*(__global" in kernel.get_kernel_source()) == (N % 2 == 0)
+        kernel(*args)
+
+    _check_axpy(run, M, N, bm, dtype, np.random.default_rng(M * N + 1))
