@@ -52,6 +52,20 @@ def scaled_rows(N, dtype="float32"):
     return main
 
 
+def symbolic_row_length(dtype="float32"):
+    """Tiles of 64 columns of a tensor whose row length is symbolic: rows may not be whole
+    vectors, so the accesses stay scalar."""
+    N = T.symbolic("N")
+
+    @T.prim_func
+    def main(X: T.Tensor((4, N), dtype), Y: T.Tensor((4, N), dtype)):
+        with T.Kernel(4, T.ceildiv(N, 64), threads=64) as (bx, by):
+            for j in T.Parallel(64):
+                Y[bx, by * 64 + j] = X[bx, by * 64 + j] + 1.0
+
+    return main
+
+
 def guarded(N, dtype="float32"):
     @T.prim_func
     def main(X: T.Tensor((4, N), dtype), Y: T.Tensor((4, N), dtype)):
@@ -92,6 +106,7 @@ def test_broadcast_vectorizes_symbolic_rows_and_guards_stay_scalar(target):
     source = tilelang.compile(scaled_rows(64), target=target).get_kernel_source()
     assert FLOAT4[target] in source and "S[bx]" in source  # S[bx] is one scalar per vector
     assert "(*(" not in tilelang.compile(guarded(64), target=target).get_kernel_source()
+    assert "(*(" not in tilelang.compile(symbolic_row_length(), target=target).get_kernel_source()
 
 
 def _check_axpy(run, M, N, bm, dtype, rng):
