@@ -154,3 +154,17 @@ def test_only_single_constant_stores_are_inlined():
     assert "n: T.int32" not in text and "k: T.int32" not in text
     assert "x[0] = x[0] + 1" in text  # stored twice: stays
     assert "y: T.int32 = c + 1" in text  # not a constant: stays
+
+
+def test_a_scalar_a_tile_op_writes_stays():
+    @T.prim_func
+    def main(A: T.Tensor((8,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1) as bx:
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = T.float32(0.5)
+            for i in T.serial(8):
+                T.atomic_add(acc[0], A[i])
+            B[0] = acc[0]
+
+    text = inline_constants(main).script()
+    assert "acc[0] = T.float32(0.5)" in text and "B[0] = acc[0]" in text

@@ -9,8 +9,9 @@ registers.
 
 Before: a scalar may be declared and stored once with an expression that simplifies to a
 constant (an int or a float, possibly through earlier such scalars): a one-element "local"
-or "local.var" buffer with that single store, read only by loads and never handed to a call by
-address; or a `Bind` / `LetStmt` variable.
+or "local.var" buffer with that single store, read only by loads, never handed to a call by
+address nor to a tile op or atomic as an element (`T.atomic_add(acc[0], x)` writes it); or a
+`Bind` / `LetStmt` variable.
 After: those scalars, their stores and bindings are gone and every read is the constant.
 Scalars stored twice (`x = x + 1`), or stored anything else (a thread index, a load, a
 parameter), stay.
@@ -65,6 +66,12 @@ def _constant_scalars(body: tir.Stmt) -> tuple[dict, dict]:
                 by_address.add(_key(ld.source if isinstance(ld, _ir.TensorLoad) else ld))
 
             walk(node, note, (_ir.TensorLoad, tir.Buffer))
+        elif isinstance(node, _ir.Call) and isinstance(node.op, _ir.Op) and node.op.name.startswith("tl."):
+            # an element handed to a tile op or an atomic (`T.atomic_add(acc[0], x)`) is
+            # where it writes, not a value it reads
+            for arg in node.args[:1] if node.op.name == "tl.region" else node.args:  # not a region's extents
+                if isinstance(arg, _ir.TensorLoad):
+                    by_address.add(_key(arg.source))
 
     walk(body, collect, (tir.BufferStore, tir.Bind, tir.LetStmt, _ir.Call))
     known_vars: dict = {}
