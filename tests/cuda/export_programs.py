@@ -455,6 +455,56 @@ def _dequant_programs() -> list[Program]:
     ]
 
 
+def _core_fix_programs() -> list[Program]:
+    """The kernels of the core's regression tests for floating fragments, fragments in a
+    T.macro and vector accesses (tests/transform): on a GPU they prove what the host
+    emulation showed."""
+    fl = _import("test_floating_fragments", REPO / "tests" / "transform" / "test_floating_fragments.py")
+    ic = _import("test_inline_constants", REPO / "tests" / "transform" / "test_inline_constants.py")
+    vz = _import("test_vectorize", REPO / "tests" / "transform" / "test_vectorize.py")
+
+    def serial_fill(rng):
+        a = rand(rng, (4, 64), "float32")
+        return Run([a, Out((4, 64), "float32")], {1: a.value * 2 + 1})
+
+    def row_sum(rng, n):
+        x = rand(rng, (3, n), "float32")
+        return Run([x, Out((3,), "float32")], {1: x.value.sum(1)}, tol={1: (1e-5, 1e-5)})
+
+    def replicated_reduce(rng):
+        a = rand(rng, (3, 64), "float32")
+        return Run([a, Out((3, 2), "float32")], {1: np.stack([a.value.sum(1), a.value.max(1)], axis=1)})
+
+    def softmax(rng):
+        a = rand(rng, (ic.M, ic.N), "float32", scale=4.0)
+        e = np.exp(a.value - a.value.max(1, keepdims=True))
+        return Run([a, Out((ic.M, ic.N), "float32")], {1: e / e.sum(1, keepdims=True)})
+
+    def centered(rng):
+        a = rand(rng, (ic.M, ic.N), "float32")
+        return Run([a, Out((ic.M, ic.N), "float32")], {1: a.value - a.value.max(1, keepdims=True)})
+
+    def axpy(rng, M, N, dtype):
+        a = rand(rng, (M, N), dtype)
+        return Run([a, Out((M, N), dtype), Out((M, N), dtype)], {1: a.value, 2: a.value * 3})
+
+    return [
+        Program("core_floating_serial_fill", lambda: fl.serial_fill(4, 64), serial_fill),
+        Program("core_floating_row_sum", lambda: fl.chunked_row_sum(3, 4096, 2048), lambda rng: row_sum(rng, 4096)),
+        Program("core_floating_row_sum_ragged", lambda: fl.chunked_row_sum(3, 3000, 1024),
+                lambda rng: row_sum(rng, 3000)),
+        Program("core_floating_replicated_reduce", lambda: fl.reduce_serial_fill(3, 64), replicated_reduce),
+        Program("core_macro_softmax", lambda: ic.softmax_kernel(True), softmax),
+        Program("core_macro_allocates_fragment", lambda: ic.centered_kernel(), centered),
+        Program("core_vector_axpy_float16", lambda: vz.axpy(256, 128, 16, "float16"),
+                lambda rng: axpy(rng, 256, 128, "float16")),
+        Program("core_vector_axpy_ragged_float32", lambda: vz.axpy(12, 30, 4, "float32"),
+                lambda rng: axpy(rng, 12, 30, "float32")),
+        Program("core_vector_axpy_odd_float32", lambda: vz.axpy(9, 15, 3, "float32"),
+                lambda rng: axpy(rng, 9, 15, "float32")),
+    ]
+
+
 def programs() -> dict[str, Program]:
     """Every program of the CUDA test set, by name."""
     from tests.run import kernels as run_kernels
@@ -462,7 +512,7 @@ def programs() -> dict[str, Program]:
     found = (_example_programs() + _language_programs() + _gemm_programs(run_kernels)
              + _reduce_programs(run_kernels) + _cumsum_programs(run_kernels)
              + _atomic_programs(run_kernels) + _misc_run_programs(run_kernels) + _multi_launch_programs()
-             + _dequant_programs())
+             + _dequant_programs() + _core_fix_programs())
     table = {p.name: p for p in found}
     assert len(table) == len(found), "duplicate program names"
     return table

@@ -163,7 +163,14 @@ class _Machine:
             return lambda th: th.machine.buffer_array(th, buf).reshape(-1)[flat(th):flat(th) + lanes].copy()
         if t is ir.TensorLoad:
             buf, flat = e.source, self.compile_flat(e.source, e.indices)
-            return lambda th: th.machine.buffer_array(th, buf).reshape(-1)[flat(th)].item()
+
+            def load(th):
+                value = th.machine.buffer_array(th, buf).reshape(-1)[flat(th)]
+                return value.item() if np.ndim(value) == 0 else value.copy()  # a Ramp: a vector
+            return load
+        if t is tirx.Ramp:
+            base, stride, lanes = self.compile(e.base), self.compile(e.stride), int(e.lanes)
+            return lambda th: base(th) + stride(th) * np.arange(lanes)
         if t in _BIN:
             op, a, b = _BIN[t], self.compile(e.a), self.compile(e.b)
             if t is tirx.And:
@@ -212,7 +219,7 @@ class _Machine:
             out = 0
             for part, d in zip(parts, shape):
                 i = part(th)
-                if not 0 <= i < d:
+                if not (np.all(0 <= i) and np.all(i < d)):
                     raise IndexError(f"{name}: index {i} is outside {shape}")
                 out = out * d + i
             return out

@@ -158,7 +158,7 @@ def test_check_wants_t_kernel_on_simt_targets():
 
 def test_pipeline_edits_by_name():
     pipeline = default_pipeline()
-    assert pipeline.names()[0] == "check" and pipeline.names()[-1] == "finalize"
+    assert pipeline.names()[0] == "inline_constants" and pipeline.names()[-1] == "finalize"
     pipeline.insert_after("lower_tile_ops", "mine", lambda f, c: f)
     assert pipeline.names()[pipeline.names().index("lower_tile_ops") + 1] == "mine"
     pipeline.remove("mine")

@@ -17,7 +17,9 @@ launch model (a block as one thread of execution) subclasses `CStyleCodegen` ins
 """
 from __future__ import annotations
 
-from .analysis import CodegenError, LaunchInfo
+from tvm import ir, tirx
+
+from .analysis import CodegenError, LaunchInfo, buffer_info, dtype_of
 from .cstyle import CStyleCodegen
 
 __all__ = ["GPUCodegen", "SIMT_THREAD_INDEX"]
@@ -46,6 +48,29 @@ class GPUCodegen(CStyleCodegen):
                         "min": "atomicMin({0}, {1})"}
     reserved_names: tuple[str, ...] = ("blockIdx", "threadIdx", "blockDim", "gridDim", "printf",
                                        "min", "max", "assert")
+    # a value converted to float before a storage-only type's `store` conversion
+    float_cast_format = "(float)({0})"
+
+    def visit_store(self, s) -> None:
+        """A store to a storage-only dtype (one held in a wider type, `storage_types`: e.g.
+        float16/bfloat16 kept as 16-bit words and computed in float) skips the trip through
+        float where it changes nothing: a copy of an element of the same dtype moves its bits
+        (`A[i] = B[j]`), and a value just cast to the stored dtype is rounded once (converted
+        to float with `float_cast_format` when it is not one already, then the `store`
+        conversion). Every other store is the base printer's."""
+        dtype = buffer_info(s.buffer).dtype
+        value = s.value
+        if dtype in self.storage_types:
+            if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source) \
+                    and buffer_info(value.source).dtype == dtype:
+                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = "
+                                 f"{self.buffer_ref(value.source, value.indices)};")
+            if isinstance(value, tirx.Cast) and dtype_of(value) == dtype:
+                text = self.expr(value.value)
+                if self.value_dtype(dtype_of(value.value)) != "float32":
+                    text = self.float_cast_format.format(text)
+                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = {self.store_value(dtype, text)};")
+        super().visit_store(s)
 
     @staticmethod
     def block_threads(launch: LaunchInfo) -> int | None:

@@ -147,6 +147,9 @@ def _build_one(func, target, options: CompileOptions, facts: dict):
     source = hooks.codegen(lowered, options)
     binary = hooks.compile(source, options)
     symbols = facts.get("symbols", {})
+    extra = dict(source.extra)
+    if "tensor_alignment" in facts:  # vector accesses to global memory (transform/vectorize*.py)
+        extra["tensor_alignment"] = max(int(extra.get("tensor_alignment", 1)), int(facts["tensor_alignment"]))
     params = _param_specs(func) + [ParamSpec(name, "scalar", "int32") for name in symbols]
     meta = KernelMeta(
         target=str(target),
@@ -156,10 +159,8 @@ def _build_one(func, target, options: CompileOptions, facts: dict):
         block=tuple(source.block),
         shared_memory=int(source.shared_memory),
         symbols={k: tuple(v) for k, v in symbols.items()},
-        extra={"language": source.language, **{k: v for k, v in source.extra.items() if isinstance(v, (str, int, float, bool))}},
+        extra={"language": source.language, **{k: v for k, v in extra.items() if isinstance(v, (str, int, float, bool))}},
     )
-    if "tensor_alignment" in facts:  # vector accesses to global memory (transform/vectorize_slots.py)
-        meta.extra["tensor_alignment"] = max(int(meta.extra.get("tensor_alignment", 1)), int(facts["tensor_alignment"]))
     return meta, binary, source.source
 
 

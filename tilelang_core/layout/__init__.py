@@ -7,12 +7,12 @@ hook gives the layouts its matrix instructions need, as `Fragment`s.
 """
 from __future__ import annotations
 
-from .fragment import Fragment, FragmentError, cyclic_fragment, row_fragment, xor
+from .fragment import Fragment, FragmentError, cyclic_fragment, replicated_fragment, row_fragment, xor
 from .placement import FragmentDecision, FragmentLayouts
 from .plot import plot_layout
 
 __all__ = ["Fragment", "FragmentError", "FragmentDecision", "FragmentLayouts", "cyclic_fragment",
-           "plot_layout", "row_fragment", "xor", "Layout", "make_swizzled_layout"]
+           "plot_layout", "replicated_fragment", "row_fragment", "xor", "Layout", "make_swizzled_layout"]
 
 # TileLang's `tilelang.layout` also holds the user-facing shared-memory layouts, which live in
 # the language (they need TVM): resolved on first access so this package stays TVM-free.

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["Fragment", "FragmentError", "xor", "cyclic_fragment", "row_fragment"]
+__all__ = ["Fragment", "FragmentError", "xor", "cyclic_fragment", "replicated_fragment", "row_fragment"]
 
 
 class FragmentError(ValueError):
@@ -75,6 +75,11 @@ class Fragment:
     def replicate(self) -> int:
         """How many threads hold each element."""
         return self.threads * self.slots // math.prod(self.shape)
+
+    @property
+    def fully_replicated(self) -> bool:
+        """Whether every thread holds the whole tile (TileLang's `IsCompletedReplicated`)."""
+        return self.slots == math.prod(self.shape)
 
     def element_of(self, thread, slot) -> tuple:
         """The element held in `slot` of `thread` (ints, NumPy arrays or TIR expressions)."""
@@ -323,15 +328,27 @@ def cyclic_fragment(shape: Sequence[int], threads: int, vector: int = 1) -> Frag
     slots = total // threads
 
     def element_of(t, s):
-        flat = ((s // vector) * threads + t) * vector + s % vector
-        idx = []
-        for d in reversed(shape[1:]):
-            idx.append(flat % d)
-            flat = flat // d
-        idx.append(flat)
-        return tuple(reversed(idx))
+        return _unflatten(((s // vector) * threads + t) * vector + s % vector, shape)
 
     return Fragment(shape, threads, slots, element_of, f"cyclic[vec {vector}]")
+
+
+def _unflatten(flat, shape: tuple) -> tuple:
+    """Row-major indices of element `flat` of `shape` (ints, NumPy arrays or TIR)."""
+    idx = []
+    for d in reversed(shape[1:]):
+        idx.append(flat % d)
+        flat = flat // d
+    idx.append(flat)
+    return tuple(reversed(idx))
+
+
+def replicated_fragment(shape: Sequence[int], threads: int) -> Fragment:
+    """Every thread holds the whole tile, element `flat` (row-major) in slot `flat`: the
+    layout of a fragment read or written outside `T.Parallel` (TileLang's fully replicated
+    "floating" fragment), where each thread runs the code on its own copy."""
+    shape = tuple(int(d) for d in shape)
+    return Fragment(shape, threads, math.prod(shape), lambda t, s: _unflatten(s, shape), "replicated")
 
 
 def row_fragment(m: int, n: int, threads: int, max_lanes: int, vector: int = 1) -> Fragment | None:

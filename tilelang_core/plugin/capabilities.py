@@ -59,6 +59,7 @@ class Capabilities:
     processor_count: int | None = None
     l2_size: int | None = None
     vector_bytes: int = 16
+    max_vector_lanes: int = 16  # the most elements one vector access may hold (MSL: 4)
     matrix_instructions: tuple[MatrixInstruction, ...] = ()
     copy_engines: tuple[str, ...] = ()
     barriers: tuple[str, ...] = ()
@@ -138,7 +139,7 @@ class Capabilities:
             ("registers per block", fmt_size(self.registers_per_block)),
             ("processors", "unknown" if self.processor_count is None else str(self.processor_count)),
             ("L2 cache", fmt_size(self.l2_size)),
-            ("vector width", f"{self.vector_bytes} bytes"),
+            ("vector width", f"{self.vector_bytes} bytes, at most {self.max_vector_lanes} lanes"),
             ("matrix instructions", mm or "none"),
             ("copy engines", ", ".join(self.copy_engines) or "none"),
             ("barriers", ", ".join(self.barriers) or "none"),

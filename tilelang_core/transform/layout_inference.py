@@ -17,6 +17,11 @@ How (the order of TileLang's inference):
    threads that share the dropped dims; a reduction's result gets the projection of its
    source's layout; copies, fills and the other tile ops are modelled by their portable
    lowering, as nests;
+0. a fragment read or written outside `T.Parallel` and tile ops (a serial loop filling
+   `frag[0, i]`, a scalar `T.fill` of a `(1,)` fragment) is *floating*, as TileLang calls it:
+   every thread holds all of it (`replicated_fragment`) and runs that code on its own copy,
+   when it has at most `REPLICATED_LIMIT` elements and no strict layout; else it lives in
+   shared memory;
 3. free choices for what is left, then propagation again: a reduction's source gets rows over
    consecutive lanes of a warp (the target's warp size), any other fragment the cyclic layout;
 Inside a `T.ws` scope the range's threads stand for the block: tile ops see their count, and a
@@ -40,7 +45,7 @@ from tvm import tirx as tir
 
 from ..ir import TileOp, is_tile_op
 from ..ir.source import source_of
-from ..layout import Fragment, FragmentError, FragmentLayouts, cyclic_fragment, row_fragment
+from ..layout import Fragment, FragmentError, FragmentLayouts, cyclic_fragment, replicated_fragment, row_fragment
 from ..layout.fragment import is_symbolic  # ints and arrays are evaluated, TIR is code
 from .kernel_info import launch_info
 from .thread_ranges import ThreadRange, is_thread_groups, thread_range
@@ -50,6 +55,9 @@ from .layout_rules import (FRAGMENT, Access, Nest, access_slots, buffer_key, def
 __all__ = ["infer_layout", "LayoutContext", "FRAGMENT_LAYOUTS", "fragment_from_index_map"]
 
 FRAGMENT_LAYOUTS = "fragment_layouts"
+# the most elements a floating fragment holds in every thread's registers (like the SIMT
+# placement's unroll limit); a larger one lives in shared memory
+REPLICATED_LIMIT = 256
 
 
 @dataclass
@@ -164,6 +172,7 @@ class _Reduce:
     kept: list
     model: list  # the portable lowering's nests (used when the source is not in registers)
     origin: str
+    model_outside: list = field(default_factory=list)  # its fragment accesses outside those nests
 
 
 class _Inference:
@@ -180,6 +189,7 @@ class _Inference:
         self.uses: list = []  # Nest | _Reduce, program order
         self.reducers: set[int] = set()  # fragments allocated by T.alloc_reducer
         self.order: list = []  # fragments in allocation order
+        self.floating: dict[int, tuple] = {}  # fragment -> (threads, origin) of its first access outside nests
 
         def collect(node):
             if isinstance(node, tir.AllocBuffer) and node.buffer.scope() == FRAGMENT:
@@ -262,9 +272,35 @@ class _Inference:
                                                                  f"fragment belongs to the threads of one range")
 
     def outside(self, accesses: list[Access], node) -> None:
+        """Note fragments accessed outside a nest (floating); `place_floating` decides them."""
         for acc in accesses:
-            self.layouts.move_to_shared(acc.buffer, f"{op_line(node, 'a statement')} reads or writes it "
-                                                    f"outside T.Parallel (every thread would need every element)")
+            key = buffer_key(acc.buffer)
+            here = (self.range.extent, op_line(node, "a statement"))
+            if key in self.floating and self.floating[key][0] != here[0]:
+                self.layouts.move_to_shared(acc.buffer, f"{here[1]} and {self.floating[key][1]} read or write it "
+                                                        f"outside T.Parallel in thread ranges of different sizes")
+            self.floating.setdefault(key, here)
+
+    def place_floating(self) -> None:
+        """Every thread holds a copy of each floating fragment (TileLang's fully replicated
+        layout), unless a strict layout was imposed on it or it is too large."""
+        for key, (threads, origin) in self.floating.items():
+            buf = self.fragments.get(key)
+            if buf is None or not self.layouts.decision(buf).in_registers:
+                continue
+            held = self.layouts.get(buf)
+            elements = int(np.prod([int(d) for d in buf.shape]))
+            if held is not None and not held.fully_replicated:
+                self.layouts.move_to_shared(buf, f"{origin} reads or writes it outside T.Parallel, but "
+                                                 f"{self.layouts.decision(buf).origin} gave it the layout {held.name} "
+                                                 f"(every thread would need every element)")
+            elif held is None and elements > REPLICATED_LIMIT:
+                self.layouts.move_to_shared(buf, f"{origin} reads or writes it outside T.Parallel: every thread "
+                                                 f"would hold all {elements} elements (at most {REPLICATED_LIMIT} "
+                                                 f"stay in registers)")
+            elif held is None:
+                self.layouts.impose(buf, replicated_fragment(buf.shape, threads),
+                                    f"{origin} (outside T.Parallel: every thread holds a copy)")
 
     def tile_op(self, op: TileOp, portable, scratch) -> None:
         if op.name == "reducer_info":
@@ -324,8 +360,8 @@ class _Inference:
         if [s_shape[d] for d in kept] != d_shape and not (not kept and d_shape == [1]):
             return None
         lowered = portable.lower_portable(op, scratch)
-        model, _ = scan_nests(lowered, self.fragments, op_line(op.stmt, f"T.reduce_{op.str_arg(2)}"))
-        return _Reduce(src.buffer, dst.buffer, kept, model, op_line(op.stmt, f"T.reduce_{op.str_arg(2)}"))
+        model, outside = scan_nests(lowered, self.fragments, op_line(op.stmt, f"T.reduce_{op.str_arg(2)}"))
+        return _Reduce(src.buffer, dst.buffer, kept, model, op_line(op.stmt, f"T.reduce_{op.str_arg(2)}"), outside)
 
     # -- solving ---------------------------------------------------------------------------
 
@@ -413,7 +449,8 @@ class _Inference:
         moved = False
         for use in self.uses:
             if isinstance(use, _Reduce):
-                if self.layouts.in_registers(use.src) and self.layouts.in_registers(use.dst):
+                registers = self.layouts.in_registers(use.src) and self.layouts.in_registers(use.dst)
+                if registers and self.layouts.get(use.src).replicate == 1:
                     want = _project(self.layouts.get(use.src), use.kept, use.dst)
                     if want is not None and want == self.layouts.get(use.dst):
                         continue
@@ -422,7 +459,15 @@ class _Inference:
                                                          f"{self.layouts.get(use.dst).name}")
                     moved = True
                     continue
-                nests = use.model  # the portable reduction: a nest over the result
+                # the portable reduction: a nest over the result; what it reads outside that
+                # nest every thread reads, so only a copy in every thread serves
+                for acc in use.model_outside:
+                    held = self.layouts.get(acc.buffer)
+                    if self.layouts.in_registers(acc.buffer) and held is not None and not held.fully_replicated:
+                        self.layouts.move_to_shared(acc.buffer, f"{use.origin} reads it in every thread, but it is "
+                                                                f"spread over the threads ({held.name})")
+                        moved = True
+                nests = use.model
             else:
                 nests = [use]
             for nest in nests:
@@ -436,6 +481,14 @@ class _Inference:
             if not self.layouts.in_registers(acc.buffer):
                 continue
             frag = self.layouts.get(acc.buffer)
+            if frag.fully_replicated and not acc.write and (layout is None or layout.threads == frag.threads):
+                continue  # every thread holds every element, in the slot its indices name
+            if frag.fully_replicated and acc.write and (layout is None or not layout.fully_replicated):
+                # each copy must see every write: a nest spread over the threads updates only some
+                self.layouts.move_to_shared(acc.buffer, f"{nest.origin} writes it from a layout spread over the "
+                                                        f"threads, but every thread holds a copy of it")
+                moved = True
+                continue
             if layout is None or access_slots(layout, nest.loop_vars, acc.indices, frag) is None:
                 runs = f"in layout {layout.name}" if layout is not None else "over a symbolic range"
                 self.layouts.move_to_shared(acc.buffer, f"{nest.origin} runs {runs}, in which "
@@ -451,6 +504,7 @@ class _Inference:
         return moved
 
     def solve(self) -> None:
+        self.place_floating()
         self.propagate()
         while self.choose_free():
             self.propagate()

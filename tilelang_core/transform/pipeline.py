@@ -15,6 +15,7 @@ __all__ = ["PassContext", "Pipeline", "PipelineError", "default_pipeline", "POIN
 
 # Named points of the default pipeline, in order. Backends insert passes relative to them.
 POINTS = (
+    "inline_constants",  # scalars bound to constants (`rows, cols = s.shape` in a T.macro) inlined
     "check",             # semantic checks with the user's source lines
     "hoist_allocations",  # buffers allocated in loops move before the outermost loop
     "infer_layout",      # fragment and shared layouts (asks tilelang_infer_layout)
@@ -98,6 +99,7 @@ def default_pipeline() -> Pipeline:
         finalize,
         guards,
         hoist,
+        inline_constants,
         layout_inference,
         lower_tile_ops,
         parallel,
@@ -109,6 +111,7 @@ def default_pipeline() -> Pipeline:
     )
 
     return Pipeline([
+        ("inline_constants", inline_constants.inline_constants),
         ("check", check.check),
         ("hoist_allocations", hoist.hoist_allocations),
         ("infer_layout", layout_inference.infer_layout),

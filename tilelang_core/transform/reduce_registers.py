@@ -59,6 +59,8 @@ def lower_register_reduce(op: TileOp, ctx) -> tir.Stmt | None:
     dim = op.int_arg(3)
     kept = [d for d in range(len(src.buffer.shape)) if d != dim]
     f, g = layouts.get(src.buffer), layouts.get(dst.buffer)
+    if f.replicate > 1:  # the holders of a source element would each add it in
+        return None
     feeds = _feeds(f, g, kept)
     bits = g.replica_bits()
     if feeds is None or bits is None or any(not x for x in feeds):

@@ -19,6 +19,9 @@ Rules:
 - A fragment in shared memory is a shared buffer of its shape. A lowering that wrote its
   register array then works on a copy of the thread's elements `layout.element_of(t, r)`,
   loaded before and stored after each per-thread region.
+- A fragment every thread holds whole (`replicated_fragment`: TileLang's floating fragment,
+  accessed outside T.Parallel) is read and written in the slot its indices name, row-major,
+  wherever the access is: each thread works on its own copy.
 - Statements outside parallel nests run on every thread (uniform control flow). A store to
   memory other threads see (shared, global), an atomic or a print there runs on thread 0 only,
   unless it names a thread index (`T.get_thread_binding`, or a scalar computed from one,
@@ -38,6 +41,7 @@ Rules:
 """
 from __future__ import annotations
 
+import numpy as np
 from tvm import ir as _ir
 from tvm import tirx as tir
 
@@ -50,6 +54,7 @@ from .errors import TileLangCompileError
 from .layout_inference import FRAGMENT_LAYOUTS
 from .layout_rules import access_slots, make_nest, nest_layout, parallel_nest
 from .thread_ranges import group_barrier, is_thread_groups, range_barrier_ids, thread_range
+from .vectorize import vector_lanes, vectorize_chunk
 
 __all__ = ["partition_over_threads", "insert_block_barriers", "sync_threads", "PARTITIONED"]
 
@@ -72,6 +77,12 @@ def _flat_thread(info) -> tuple[tir.Expr, int]:
         expr = term if expr is None else expr + term
         stride *= int(info.extents[tag])
     return (expr if expr is not None else const(0)), stride
+
+
+def _as_exprs(indices) -> list:
+    """Indices as TIR (a layout whose element does not depend on the thread, such as a
+    replicated one, gives plain ints for a constant slot)."""
+    return [const(int(i)) if isinstance(i, (int, np.integer)) else i for i in indices]
 
 
 def _buffer_key(buf) -> int:
@@ -148,7 +159,35 @@ class _Partitioner:
 
     def run(self, body: tir.Stmt) -> tir.Stmt:
         body = self.stmt(body, uniform=True)
+        body = self.replicated_accesses(body)
         return self.retarget_shared(body)
+
+    def replicated_slot(self, buf, indices):
+        """The slot of element `indices` of a register fragment every thread holds whole (its
+        row-major position), or None for any other buffer."""
+        if not self.is_register_fragment(buf) or not self.layouts.get(buf).fully_replicated:
+            return None
+        flat = None
+        for i, d in zip(indices, buf.shape):
+            flat = i if flat is None else flat * d + i
+        return flat if flat is not None else const(0)
+
+    def replicated_accesses(self, node):
+        """Accesses to whole-copy register fragments that no nest rewrote (those outside
+        T.Parallel) become their slot of the thread's register array."""
+        def on_store(st: tir.BufferStore):
+            slot = self.replicated_slot(st.buffer, st.indices)
+            if slot is None:
+                return st
+            return tir.BufferStore(self.register_array(st.buffer), st.value, [slot], span=st.span)
+
+        def on_load(ld):
+            slot = self.replicated_slot(ld.source, ld.indices)
+            return ld if slot is None else tir.BufferLoad(self.register_array(ld.source), [slot])
+
+        import tvm_ffi
+
+        return tvm_ffi.structural_map(node, ((tir.BufferStore, on_store), (_ir.TensorLoad, on_load)))
 
     def retarget_shared(self, node):
         """Fragments that left registers: every access now names the shared copy (slot `s` of
@@ -282,7 +321,9 @@ class _Partitioner:
         layout = nest_layout(nest, self.layouts, self.threads)
         if layout is not None:
             return self.partition_by_layout(loop, nest, body, layout)
-        extents = [lp.extent for lp in loops]
+        loop_vars, extents = [lp.loop_var for lp in loops], [lp.extent for lp in loops]
+        if not nest.accesses:
+            loop_vars, extents, body = self.in_vectors(loop_vars, extents, body)
         total = extents[0]
         for e in extents[1:]:
             total = total * e
@@ -291,7 +332,7 @@ class _Partitioner:
         # unflatten: the last loop varies fastest, so consecutive threads touch consecutive
         # elements of row-major tiles (coalesced global accesses)
         values, rest = [], flat
-        for depth in reversed(range(len(loops))):
+        for depth in reversed(range(len(loop_vars))):
             if depth == 0:
                 values.append(rest)
             else:
@@ -299,7 +340,7 @@ class _Partitioner:
                 rest = tir.floordiv(rest, extents[depth])
         values.reverse()
         inner = self.nest_body(body, {})
-        inner = substitute(inner, {lp.loop_var: v for lp, v in zip(loops, values)})
+        inner = substitute(inner, dict(zip(loop_vars, values)))
         const_total = int(total) if isinstance(total, tir.IntImm) else None
         if const_total is None or const_total % self.threads:
             inner = tir.IfThenElse(flat < total, inner, None)
@@ -308,6 +349,25 @@ class _Partitioner:
             else const((const_total + self.threads - 1) // self.threads)
         kind = tir.ForKind.UNROLLED if (const_total is not None and int(trips) <= _UNROLL_LIMIT) else tir.ForKind.SERIAL
         return tir.For(r, const(0), trips, kind, inner, annotations=self.partitioned(), span=loop.span)
+
+    def in_vectors(self, loop_vars: list, extents: list, body: tir.Stmt):
+        """The nest over vectors of consecutive elements of its innermost loop, when every
+        access is a whole aligned vector (`vectorize.vectorize_chunk`); else as it was."""
+        if not all(isinstance(e, tir.IntImm) for e in extents):
+            return loop_vars, extents, body
+        buffers = {}
+        walk(body, lambda n: buffers.setdefault(_buffer_key(n.buffer if isinstance(n, tir.BufferStore) else n.source),
+                                                n.buffer if isinstance(n, tir.BufferStore) else n.source),
+             (tir.BufferStore, _ir.TensorLoad))
+        lanes = vector_lanes(self.ctx.caps, buffers.values(), int(extents[-1]))
+        if lanes < 2:
+            return loop_vars, extents, body
+        lane = tir.Var("v", "int32")
+        chunk = tir.Var(f"{loop_vars[-1].name}_vec", "int32")
+        vector = vectorize_chunk(substitute(body, {loop_vars[-1]: chunk * lanes + lane}), lane, lanes, self.ctx.facts)
+        if vector is None:
+            return loop_vars, extents, body
+        return loop_vars[:-1] + [chunk], extents[:-1] + [const(int(extents[-1]) // lanes)], vector
 
     def partition_by_layout(self, loop: tir.For, nest, body: tir.Stmt, layout) -> tir.Stmt:
         """Thread `t` runs the elements `layout.element_of(t, r)` for each of its slots `r`;
@@ -318,6 +378,8 @@ class _Partitioner:
             if not self.is_register_fragment(acc.buffer):
                 continue
             slots = access_slots(layout, nest.loop_vars, acc.indices, self.layouts.get(acc.buffer))
+            if slots is None and self.layouts.get(acc.buffer).fully_replicated:
+                continue  # every thread's copy: the slot its indices name (`replicated_slot`)
             if slots is None:
                 raise TileLangCompileError(
                     f"internal: {nest.origin} runs in layout {layout.name} but {acc.buffer.name} is not local "
@@ -336,14 +398,14 @@ class _Partitioner:
         if identity and layout.symbolic_slots and layout.slots > 1:
             r = tir.Var("r", "int32")
             inner = self.nest_body(body, {k: r for k in slots_of}, guard)
-            inner = substitute(inner, dict(zip(loop_vars, layout.element_of(self.tid, r))))
+            inner = substitute(inner, dict(zip(loop_vars, _as_exprs(layout.element_of(self.tid, r)))))
             kind = tir.ForKind.UNROLLED if layout.slots <= _UNROLL_LIMIT else tir.ForKind.SERIAL
             return tir.For(r, const(0), const(layout.slots), kind, inner, annotations=self.partitioned(),
                            span=loop.span)
         copies = []
         for r in range(layout.slots):
             inner = self.nest_body(body, {k: const(v[r]) for k, v in slots_of.items()}, guard)
-            copies.append(substitute(inner, dict(zip(loop_vars, layout.element_of(self.tid, r)))))
+            copies.append(substitute(inner, dict(zip(loop_vars, _as_exprs(layout.element_of(self.tid, r))))))
         # one trip of a marked loop, so later passes see one partitioned region
         once = tir.Var("once", "int32")
         return tir.For(once, const(0), const(1), tir.ForKind.SERIAL, seq(copies), annotations=self.partitioned(),
@@ -354,7 +416,8 @@ class _Partitioner:
         cyclic slot `r` of the fallback partition); stores other threads see and atomics run
         under `guard` (one replica); PARALLEL loops nested deeper run serially in one thread."""
         def slot(buf, indices):
-            return slot_of.get(tuple(_buffer_key(i) for i in indices) + (_buffer_key(buf),))
+            found = slot_of.get(tuple(_buffer_key(i) for i in indices) + (_buffer_key(buf),))
+            return found if found is not None else self.replicated_slot(buf, indices)
 
         def on_store(s: tir.BufferStore):
             if self.is_register_fragment(s.buffer):

@@ -18,16 +18,15 @@ it assumes (`ctx.facts["tensor_alignment"]`), which a call checks for each tenso
 """
 from __future__ import annotations
 
-from tvm import DataType
 from tvm import ir as _ir
 from tvm import tirx as tir
 from tvm.sym import Analyzer
 
 from .irutil import const, map_stmts, seq, substitute
+from .vectorize import TENSOR_ALIGNMENT, _bytes
 
-__all__ = ["vectorize_slot_stores", "TENSOR_ALIGNMENT"]
+__all__ = ["vectorize_slot_stores"]
 
-TENSOR_ALIGNMENT = "tensor_alignment"  # ctx.facts key: the byte alignment vector accesses assume
 _MEMORY = ("global", "shared", "shared.dyn")
 
 
@@ -70,7 +69,7 @@ def _vectorized(loop: tir.For, caps, facts: dict) -> tir.Stmt | None:
     reg = _slot_read(store.value, var)
     if reg is None:
         return None
-    extent, size = int(loop.extent), max(1, DataType(str(store.buffer.dtype)).bits // 8)
+    extent, size = int(loop.extent), _bytes(store.buffer.dtype)
     lanes = max(1, int(getattr(caps, "vector_bytes", 0) or 0) // size)
     while lanes > 1 and (extent % lanes or lanes * size < 4 or not _runs(store, var, extent, lanes)):
         lanes //= 2

@@ -17,10 +17,7 @@ float, arithmetic runs in float, a store rounds back. MFMA wrappers
 """
 from __future__ import annotations
 
-from tvm import ir, tirx
-
 from tilelang_core.codegen import CodegenError, GPUCodegen
-from tilelang_core.codegen import buffer_info, dtype_of
 from tilelang_core.codegen import C_MATH_OPS, C_TYPES
 
 __all__ = ["HIPCodegen"]
@@ -54,6 +51,8 @@ class HIPCodegen(GPUCodegen):
     shared_qualifier = "__shared__ "
     dyn_shared_decl = "extern __shared__ __align__({align}) unsigned char {name}[];"
     unroll_pragma = "#pragma unroll"
+    # a local array read or written through a wider pointer (16-byte vectors, decoders)
+    addressed_local_format = "__attribute__((aligned(16))) "
     type_map = {**C_TYPES, **_STORAGE_TYPES}
     storage_types = {dtype: _storage(ctype) for dtype, ctype in _STORAGE_TYPES.items()}
     math_ops = {**C_MATH_OPS, "min": {"default": "tl_min({0}, {1})"},
@@ -81,24 +80,6 @@ class HIPCodegen(GPUCodegen):
         return f"{self.kernel_prefix}{bounds}{self.kernel_return_type} {entry}({args})"
 
     # -- statements -----------------------------------------------------------------------
-
-    def visit_store(self, s) -> None:
-        """Stores of storage-only types skip the trip through float where it changes nothing:
-        a copy of an element of the same type moves its bits, and a value just cast to the
-        stored type is rounded once."""
-        dtype = buffer_info(s.buffer).dtype
-        value = s.value
-        if dtype in self.storage_types:
-            if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source) \
-                    and buffer_info(value.source).dtype == dtype:
-                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = "
-                                 f"{self.buffer_ref(value.source, value.indices)};")
-            if isinstance(value, tirx.Cast) and dtype_of(value) == dtype:
-                text = self.expr(value.value)
-                if self.value_dtype(dtype_of(value.value)) != "float32":
-                    text = f"(float)({text})"
-                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = {self.store_value(dtype, text)};")
-        super().visit_store(s)
 
     # -- helpers and headers --------------------------------------------------------------
 

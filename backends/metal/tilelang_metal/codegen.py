@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tvm import ir, tirx
+from tvm import tirx
 
-from tilelang_core.codegen import CodegenError, CStyleCodegen
+from tilelang_core.codegen import CodegenError, GPUCodegen
 from tilelang_core.codegen import buffer_info, dtype_of
 
 __all__ = ["MetalCodegen", "MSL_TYPES", "MSL_MATH_OPS", "address_space"]
@@ -102,11 +102,12 @@ def _storage(ctype: str) -> dict:
             "round": f"float({ctype}({{0}}))"}
 
 
-class MetalCodegen(CStyleCodegen):
+class MetalCodegen(GPUCodegen):
     """MSL for torch.mps / `MTLDevice newLibraryWithSource:`; see the module docstring.
 
     Every dialect attribute the printer reads is set here, none inherited: the base class's
-    defaults are another dialect's spellings."""
+    defaults are another dialect's spellings. What it takes from `GPUCodegen` is behaviour:
+    stores of half/bfloat elements without a trip through float (`visit_store`)."""
 
     language = "metal"
     kernel_prefix = ""
@@ -126,6 +127,7 @@ class MetalCodegen(CStyleCodegen):
     dyn_shared_alignment = 16
     local_array_suffix = ""
     addressed_local_format = ""  # the helpers read local arrays element by element
+    float_cast_format = "float({0})"
     unroll_pragma = "#pragma unroll"
     vectorize_pragma: tuple[str, ...] = ()
     parallel_pragma: tuple[str, ...] = ()
@@ -269,24 +271,6 @@ class MetalCodegen(CStyleCodegen):
         base = self.expr(self.flat_index(buffer, [ramp.base]))
         vtype = self.type_name(f"{info.dtype}x{int(ramp.lanes)}")
         return f"(*({address_space(info.scope)} {vtype}*)(&{name}[{base}]))"
-
-    def visit_store(self, s) -> None:
-        """A store of a half/bfloat element skips the trip through float where it changes
-        nothing: a copy from an element of the same type moves it as is, and a value just cast
-        to the stored type is rounded once."""
-        dtype = buffer_info(s.buffer).dtype
-        value = s.value
-        if dtype in self.storage_types:
-            if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source) \
-                    and buffer_info(value.source).dtype == dtype:
-                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = "
-                                 f"{self.buffer_ref(value.source, value.indices)};")
-            if isinstance(value, tirx.Cast) and dtype_of(value) == dtype:
-                text = self.expr(value.value)
-                if self.value_dtype(dtype_of(value.value)) != "float32":
-                    text = f"float({text})"
-                return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = {self.store_value(dtype, text)};")
-        super().visit_store(s)
 
     def _int(self, e) -> tuple[str, int]:
         """64-bit literals take MSL's `long` suffixes (`L`, `UL`): MSL has no `long long`."""

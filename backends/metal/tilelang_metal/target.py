@@ -52,6 +52,7 @@ def _table(arch: str, *, family: str, cores: int, bfloat: bool, tensor_ops: bool
         processor_count=cores,
         l2_size=None,
         vector_bytes=16,
+        max_vector_lanes=4,  # MSL vectors: 2, 3 or 4 elements
         matrix_instructions=(_simdgroup(pairs),),
         copy_engines=(),
         barriers=("threadgroup_barrier", "simdgroup_barrier"),

@@ -158,9 +158,7 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
   for (int r_3 = 0; r_3 < 2; ++r_3) {
     scores_max_reg[r_3] = -((float)INFINITY);
   }
-  int loop_range;
-  loop_range = 2;
-  for (int k = 0; k < loop_range; ++k) {
+  for (int k = 0; k < 2; ++k) {
     threadgroup_barrier(mem_flags::mem_threadgroup);
     #pragma unroll
     for (int r_4 = 0; r_4 < 32; ++r_4) {
