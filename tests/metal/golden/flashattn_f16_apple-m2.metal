@@ -163,7 +163,7 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     #pragma unroll
     for (int r_4 = 0; r_4 < 32; ++r_4) {
       int flat_1 = r_4 * 128 + tx;
-      K_shared[flat_1] = half((k * 64 + flat_1 / 64 < 128) ? float(K[k * 8192 + flat_1 / 64 * 128 + by * 64 + flat_1 % 64]) : 0.0f);
+      K_shared[flat_1] = K[k * 8192 + flat_1 / 64 * 128 + by * 64 + flat_1 % 64];
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     #pragma unroll
@@ -318,7 +318,7 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     #pragma unroll
     for (int r_14 = 0; r_14 < 32; ++r_14) {
       int flat_5 = r_14 * 128 + tx;
-      V_shared[flat_5] = half((k * 64 + flat_5 / 64 < 128) ? float(V[k * 8192 + flat_5 / 64 * 128 + by * 64 + flat_5 % 64]) : 0.0f);
+      V_shared[flat_5] = V[k * 8192 + flat_5 / 64 * 128 + by * 64 + flat_5 % 64];
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     #pragma unroll
