@@ -369,7 +369,7 @@ def test_the_gpu_layer_keeps_the_pre_split_defaults():
     assert GPUCodegen.type_map is CStyleCodegen.type_map and GPUCodegen.math_ops is CStyleCodegen.math_ops
 
 
-# -- stores of storage-only types (`store_storage_bits`, opt-in) -------------------------------
+# -- stores of storage-only types (`GPUCodegen.visit_store`) ---------------------------------
 
 
 class StorageGPUCodegen(ToyGPUCodegen):
@@ -378,10 +378,6 @@ class StorageGPUCodegen(ToyGPUCodegen):
     type_map = {**CStyleCodegen.type_map, "float16": "half_s"}
     storage_types = {"float16": {"value": "float32", "load": "to_f({0})", "store": "from_f({0})",
                                  "round": "round_h({0})"}}
-
-    def visit_store(self, s) -> None:
-        if not self.store_storage_bits(s):
-            super().visit_store(s)
 
 
 @T.prim_func
@@ -395,12 +391,9 @@ def half_stores(X: T.Buffer((4,), "float16"), Y: T.Buffer((4,), "float16"), F: T
         Y[i] = X[i] + X[i]
 
 
-def test_store_storage_bits_moves_copies_and_rounds_casts_once():
+def test_storage_stores_move_copies_and_round_casts_once():
     src = StorageGPUCodegen().render(half_stores).source
     assert "Y[i] = X[i];" in src  # the bits move: no trip through float
     assert "Y[i] = from_f(F[i] * 2.0f);" in src  # rounded once, not from_f(round_h(...))
     assert "Y[i] = from_f((float)(D[i]));" in src
     assert "Y[i] = from_f(to_f(X[i]) + to_f(X[i]));" in src  # computing stores as before
-    # opt-in: a dialect that does not call it keeps the trip through float
-    default = type("DefaultStores", (StorageGPUCodegen,), {"visit_store": GPUCodegen.visit_store})
-    assert "Y[i] = from_f(to_f(X[i]));" in default().render(half_stores).source

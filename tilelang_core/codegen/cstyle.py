@@ -624,29 +624,6 @@ class CStyleCodegen(CExprPrinter):
         value = self.store_value(buffer_info(buf).dtype, self.expr(s.value))
         self.emit(f"{ref} = {value};")
 
-    def store_storage_bits(self, s, float_cast: str = "(float)({0})") -> bool:
-        """Print the store `s` of a storage-only dtype (one of `storage_types`) without the trip
-        through its value type where that changes nothing, and return True: a copy of an
-        element of the same type moves its bits, a value just cast to the stored type is
-        rounded once (`float_cast` spells the conversion of a value that is not float32 to
-        float). Return False, printing nothing, for any other store. Not called by default: a
-        dialect whose storage types are structs or integers calls it first in `visit_store`."""
-        dtype = buffer_info(s.buffer).dtype
-        value = s.value
-        if dtype not in self.storage_types:
-            return False
-        if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source) \
-                and buffer_info(value.source).dtype == dtype:
-            self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = {self.buffer_ref(value.source, value.indices)};")
-            return True
-        if isinstance(value, tirx.Cast) and dtype_of(value) == dtype:
-            text = self.expr(value.value)
-            if self.value_dtype(dtype_of(value.value)) != "float32":
-                text = float_cast.format(text)
-            self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = {self.store_value(dtype, text)};")
-            return True
-        return False
-
     def visit_evaluate(self, s) -> None:
         e = s.value
         if isinstance(e, (tirx.IntImm, tirx.FloatImm)):

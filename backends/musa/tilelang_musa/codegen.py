@@ -171,12 +171,6 @@ class MUSACodegen(GPUCodegen):
         self.emit(self.assert_format.format(cond=self.expr(cond), msg=c_string_literal(message),
                                             kernel=c_string_literal(self.entry)))
 
-    def visit_store(self, s) -> None:
-        """A copy of a storage-only element of the same type moves its bits; a value just cast
-        to the stored type is rounded once (the core's `store_storage_bits`)."""
-        if not self.store_storage_bits(s):
-            super().visit_store(s)
-
     def declare_buffer(self, info, stmt) -> None:
         """A `T.alloc_barrier` buffer holds no memory here: its barriers are ASYNC barrier ids
         (lower_barrier), and nothing reads the buffer after lowering."""
