@@ -155,3 +155,27 @@ def test_no_tensor_maps_no_slots():
     assert tensor_map_slots(KernelMeta(target="cuda/sm_90a", entry="k", params=())) == []
     with pytest.raises(KernelCallError, match="no TMA data type"):
         TensorMapSlot({"param": 0, "dtype": "bool", "shape": [4], "box": [4], "swizzle": 0}, {}, "k", ["A"])
+
+
+def test_loading_warp_computes_the_trip_count_it_reads():
+    """A causal attention's trip count (`steps = T.min(...)` of the block index, stored before
+    the loop) is computed by the loading warp too: it used to be computed by the consumers
+    only, and the loaders read an unset value (a hang on the H100)."""
+    import math
+
+    from tilelang_core import ops
+    from tilelang_core.ops.registry import resolve_config
+
+    target = _target("sm_90a")
+    op = ops.get("flash_attention")
+    problem = {"batch": 1, "heads": 2, "kv_heads": 1, "seq_q": 37, "seq_kv": 45, "dim": 32, "dtype": "float16",
+               "causal": True, "scale": 1 / math.sqrt(32)}
+    config, _ = resolve_config(op, target, problem)
+    lowered = _lower(op.kernels[config["kernel"]](dict(problem), config))
+    assert "setmaxnreg" in lowered.script(), "the pipeline must be warp-specialized for this test to mean anything"
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((1, 2, 37, 32)).astype(np.float16)
+    k, v = (rng.standard_normal((1, 1, 45, 32)).astype(np.float16) for _ in range(2))
+    o = np.full((1, 2, 37, 32), np.nan, np.float16)
+    run_kernel(lowered, q, k, v, o)
+    assert np.abs(o.astype(np.float64) - op.reference(q, k, v, True)).max() < 1e-2

@@ -624,12 +624,66 @@ def _pure(stmt) -> bool:
     return not loads
 
 
+def _reads(node) -> tuple[set, set]:
+    """(handles of the buffers `node` loads from, handles of the variables it reads)."""
+    from tilelang_core.transform import walk
+
+    buffers, names = set(), set()
+    walk(node, lambda e: buffers.add(e.source.__chandle__()), (_ir.TensorLoad,))
+    walk(node, lambda v: names.add(v.__chandle__()), (tir.Var,))
+    return buffers, names
+
+
+def _values_for_loaders(before: list, producer: tir.Stmt, marker) -> list:
+    """The statements before the pipeline that compute a value the loading branch reads (its
+    trip count, as `loop_range = T.ceildiv(...)` in a causal attention; a sequence start read
+    from global memory), in order, with those they read in turn: the loading threads run them
+    too. They store one-element local scalars or bind names from block indices, parameters
+    and global memory; a needed value computed otherwise (from shared memory or a fragment,
+    or inside a branch) cannot follow the loaders: a compile error says how to go without
+    warp specialization."""
+    from tilelang_core.transform import TileLangCompileError
+
+    need_buffers, need_vars = _reads(producer)
+    chosen = []
+    for stmt in reversed(before):
+        if isinstance(stmt, tir.BufferStore):
+            key, target = stmt.buffer.__chandle__(), stmt.buffer
+        elif isinstance(stmt, tir.Bind) and not _pure(stmt):
+            key, target = stmt.var.__chandle__(), stmt.var
+        else:
+            continue
+        if key not in need_buffers and key not in need_vars:
+            continue
+        if isinstance(stmt, tir.BufferStore) and (target.scope() != "local" or len(target.shape) != 1):
+            continue
+        loads = []
+        from tilelang_core.transform import walk
+
+        walk(stmt.value, loads.append, (_ir.TensorLoad,))
+        if any(ld.source.scope() not in ("global", "local") for ld in loads):
+            name = target.name if isinstance(target, tir.Buffer) else target.name
+            raise TileLangCompileError(
+                f"the loading warp of a warp-specialized pipeline needs {name}, which is computed from "
+                f"{loads[0].source.scope()} memory before the pipelined loop; compute it from block indices, "
+                f"arguments or global memory, or turn warp specialization off with "
+                f"pass_configs={{'tl.disable_warp_specialized': True}}", None)
+        chosen.insert(0, stmt)
+        more_buffers, more_vars = _reads(stmt.value)
+        need_buffers |= more_buffers
+        need_vars |= more_vars
+    return chosen
+
+
 def _split_roles(items: list, marker, consumers: int, loaders: int) -> tir.Stmt:
     """The kernel's top-level statements `items` as one role branch (`specialize_warps`)."""
     if not any(s.same_as(marker) for s in items):
         raise AssertionError("a warp-specialized pipeline must be a top-level statement of the kernel")
     decls, setup, consumer, producer = [], [], [], None
+    before: list = []  # the top-level statements that run before the pipeline
     for stmt in items:
+        if producer is None and not stmt.same_as(marker):
+            before.append(stmt)
         if stmt.same_as(marker):
             region = _children(marker.body.body)  # inside ATTR_SYNC_PLACED
             *head, roles = region
@@ -641,6 +695,9 @@ def _split_roles(items: list, marker, consumers: int, loaders: int) -> tir.Stmt:
             decls.append(stmt)
         else:
             consumer.append(_consumer_barriers(stmt, consumers))
+    shared_values = _values_for_loaders(before, producer, marker)
+    if shared_values:
+        producer = seq([*shared_values, producer])
     split = register_split(consumers, loaders)
     if split is not None:
         consumer.insert(0, _extern(f"tl::setmaxnreg_inc<{split[0]}>"))
