@@ -118,20 +118,26 @@ def export(out: Path, arch: str, checkout: Path, quick: bool, engine: str = "def
 
 
 def _time(fn, warmup: int, rep: int) -> float:
+    """The median device time of one call of `fn` (ms). Calls follow each other without a
+    synchronization between them, each between two CUDA events (as `triton.testing.do_bench`
+    times): while the device is busy, the host's per-call work (argument checks, allocating
+    the output, the launch) overlaps the previous call and is not counted; when the host is
+    slower than the device it shows. Per-call host overhead is reported apart
+    (`bench/gemm.py`'s launch overhead line)."""
     import torch
 
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    times = []
+    events = []
     for _ in range(rep):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         fn()
         b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
+        events.append((a, b))
+    torch.cuda.synchronize()
+    times = sorted(a.elapsed_time(b) for a, b in events)
     return times[len(times) // 2]
 
 

@@ -36,6 +36,12 @@ VECTOR_ROW_TABLE = (
                         "max_row": 16384, "vector_bytes": 16}),
 )
 VECTOR_ROW_TUNE = {"block_M": (1, 2, 4, 8), "warps": (1, 2, 4, 8), "elems_per_thread": (8, 16, 32)}
+# cross_entropy: one row per block and 32 elements a thread (tuned on an H100, 8192 x 16384
+# fp16 logits: 0.21 -> 0.11 ms against the softmax table's config)
+CROSS_ENTROPY_TABLE = (
+    ROW_TABLE[0],
+    ConfigRule("simt", {**VECTOR_ROW_TABLE[1].config, "block_M": 1, "elems_per_thread": 32}),
+)
 
 
 def row_launch(problem: dict, config: dict) -> tuple[int, int]:
@@ -321,7 +327,7 @@ def _quantize_vector(problem, config):
 
 
 register(Operator("cross_entropy", "cross-entropy of logits against integer labels, per row or reduced",
-                  {"rows": _cross_entropy_kernel, "vector": _cross_entropy_vector}, VECTOR_ROW_TABLE,
+                  {"rows": _cross_entropy_kernel, "vector": _cross_entropy_vector}, CROSS_ENTROPY_TABLE,
                   reference_cross_entropy, (2,), {"M": 4096, "N": 8192, "dtype": "float16", "ignore_index": -100},
                   VECTOR_ROW_TUNE))
 register(Operator("quantize_per_token", "per-row (token) absmax scaling to int8 / fp8, with the scales",
