@@ -18,8 +18,8 @@ __all__ = ["sum", "mean", "max", "min", "cumsum", "topk"]
 
 CHUNK_TABLE = (
     ConfigRule("block-serial", {"block_M": 8, "block_N": 1024, "threads": 1}),
-    # block_M 2 at least: a (1, block_N) fragment filled in a serial loop loses its declaration
-    # in the SIMT lowering ("buffer 'x' is used but not declared"), a core bug to fix there
+    # block_M 2 was first a workaround for a core bug that is fixed (a (1, block_N) fragment
+    # filled in a serial loop now stays in registers); block_M 1 is not measured yet
     ConfigRule("simt", {"block_M": 2, "block_N": 2048, "warps": 8}),
 )
 # sum/mean/max/min: on SIMT targets 16-byte loads, one row per block (rows_vector.py)
