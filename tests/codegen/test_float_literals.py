@@ -23,7 +23,8 @@ def test_sixteen_bit_constants_are_rounded_to_their_type():
     cg = CPUCodegen()
     rng = np.random.default_rng()
     for value in rng.uniform(-1000, 1000, 50):
-        assert float(cg.float_literal(value, "float16")[:-1]) == float(np.float16(value))
+        # the literal is a C float (the trailing f): it must parse to the float16 value's float32
+        assert np.float32(cg.float_literal(value, "float16")[:-1]) == np.float32(np.float16(value))
         assert np.float32(cg.float_literal(value, "bfloat16")[:-1]) == bf16(value)
     assert cg.float_literal(70000.0, "float16") == "((float)INFINITY)"
     assert cg.float_literal(-math.inf, "bfloat16") == "-((float)INFINITY)"
