@@ -96,29 +96,32 @@ def simplify_guards(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         return func
     ana = _analyzer(func, ctx.facts.get(VAR_RANGES) if ctx is not None else None)
 
+    def remaining(cond):
+        """`cond` less its proven conjuncts: None when all are proven, `cond` when none is."""
+        parts = _conjuncts(cond)
+        left = [c for c in parts if not _proven(ana, c)]
+        if not left:
+            return None
+        return cond if len(left) == len(parts) else _join(left)
+
     def on_if(stmt: tir.IfThenElse):
         if stmt.else_case is not None:
             return stmt
-        parts = _conjuncts(stmt.condition)
-        left = [c for c in parts if not _proven(ana, c)]
-        if not left:
+        rest = remaining(stmt.condition)
+        if rest is None:
             return stmt.then_case
-        if len(left) == len(parts):
-            return stmt
-        return tir.IfThenElse(_join(left), stmt.then_case, None, span=stmt.span)
+        return stmt if rest.same_as(stmt.condition) else tir.IfThenElse(rest, stmt.then_case, None, span=stmt.span)
 
     def on_call(call: _ir.Call):
         if not _is_select_call(call):
             return call
-        if _proven(ana, tir.Not(call.args[0])):  # e.g. a mask past the sequence end that never hits
-            return call.args[2]
-        parts = _conjuncts(call.args[0])
-        left = [c for c in parts if not _proven(ana, c)]
-        if not left:
-            return call.args[1]
-        if len(left) == len(parts):
-            return call
-        return tir.if_then_else(_join(left), call.args[1], call.args[2], span=call.span)
+        cond, value, other = call.args
+        if _proven(ana, tir.Not(cond)):  # e.g. a mask past the sequence end that never hits
+            return other
+        rest = remaining(cond)
+        if rest is None:
+            return value
+        return call if rest.same_as(cond) else tir.if_then_else(rest, value, other, span=call.span)
 
     return func.with_body(map_stmts(func.body, (tir.IfThenElse, _ir.Call), lambda n: on_if(n) if isinstance(
         n, tir.IfThenElse) else on_call(n)))

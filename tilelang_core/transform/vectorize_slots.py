@@ -12,8 +12,9 @@ the destination's indices other than the last do not move with l, the last moves
 the first element of every run is a multiple of `lanes` (rows and the buffer's offset too), and
 the loop body is nothing but that store of a register slot (cast or not). Each run is
 converted element by element into a small register array, then stored as one vector (the
-printers' vector copy). `lanes` is the widest power of two up to the target's `vector_bytes`
-that divides the slot count and passes the checks. A global destination records the alignment
+printers' vector copy). `lanes` starts at the core's `vector_lanes` (the target's
+`vector_bytes` over the element, at most `max_vector_lanes`, dividing the slot count) and is
+halved until the checks pass. A global destination records the alignment
 it assumes (`ctx.facts["tensor_alignment"]`), which a call checks for each tensor.
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tvm import tirx as tir
 from tvm.sym import Analyzer
 
 from .irutil import const, map_stmts, seq, substitute
-from .vectorize import TENSOR_ALIGNMENT, _bytes
+from .vectorize import TENSOR_ALIGNMENT, _bytes, vector_lanes
 
 __all__ = ["vectorize_slot_stores"]
 
@@ -31,7 +32,7 @@ _MEMORY = ("global", "shared", "shared.dyn")
 
 
 def _slot_read(value, var) -> tir.Buffer | None:
-    """The register buffer when `value` is `reg[var]` or a cast of it."""
+    """The register buffer when `value` is `reg[var]` or a cast of it, else None."""
     inner = value.value if isinstance(value, tir.Cast) else value
     if isinstance(inner, _ir.TensorLoad) and inner.source.scope() == "local" and len(inner.indices) == 1 \
             and inner.indices[0].same_as(var):
@@ -66,12 +67,11 @@ def _vectorized(loop: tir.For, caps, facts: dict) -> tir.Stmt | None:
         return None
     if not (isinstance(loop.min, tir.IntImm) and int(loop.min) == 0 and isinstance(loop.extent, tir.IntImm)):
         return None
-    reg = _slot_read(store.value, var)
-    if reg is None:
+    if _slot_read(store.value, var) is None:
         return None
     extent, size = int(loop.extent), _bytes(store.buffer.dtype)
-    lanes = max(1, int(getattr(caps, "vector_bytes", 0) or 0) // size)
-    while lanes > 1 and (extent % lanes or lanes * size < 4 or not _runs(store, var, extent, lanes)):
+    lanes = vector_lanes(caps, [store.buffer], extent)  # divides the extent, within max_vector_lanes
+    while lanes > 1 and (lanes * size < 4 or not _runs(store, var, extent, lanes)):
         lanes //= 2
     if lanes < 2 or lanes * size < 4:
         return None

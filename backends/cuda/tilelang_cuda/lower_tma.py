@@ -634,7 +634,7 @@ def _reads(node) -> tuple[set, set]:
     return buffers, names
 
 
-def _values_for_loaders(before: list, producer: tir.Stmt, marker) -> list:
+def _values_for_loaders(before: list, producer: tir.Stmt) -> list:
     """The statements before the pipeline that compute a value the loading branch reads (its
     trip count, as `loop_range = T.ceildiv(...)` in a causal attention; a sequence start read
     from global memory), in order, with those they read in turn: the loading threads run them
@@ -642,7 +642,7 @@ def _values_for_loaders(before: list, producer: tir.Stmt, marker) -> list:
     and global memory; a needed value computed otherwise (from shared memory or a fragment,
     or inside a branch) cannot follow the loaders: a compile error says how to go without
     warp specialization."""
-    from tilelang_core.transform import TileLangCompileError
+    from tilelang_core.transform import TileLangCompileError, walk
 
     need_buffers, need_vars = _reads(producer)
     chosen = []
@@ -658,13 +658,10 @@ def _values_for_loaders(before: list, producer: tir.Stmt, marker) -> list:
         if isinstance(stmt, tir.BufferStore) and (target.scope() != "local" or len(target.shape) != 1):
             continue
         loads = []
-        from tilelang_core.transform import walk
-
         walk(stmt.value, loads.append, (_ir.TensorLoad,))
         if any(ld.source.scope() not in ("global", "local") for ld in loads):
-            name = target.name if isinstance(target, tir.Buffer) else target.name
             raise TileLangCompileError(
-                f"the loading warp of a warp-specialized pipeline needs {name}, which is computed from "
+                f"the loading warp of a warp-specialized pipeline needs {target.name}, which is computed from "
                 f"{loads[0].source.scope()} memory before the pipelined loop; compute it from block indices, "
                 f"arguments or global memory, or turn warp specialization off with "
                 f"pass_configs={{'tl.disable_warp_specialized': True}}", None)
@@ -695,7 +692,7 @@ def _split_roles(items: list, marker, consumers: int, loaders: int) -> tir.Stmt:
             decls.append(stmt)
         else:
             consumer.append(_consumer_barriers(stmt, consumers))
-    shared_values = _values_for_loaders(before, producer, marker)
+    shared_values = _values_for_loaders(before, producer)
     if shared_values:
         producer = seq([*shared_values, producer])
     split = register_split(consumers, loaders)
