@@ -31,10 +31,13 @@ def _lower(func, **options):
     return lower(func, _target("sm_90a"), CompileOptions(**options))
 
 
-def _emulate(M, N, K, dtype="float16", trans_a=False, trans_b=False, mode="late", options=None, **kw):
+def _emulate(M, N, K, dtype="float16", trans_a=False, trans_b=False, mode="late", options=None,
+             expect_store=None, **kw):
     func = gemm_kernel(M, N, K, dtype=dtype, trans_a=trans_a, trans_b=trans_b, **kw)
     lowered = _lower(func, **(options or {}))
     assert "tl::tma_load" in lowered.script()
+    if expect_store is not None:
+        assert ("tl::tma_store" in lowered.script()) == expect_store
     rng = np.random.default_rng(7)
     a_shape, b_shape = ((K, M) if trans_a else (M, K)), ((N, K) if trans_b else (K, N))
     a, b, av, bv = _operands(dtype, a_shape, b_shape, rng)
@@ -79,8 +82,10 @@ def test_loading_warp_shape_of_the_kernel():
     assert maps == [
         {"param": 0, "dtype": "float16", "shape": [1024, 1024], "box": [128, 64], "swizzle": 128},
         {"param": 1, "dtype": "float16", "shape": [1024, 1024], "box": [64, 64], "swizzle": 128},
+        # the epilogue, staged through shared memory in 128-byte swizzled slabs of 32 floats
+        {"param": 2, "dtype": "float32", "shape": [1024, 1024], "box": [128, 32], "swizzle": 128},
     ]
-    assert src.count("const __grid_constant__ tl::tensor_map") == 2
+    assert src.count("const __grid_constant__ tl::tensor_map") == 3
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -223,8 +228,33 @@ def test_tma_store_is_not_taken_where_it_cannot_apply():
     assert "tl::tma_store" not in _lower(_scale_kernel(128, 128, 64, 64, guarded=True)).script()
     # a row of 8 bytes is not a multiple of TMA's 16
     assert "tl::tma_store" not in _lower(_scale_kernel(128, 128, 64, 4)).script()
-    # the register-to-global epilogue of a GEMM has no shared tile to store
-    assert "tl::tma_store" not in _lower(gemm_kernel(256, 256, 256, 128, 128, 64)).script()
+
+
+def test_gemm_epilogue_is_staged_through_shared_memory_when_it_fits(monkeypatch):
+    staged = _lower(gemm_kernel(256, 256, 256, 128, 256, 64, stages=4, threads=256, out_dtype="float16"))
+    script = staged.script()
+    # four boxes of 64 columns: the stage tile takes wgmma's 128-byte swizzle
+    assert "C_l_stage" in script and script.count("\"tl::tma_store\"") == 4
+    # the stage tile reuses the main loop's bytes: 4 stages of A and B, nothing more
+    assert tilelang_core.compile(gemm_kernel(256, 256, 256, 128, 256, 64, stages=4, threads=256,
+                                             out_dtype="float16"), target="cuda/sm_90a",
+                                 cache=False).meta.shared_memory == 4 * (128 * 64 + 64 * 256) * 2
+    # a stage tile the kernel's shared memory cannot hold: thread stores stay
+    import tilelang_cuda.lower_tma_store as stores
+
+    monkeypatch.setattr(stores, "shared_bytes", lambda func: 1 << 20)
+    full = _lower(gemm_kernel(256, 256, 256, 128, 256, 64, stages=4, threads=256, out_dtype="float16")).script()
+    assert "tl::tma_store" not in full and "C_l_stage" not in full
+    monkeypatch.undo()
+    assert "tl::tma_store" not in _lower(gemm_kernel(256, 256, 256, 128, 256, 64, stages=4, threads=256,
+                                                     out_dtype="float16"), disable_tma=True).script()
+
+
+@pytest.mark.parametrize("mode", ["late", "early"])
+def test_staged_epilogue_of_a_ragged_gemm_in_emulator(mode):
+    # 100 x 72 does not fill the 64 x 64 tiles: TMA drops the stored box's outside part
+    assert _emulate(100, 72, 128, bm=64, bn=64, bk=64, stages=2, threads=128, mode=mode,
+                    expect_store=True) < 1e-5
 
 
 def test_tma_store_epilogue_sass():

@@ -13,7 +13,8 @@ Names resolve on first access, so importing this package loads no pass.
 - user-synchronized regions and barrier-op helpers (`barrier_ops`): `user_sync`, `as_copy`;
 - `T.ws` thread ranges (`thread_ranges`): `ranges_of`;
 - shared-memory placement as the core plans it (`storage`): `place_buffers`,
-  `ATTR_SHARED_LIFETIMES` (a printer that lays out its own shared memory, e.g. Metal's);
+  `ATTR_SHARED_LIFETIMES` (a printer that lays out its own shared memory, e.g. Metal's), and
+  `shared_bytes` (what a kernel needs, for a pass that adds a shared buffer);
 - variable ranges a pass knows (`guards`): `VAR_RANGES`, the `ctx.facts` key under which a pass
   that binds a variable records {var: extent} (value in [0, extent)), so later passes prove
   bounds guards away.
@@ -38,6 +39,7 @@ _PUBLIC = {
     "as_copy": "barrier_ops",
     "ranges_of": "thread_ranges",
     "place_buffers": "storage",
+    "shared_bytes": "storage",
     "ATTR_SHARED_LIFETIMES": "storage",
     "VAR_RANGES": "guards",
 }

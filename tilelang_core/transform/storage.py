@@ -18,7 +18,7 @@ from ..ir import dtype_bytes, source_of
 from .errors import CapabilityError
 from .irutil import walk
 
-__all__ = ["plan_storage", "buffer_bytes", "place_buffers", "SHARED_SCOPES", "ATTR_SHARED_LIFETIMES"]
+__all__ = ["plan_storage", "buffer_bytes", "place_buffers", "shared_bytes", "SHARED_SCOPES", "ATTR_SHARED_LIFETIMES"]
 
 ATTR_SHARED_LIFETIMES = "tl.shared_lifetimes"
 ALIGN = 16
@@ -89,7 +89,9 @@ def buffer_bytes(buf: tir.Buffer) -> int | None:
     return total * dtype_bytes(buf.dtype)
 
 
-def plan_storage(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
+def _plan(func: tir.PrimFunc) -> tuple[int, list, dict]:
+    """(total bytes, [(name, bytes, source)] per shared allocation, {name: [first, last]} of the
+    dynamic ones): the placement `plan_storage` checks and the code generator follows."""
     sizes: list[tuple[str, int]] = []
     buffers = []
 
@@ -112,6 +114,18 @@ def plan_storage(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
                      if b.scope() == "shared.dyn"}
     items = [(name, n, *lifetimes.get(name, (0, 1 << 30))) for name, n, _ in sizes]
     _, total = place_buffers(items)
+    return total, sizes, lifetimes
+
+
+def shared_bytes(func: tir.PrimFunc) -> int:
+    """The bytes of shared memory `func`'s block needs as `plan_storage` will count them:
+    buffers whose top-level lifetimes do not overlap share bytes. A pass that adds a shared
+    buffer asks this first, to stay within the target's `shared_memory_optin`."""
+    return _plan(func)[0]
+
+
+def plan_storage(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
+    total, sizes, lifetimes = _plan(func)
     ctx.facts["shared_bytes"] = total
     limit = ctx.caps.shared_memory_optin
     if total > limit:
