@@ -16,9 +16,8 @@ A target subclasses `TiledGemmPlan` (usually a frozen dataclass) and supplies:
 - `accumulator_element(lane, i)`: (row, col) inside a C tile of the lane's element `i`;
 - `a_operand_element(lane, i)`: (row, k) inside an A tile and k-step of the lane's register
   A element `i` (the rs form);
-- `a_fragment_element(group, lane, tile, i, k0)` and `b_fragment_element(...)`: where in A
-  (row, k) and B (k, col) the lane's operand element `i` lies, for the group's `tile`-th row
-  (column) of tiles at K offset `k0`;
+- `a_load_element(lane, i)` and `b_load_element(lane, i)`: (row, k) inside an A tile and
+  (k, col) inside a B tile, at one k-step, of the operand element `i` the lane loads;
 - `accumulator_layout()` and `a_operand_layout()`: `accumulator_fragment(name)` and
   `a_operand_fragment(name)` with the target's names, and `accumulator_name`, the prefix of
   every accumulator layout's name (`tilelang_core.transform.infer_tiled_gemm_layout` reads
@@ -87,6 +86,17 @@ class TiledGemmPlan:
         """The slot of a register A operand that holds the lane's element `i` for its group's
         `tile`-th row of tiles at k-step `kk`; the elements of one tile are consecutive."""
         return (tile * self.k_steps + kk) * self.operand_elems + i
+
+    def a_fragment_element(self, group, lane, tile, i, k0):
+        """(row, k) in the gemm's A of the lane's operand element `i` for its group's `tile`-th
+        row of tiles, at K offset `k0`."""
+        row, k = self.a_load_element(lane, i)
+        return self.origin(group)[0] + tile * self.tile + row, k0 + k
+
+    def b_fragment_element(self, group, lane, tile, i, k0):
+        """(k, col) in the gemm's B, as `a_fragment_element` for the group's columns."""
+        k, col = self.b_load_element(lane, i)
+        return k0 + k, self.origin(group)[1] + tile * self.tile + col
 
     def accumulator_fragment(self, name: str) -> Fragment:
         """C's register layout: thread `g * lanes + l` holds, for each tile (a, b) of group g

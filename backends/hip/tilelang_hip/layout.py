@@ -177,14 +177,13 @@ class GemmPlan(TiledGemmPlan):
         """(m, k) inside an A tile and k-step of element `i` of a register A operand."""
         return lane % TILE, register_k(lane, i, self.instr.elems)
 
-    def a_fragment_element(self, wave, lane, tile, i, k0):
-        """(m, k) in the gemm's A (M x K) of element `i` of lane `lane`'s fragment for the wave's
-        `tile`-th row of tiles, at K offset `k0`."""
-        return self.origin(wave)[0] + tile * TILE + lane % TILE, k0 + self.k_of(lane, i)
+    def a_load_element(self, lane, i):
+        """(m, k) inside an A tile and k-step of element `i` of the lane's A fragment."""
+        return lane % TILE, self.k_of(lane, i)
 
-    def b_fragment_element(self, wave, lane, tile, i, k0):
-        """(k, n) in the gemm's B (K x N), as `a_fragment_element` for the wave's columns."""
-        return k0 + self.k_of(lane, i), self.origin(wave)[1] + tile * TILE + lane % TILE
+    def b_load_element(self, lane, i):
+        """(k, n) inside a B tile and k-step of element `i` of the lane's B fragment."""
+        return self.k_of(lane, i), lane % TILE
 
     def accumulator_layout(self) -> Fragment:
         """C's register layout: thread `w * 64 + l` (wave w, lane l) holds, for each of its

@@ -64,15 +64,7 @@ class GemmPlan(TiledGemmPlan):
     lanes = LANES
     acc_elems = operand_elems = 2
     accumulator_name = ACCUMULATOR_NAME
-    accumulator_element = a_operand_element = staticmethod(_lane_element)
-
-    def a_fragment_element(self, group, lane, tile, i, k0):
-        """(row, k) in A of the lane's element `i` of the group's `tile`-th row tile at K offset `k0`."""
-        return self.origin(group)[0] + tile * TILE + lane_row(lane), k0 + lane_col(lane, i)
-
-    def b_fragment_element(self, group, lane, tile, i, k0):
-        """(k, col) in B, as `a_fragment_element` for the group's columns."""
-        return k0 + lane_row(lane), self.origin(group)[1] + tile * TILE + lane_col(lane, i)
+    accumulator_element = a_operand_element = a_load_element = b_load_element = staticmethod(_lane_element)
 
     def accumulator_layout(self) -> Fragment:
         """C's register layout: thread `g * 32 + l` holds, for each tile (a, b) of SIMD-group g
