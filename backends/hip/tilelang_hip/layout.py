@@ -151,21 +151,10 @@ class GemmPlan(TiledGemmPlan):
     accumulator_name = ACCUMULATOR_NAME
     accumulator_element = staticmethod(accumulator_element)
 
-    @property
-    def k_tile(self) -> int:
-        return self.instr.k
-
-    @property
-    def operand_elems(self) -> int:
-        return self.instr.elems
-
-    @property
-    def in_dtype(self) -> str:
-        return self.instr.in_dtype
-
-    @property
-    def acc_dtype(self) -> str:
-        return self.instr.acc_dtype
+    k_tile = property(lambda self: self.instr.k)
+    operand_elems = property(lambda self: self.instr.elems)
+    in_dtype = property(lambda self: self.instr.in_dtype)
+    acc_dtype = property(lambda self: self.instr.acc_dtype)
 
     def k_of(self, lane, i):
         """The k (inside one instruction) that element `i` of `lane`'s A and B fragments hold."""
