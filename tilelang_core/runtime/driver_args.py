@@ -71,7 +71,8 @@ def scalar_packer(param: ParamSpec, runtime: str) -> Callable[[Any], Any]:
 def pack_driver_args(params: Sequence[ParamSpec], args: Sequence[Any], runtime: str) -> list[Any]:
     """One ctypes value per parameter (`scalar_packer`), after checking the argument count."""
     if len(args) != len(params):
-        raise KernelCallError(f"kernel takes {len(params)} arguments ({', '.join(p.name for p in params)}), got {len(args)}")
+        names = ", ".join(p.name for p in params)
+        raise KernelCallError(f"kernel takes {len(params)} arguments ({names}), got {len(args)}")
     return [scalar_packer(p, runtime)(a) for p, a in zip(params, args)]
 
 

@@ -23,7 +23,7 @@ from tilelang_core.layout import Fragment, TiledGemmPlan
 
 from .target import SIMDGROUP_TILE as TILE
 
-__all__ = ["TILE", "LANES", "ACCUMULATOR_NAME", "lane_row", "lane_col", "GemmPlan", "accumulator_layout", "a_operand_layout"]
+__all__ = ["TILE", "LANES", "ACCUMULATOR_NAME", "lane_row", "lane_col", "GemmPlan"]
 
 ACCUMULATOR_NAME = "metal.simdgroup8x8.C"  # the name of every `accumulator_layout`, before its grid
 LANES = 32
@@ -77,7 +77,3 @@ class GemmPlan(TiledGemmPlan):
         along N this is exactly the `accumulator_layout` of a gemm with the same groups_m and
         N = K."""
         return self.a_operand_fragment(f"metal.simdgroup8x8.A[{self.groups_m}x{self.groups_n} simdgroups]")
-
-
-accumulator_layout = GemmPlan.accumulator_layout
-a_operand_layout = GemmPlan.a_operand_layout
