@@ -232,7 +232,7 @@ def emulate_block_gemm(plan, a, b):
     fragments with the lowering's index functions (or, in the rs form, takes A's from the
     register slots `a_operand_layout` gives them), the emulator runs each MFMA with the
     operands swapped, and the accumulator registers read back through C's layout."""
-    e, ws = plan.instr.elems, plan.wave_size
+    e, ws = plan.instr.elems, plan.lanes
     acc_layout = mfma.accumulator_layout(plan)
     acc = np.zeros((plan.threads, acc_layout.slots))
     if plan.a_registers:
@@ -281,7 +281,7 @@ def test_accumulator_is_the_next_gemms_register_operand(arch, in_dtype, acc, wav
     m, n = 64, 64
     first = make_plan(arch, in_dtype, acc, m, n, 32, waves * 64, policy)
     second = make_plan(arch, in_dtype, acc, m, 32, n, waves * 64, policy, a_registers=True)
-    assert first.waves_n == second.waves_n == 1
+    assert first.groups_n == second.groups_n == 1
     operand = mfma.a_operand_layout(second)
     operand.check()
     assert operand == mfma.accumulator_layout(first)
@@ -289,7 +289,7 @@ def test_accumulator_is_the_next_gemms_register_operand(arch, in_dtype, acc, wav
 
 def test_register_operand_is_replicated_over_the_waves_along_n():
     plan = make_plan("gfx942", "float16", "float32", 32, 64, 32, 256, 0, a_registers=True)
-    assert (plan.waves_m, plan.waves_n) == (1, 4)
+    assert (plan.groups_m, plan.groups_n) == (1, 4)
     operand = mfma.a_operand_layout(plan).check()
     assert operand.replicate == 4 and operand.holders(5, 7) == (5 + 64 * 0 + 16, 5 + 64 + 16, 5 + 128 + 16,
                                                                  5 + 192 + 16)

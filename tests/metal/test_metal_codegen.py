@@ -147,14 +147,14 @@ def test_accumulator_feeds_the_next_gemm_from_registers():
     operand (M x K with K = N) hold the same elements in the same slots."""
     first = GemmPlan("float16", "float32", 64, 64, 64, 4, 1)
     second = GemmPlan("float16", "float32", 64, 32, 64, 4, 1, a_registers=True)
-    assert layout.accumulator_layout(first) == layout.a_operand_layout(second)
+    assert first.accumulator_layout() == second.a_operand_layout()
     square = GemmPlan("float16", "float32", 64, 64, 64, 2, 2)
-    assert layout.accumulator_layout(square) != layout.a_operand_layout(second)
+    assert square.accumulator_layout() != second.a_operand_layout()
 
 
 def test_accumulator_layout_covers_c_once():
     plan = GemmPlan("float16", "float32", 64, 32, 16, 2, 2)
-    acc = layout.accumulator_layout(plan)
+    acc = plan.accumulator_layout()
     seen = {tuple(int(x) for x in acc.element_of(t, s)) for t in range(plan.threads) for s in range(acc.slots)}
     assert len(seen) == 64 * 32 == plan.threads * acc.slots
 

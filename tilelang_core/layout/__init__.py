@@ -3,16 +3,20 @@
 `Fragment` is the layout model (element of a tile -> thread and register slot, with
 replication); `FragmentLayouts` holds what whole-kernel layout inference decided for one
 kernel (see `tilelang_core.transform.layout_inference`). A target's `tilelang_infer_layout`
-hook gives the layouts its matrix instructions need, as `Fragment`s.
+hook gives the layouts its matrix instructions need, as `Fragment`s; a target whose matrix
+instructions tile C in squares, one per group of lanes, describes them with a `TiledGemmPlan`
+(and splits C's tiles over the groups with `split_tiles`).
 """
 from __future__ import annotations
 
 from .fragment import Fragment, FragmentError, cyclic_fragment, replicated_fragment, row_fragment, xor
 from .placement import FragmentDecision, FragmentLayouts
 from .plot import plot_layout
+from .tiled_gemm import TiledGemmPlan, split_tiles
 
 __all__ = ["Fragment", "FragmentError", "FragmentDecision", "FragmentLayouts", "cyclic_fragment",
-           "plot_layout", "replicated_fragment", "row_fragment", "xor", "Layout", "make_swizzled_layout"]
+           "plot_layout", "replicated_fragment", "row_fragment", "split_tiles", "TiledGemmPlan", "xor", "Layout",
+           "make_swizzled_layout"]
 
 # TileLang's `tilelang.layout` also holds the user-facing shared-memory layouts, which live in
 # the language (they need TVM): resolved on first access so this package stays TVM-free.

@@ -1,4 +1,6 @@
-"""The TVM-free runtime half: kernel metadata, the runtime contract, export and load."""
+"""The TVM-free runtime half: kernel metadata, the runtime contract, export and load, and the
+pieces runtimes on a driver API share (`driver_args`: ctypes kernel arguments, a runtime made
+on first use)."""
 from .base import (
     CompileError,
     KernelCallError,
@@ -10,6 +12,7 @@ from .base import (
     WallTimer,
     eval_launch_expr,
 )
+from .driver_args import RuntimeOnDemand, bfloat16_bits, float16_bits, pack_driver_args, scalar_packer
 
 __all__ = [
     "CompileError",
@@ -21,4 +24,9 @@ __all__ = [
     "Runtime",
     "WallTimer",
     "eval_launch_expr",
+    "RuntimeOnDemand",
+    "bfloat16_bits",
+    "float16_bits",
+    "pack_driver_args",
+    "scalar_packer",
 ]

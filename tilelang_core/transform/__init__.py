@@ -17,7 +17,10 @@ Names resolve on first access, so importing this package loads no pass.
   `shared_bytes` (what a kernel needs, for a pass that adds a shared buffer);
 - variable ranges a pass knows (`guards`): `VAR_RANGES`, the `ctx.facts` key under which a pass
   that binds a variable records {var: extent} (value in [0, extent)), so later passes prove
-  bounds guards away.
+  bounds guards away;
+- `T.gemm` on matrix instructions that tile C in squares, one per group of lanes
+  (`tiled_gemm`, with `tilelang_core.layout.TiledGemmPlan`): `plan_tiled_gemm`,
+  `infer_tiled_gemm_layout`, `feeds_from_another_layout`, `lower_tiled_gemm`.
 """
 from __future__ import annotations
 
@@ -42,6 +45,8 @@ _PUBLIC = {
     "shared_bytes": "storage",
     "ATTR_SHARED_LIFETIMES": "storage",
     "VAR_RANGES": "guards",
+    **{name: "tiled_gemm" for name in ("plan_tiled_gemm", "infer_tiled_gemm_layout", "feeds_from_another_layout",
+                                        "lower_tiled_gemm")},
 }
 
 __all__ = sorted(_PUBLIC)

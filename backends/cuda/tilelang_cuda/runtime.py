@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import struct
 import sys
 from typing import Any, Sequence
 
-from tilelang_core.runtime import KernelCallError, KernelMeta, LoadedKernel, Runtime
+from tilelang_core.runtime import KernelCallError, KernelMeta, LoadedKernel, Runtime, bfloat16_bits, float16_bits
 
 from .tensor_maps import tensor_map_slots
 
@@ -134,7 +133,7 @@ class _Float16Slot:
 
     def __init__(self, bfloat16: bool):
         self.cvalue = ctypes.c_uint16()
-        self._bfloat16 = bfloat16
+        self._bits = bfloat16_bits if bfloat16 else float16_bits
 
     @property
     def value(self) -> float:
@@ -142,12 +141,7 @@ class _Float16Slot:
 
     @value.setter
     def value(self, number: float) -> None:
-        if self._bfloat16:
-            bits = struct.unpack("<I", struct.pack("<f", number))[0]
-            # round to nearest even, as torch does
-            self.cvalue.value = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
-        else:
-            self.cvalue.value = struct.unpack("<H", struct.pack("<e", number))[0]
+        self.cvalue.value = self._bits(number)
 
 
 _SCALAR_CTYPES = {

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilelang_core.layout import Fragment
+from tilelang_core.layout import Fragment, TiledGemmPlan, split_tiles
 
 __all__ = [
     "TILE",
@@ -131,35 +131,30 @@ def register_k(lane, i, elems: int):
 
 
 @dataclass(frozen=True)
-class GemmPlan:
-    """How one T.gemm runs on MFMA: C (m x n) in 16x16 tiles, waves in a waves_m x waves_n
-    grid, each wave owning tiles_m x tiles_n neighbouring tiles; K in steps of `instr.k`.
-    `a_registers`: A is an (m x k) fragment held in `a_operand_layout` (the "rs" form)."""
+class GemmPlan(TiledGemmPlan):
+    """How one T.gemm runs on MFMA: C (m x n) in 16x16 tiles, waves (of `lanes` lanes) in a
+    groups_m x groups_n grid, each wave owning tiles_m x tiles_n neighbouring tiles; K in steps
+    of `instr.k` (`tilelang_core.layout.TiledGemmPlan`). `a_registers`: A is an (m x k)
+    fragment held in `a_operand_layout` (the "rs" form)."""
 
     instr: MFMAInstruction
     m: int
     n: int
     k: int
-    waves_m: int
-    waves_n: int
-    wave_size: int
+    groups_m: int
+    groups_n: int
+    lanes: int
     a_registers: bool = False
 
-    @property
-    def tiles_m(self) -> int:
-        return self.m // TILE // self.waves_m
+    tile = TILE
+    acc_elems = 4
+    accumulator_name = ACCUMULATOR_NAME
+    accumulator_element = staticmethod(accumulator_element)
 
-    @property
-    def tiles_n(self) -> int:
-        return self.n // TILE // self.waves_n
-
-    @property
-    def k_steps(self) -> int:
-        return self.k // self.instr.k
-
-    @property
-    def threads(self) -> int:
-        return self.waves_m * self.waves_n * self.wave_size
+    k_tile = property(lambda self: self.instr.k)
+    operand_elems = property(lambda self: self.instr.elems)
+    in_dtype = property(lambda self: self.instr.in_dtype)
+    acc_dtype = property(lambda self: self.instr.acc_dtype)
 
     def k_of(self, lane, i):
         """The k (inside one instruction) that element `i` of `lane`'s A and B fragments hold."""
@@ -167,82 +162,39 @@ class GemmPlan:
             return register_k(lane, i, self.instr.elems)
         return self.instr.elems * (lane // TILE) + i
 
+    def a_operand_element(self, lane, i):
+        """(m, k) inside an A tile and k-step of element `i` of a register A operand."""
+        return lane % TILE, register_k(lane, i, self.instr.elems)
 
-def wave_grid(tiles_m: int, tiles_n: int, waves: int, policy: int) -> tuple[int, int] | None:
-    """(waves_m, waves_n) that split tiles_m x tiles_n evenly; the policy (0 Square, 1 FullRow:
-    waves stacked along M, 2 FullCol: along N) orders the candidates. None when no split gives
-    every wave whole tiles."""
-    grids = [(wm, waves // wm) for wm in range(1, waves + 1)
-             if waves % wm == 0 and tiles_m % wm == 0 and tiles_n % (waves // wm) == 0]
-    if not grids:
-        return None
-    if policy == 1:
-        return max(grids)
-    if policy == 2:
-        return min(grids)
-    # Square: per-wave blocks as square as possible, then fewer waves along M
-    return min(grids, key=lambda g: (abs(tiles_m // g[0] - tiles_n // g[1]), g[0]))
+    def a_load_element(self, lane, i):
+        """(m, k) inside an A tile and k-step of element `i` of the lane's A fragment."""
+        return lane % TILE, self.k_of(lane, i)
 
+    def b_load_element(self, lane, i):
+        """(k, n) inside a B tile and k-step of element `i` of the lane's B fragment."""
+        return self.k_of(lane, i), lane % TILE
 
-def wave_origin(plan: GemmPlan, wave):
-    """(row, col) of the first element of C that wave `wave` computes; waves take tile blocks
-    column-major: wave = wave_m + waves_m * wave_n."""
-    return ((wave % plan.waves_m) * (plan.tiles_m * TILE), (wave // plan.waves_m) * (plan.tiles_n * TILE))
+    def accumulator_layout(self) -> Fragment:
+        """C's register layout: thread `w * 64 + l` (wave w, lane l) holds, for each of its
+        wave's tiles (a, b) and i in 0..3, element `accumulator_element(l, i)` of that tile in
+        slot `accumulator_slot(a, b, i)`."""
+        return self.accumulator_fragment(f"{ACCUMULATOR_NAME}[{self.groups_m}x{self.groups_n} waves]")
 
-
-def a_fragment_element(plan: GemmPlan, wave, lane, tile, i, k0):
-    """(m, k) in the gemm's A (M x K) of element `i` of lane `lane`'s fragment for the wave's
-    `tile`-th row of tiles, at K offset `k0`."""
-    return wave_origin(plan, wave)[0] + tile * TILE + lane % TILE, k0 + plan.k_of(lane, i)
+    def a_operand_layout(self) -> Fragment:
+        """A (M x K) held in registers as the MFMA's A fragments (the "rs" form): slot
+        `a_register_slot(tile, kk, i)` of lane l holds row `tile * 16 + l % 16` of the wave's
+        rows and column `kk * K_instr + register_k(l, i)`. With one wave along N this is exactly
+        the `accumulator_layout` of a gemm with the same groups_m and N = K (for K_instr = 16
+        and 32): the cast of one gemm's accumulator feeds the next gemm in place."""
+        return self.a_operand_fragment(f"hip.mfma16x16.A[{self.groups_m}x{self.groups_n} waves, k{self.instr.k}]")
 
 
-def b_fragment_element(plan: GemmPlan, wave, lane, tile, i, k0):
-    """(k, n) in the gemm's B (K x N), as `a_fragment_element` for the wave's columns."""
-    return k0 + plan.k_of(lane, i), wave_origin(plan, wave)[1] + tile * TILE + lane % TILE
-
-
-def accumulator_slot(plan: GemmPlan, tile_m, tile_n, i):
-    """The register slot of accumulator element `i` of the wave's tile (tile_m, tile_n)."""
-    return (tile_m * plan.tiles_n + tile_n) * 4 + i
-
-
-def a_register_slot(plan: GemmPlan, tile, kk, i=0):
-    """The slot of a register A operand (`a_operand_layout`) that holds element `i` of the
-    lane's fragment for the wave's `tile`-th row of tiles at k-step `kk`; the E elements of
-    one fragment are consecutive slots."""
-    return (tile * plan.k_steps + kk) * plan.instr.elems + i
-
-
-def accumulator_layout(plan: GemmPlan) -> Fragment:
-    """C's register layout: thread `w * 64 + l` (wave w, lane l) holds, for each of its wave's
-    tiles (a, b) and i in 0..3, element `accumulator_element(l, i)` of that tile in slot
-    `accumulator_slot(plan, a, b, i)`."""
-    tm, tn, ws = plan.tiles_m, plan.tiles_n, plan.wave_size
-
-    def element_of(thread, slot):
-        wave, lane = thread // ws, thread % ws
-        row0, col0 = wave_origin(plan, wave)
-        row, col = accumulator_element(lane, slot % 4)
-        return [row0 + (slot // (4 * tn)) * TILE + row, col0 + ((slot // 4) % tn) * TILE + col]
-
-    name = f"{ACCUMULATOR_NAME}[{plan.waves_m}x{plan.waves_n} waves]"
-    return Fragment((plan.m, plan.n), plan.threads, tm * tn * 4, element_of, name)
-
-
-def a_operand_layout(plan: GemmPlan) -> Fragment:
-    """A (M x K) held in registers as the MFMA's A fragments (the "rs" form): the waves of a
-    row block hold its rows (replicated over the waves along N); slot
-    `a_register_slot(plan, tile, kk, i)` of lane l holds row `tile * 16 + l % 16` of the wave's
-    rows and column `kk * K_instr + register_k(l, i)`. With one wave along N this is exactly the
-    `accumulator_layout` of a gemm with the same waves_m and N = K (for K_instr = 16 and 32):
-    the cast of one gemm's accumulator feeds the next gemm in place."""
-    e, steps, ws = plan.instr.elems, plan.k_steps, plan.wave_size
-
-    def element_of(thread, slot):
-        wave, lane = thread // ws, thread % ws
-        row0 = wave_origin(plan, wave)[0]
-        i, kk, tile = slot % e, (slot // e) % steps, slot // (e * steps)
-        return [row0 + tile * TILE + lane % TILE, kk * plan.instr.k + register_k(lane, i, e)]
-
-    name = f"hip.mfma16x16.A[{plan.waves_m}x{plan.waves_n} waves, k{plan.instr.k}]"
-    return Fragment((plan.m, plan.k), plan.threads, plan.tiles_m * steps * e, element_of, name)
+# the plan's functions under the names this backend's callers know
+wave_grid = split_tiles
+wave_origin = GemmPlan.origin
+a_fragment_element = GemmPlan.a_fragment_element
+b_fragment_element = GemmPlan.b_fragment_element
+accumulator_slot = GemmPlan.accumulator_slot
+a_register_slot = GemmPlan.a_register_slot
+accumulator_layout = GemmPlan.accumulator_layout
+a_operand_layout = GemmPlan.a_operand_layout

@@ -7,13 +7,14 @@ on ROCm builds of torch); launches go to the caller's current torch stream.
 from __future__ import annotations
 
 import ctypes
-import struct
 from typing import Any, Callable, Sequence
 
-from tilelang_core.runtime import KernelCallError, KernelMeta, LoadedKernel, ParamSpec, Runtime
+from tilelang_core.runtime import (KernelCallError, KernelMeta, LoadedKernel, ParamSpec, Runtime, RuntimeOnDemand,
+                                   pack_driver_args, scalar_packer)
 
 __all__ = ["HIPRuntime", "HIPRuntimeOnDemand", "HIPKernel", "HIPEventTimer", "HIPRuntimeUnavailable", "pack_args"]
 
+_RUNTIME = "the HIP runtime"
 _COMPILE_ONLY = "the HIP backend can compile here (conformance level: compile)"
 _DEFAULT_LDS = 64 * 1024  # gfx90a and gfx942: 64 KiB of LDS per workgroup
 _FLUSH_BYTES = 512 << 20  # larger than MI300X's 256 MiB Infinity Cache
@@ -72,52 +73,11 @@ def _check(hip: Any, result: Any, call: str) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
-def _half_bits(value: float) -> ctypes.c_uint16:
-    return ctypes.c_uint16(struct.unpack("<H", struct.pack("<e", float(value)))[0])
-
-
-def _bfloat16_bits(value: float) -> ctypes.c_uint16:
-    bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
-    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:  # NaN stays a (quiet) NaN
-        return ctypes.c_uint16((bits >> 16) | 0x40)
-    return ctypes.c_uint16((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16)  # round to nearest even
-
-
-_SCALARS: dict[str, Callable[[Any], Any]] = {
-    "bool": lambda v: ctypes.c_bool(bool(v)),
-    "int8": lambda v: ctypes.c_int8(int(v)),
-    "uint8": lambda v: ctypes.c_uint8(int(v)),
-    "int16": lambda v: ctypes.c_int16(int(v)),
-    "uint16": lambda v: ctypes.c_uint16(int(v)),
-    "int32": lambda v: ctypes.c_int32(int(v)),
-    "uint32": lambda v: ctypes.c_uint32(int(v)),
-    "int64": lambda v: ctypes.c_int64(int(v)),
-    "uint64": lambda v: ctypes.c_uint64(int(v)),
-    "float16": _half_bits,
-    "bfloat16": _bfloat16_bits,
-    "float32": lambda v: ctypes.c_float(float(v)),
-    "float64": lambda v: ctypes.c_double(float(v)),
-}
-
-
-def _packer(param: ParamSpec) -> Callable[[Any], Any]:
-    if param.kind == "tensor":
-        return lambda ptr: ctypes.c_void_p(int(ptr))
-    if param.kind == "scalar" and param.dtype in _SCALARS:
-        return _SCALARS[param.dtype]
-    raise KernelCallError(
-        f"parameter {param.name!r}: the HIP runtime cannot pass a {param.kind} of dtype {param.dtype!r}; "
-        f"scalars may be {', '.join(_SCALARS)}"
-    )
-
-
 def pack_args(params: Sequence[ParamSpec], args: Sequence[Any]) -> list[Any]:
     """One ctypes value per parameter, by dtype: a device pointer per tensor (an int), the
     scalar's C type per scalar (float16/bfloat16 as their 16-bit patterns). The kernel reads
     each through the pointer `hipModuleLaunchKernel` receives in `kernelParams`."""
-    if len(args) != len(params):
-        raise KernelCallError(f"kernel takes {len(params)} arguments ({', '.join(p.name for p in params)}), got {len(args)}")
-    return [_packer(p)(a) for p, a in zip(params, args)]
+    return pack_driver_args(params, args, _RUNTIME)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,7 +92,7 @@ class HIPKernel(LoadedKernel):
                  default_stream: Callable[[], Any]):
         self._hip, self._module, self._function = hip, module, function
         self.meta = meta
-        self._packers = [_packer(p) for p in meta.params]
+        self._packers = [scalar_packer(p, _RUNTIME) for p in meta.params]
         self._max_lds = max_lds
         self._default_stream = default_stream
 
@@ -268,7 +228,7 @@ class HIPRuntime(Runtime):
 
 
 
-class HIPRuntimeOnDemand(Runtime):
+class HIPRuntimeOnDemand(RuntimeOnDemand):
     """A `HIPRuntime` made on first use, so compiling works where nothing can run.
 
     `tilelang_core.compile` asks for the runtime when it builds the kernel object; on a machine
@@ -276,35 +236,5 @@ class HIPRuntimeOnDemand(Runtime):
     it raises `HIPRuntimeUnavailable`.
     """
 
-    dlpack_device_type = HIPRuntime.dlpack_device_type
-
     def __init__(self, device_index: int | None = None):
-        self._device_index = device_index
-        self._runtime: HIPRuntime | None = None
-
-    @property
-    def runtime(self) -> HIPRuntime:
-        if self._runtime is None:
-            self._runtime = HIPRuntime(self._device_index)
-        return self._runtime
-
-    def load(self, binary: bytes, meta: KernelMeta) -> HIPKernel:
-        return self.runtime.load(binary, meta)
-
-    def current_stream(self, device_index: int = 0) -> Any:
-        return self.runtime.current_stream(device_index)
-
-    def synchronize(self) -> None:
-        self.runtime.synchronize()
-
-    def allocate(self, like: Any, shape: Sequence[int], dtype: str) -> Any:
-        return self.runtime.allocate(like, shape, dtype)
-
-    def from_numpy(self, array: Any) -> Any:
-        return self.runtime.from_numpy(array)
-
-    def make_timer(self) -> HIPEventTimer:
-        return self.runtime.make_timer()
-
-    def flush_l2(self) -> None:
-        self.runtime.flush_l2()
+        super().__init__(lambda: HIPRuntime(device_index), HIPRuntime.dlpack_device_type)

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilelang_core.layout import Fragment
+from tilelang_core.layout import Fragment, TiledGemmPlan
 
 from .target import SIMDGROUP_TILE as TILE
 
-__all__ = ["TILE", "ACCUMULATOR_NAME", "lane_row", "lane_col", "GemmPlan", "simdgroup_grid", "simdgroup_origin",
-           "accumulator_slot", "a_register_slot", "accumulator_layout", "a_operand_layout"]
+__all__ = ["TILE", "LANES", "ACCUMULATOR_NAME", "lane_row", "lane_col", "GemmPlan"]
 
 ACCUMULATOR_NAME = "metal.simdgroup8x8.C"  # the name of every `accumulator_layout`, before its grid
 LANES = 32
@@ -40,11 +39,17 @@ def lane_col(lane, i):
     return (lane // 8) % 2 * 4 + (lane % 2) * 2 + i
 
 
+def _lane_element(lane, i):
+    """(row, col) of the lane's element `i` of an 8x8 simdgroup matrix (any operand)."""
+    return lane_row(lane), lane_col(lane, i)
+
+
 @dataclass(frozen=True)
-class GemmPlan:
+class GemmPlan(TiledGemmPlan):
     """How one T.gemm runs on simdgroup matrices: C (m x n) in 8x8 tiles, SIMD-groups in a
-    groups_m x groups_n grid, each owning tiles_m x tiles_n neighbouring tiles; K in steps of 8.
-    `a_registers`: A is an (m x k) fragment held in `a_operand_layout` (the "rs" form)."""
+    groups_m x groups_n grid, each owning tiles_m x tiles_n neighbouring tiles; K in steps of 8
+    (`tilelang_core.layout.TiledGemmPlan`). `a_registers`: A is an (m x k) fragment held in
+    `a_operand_layout` (the "rs" form)."""
 
     in_dtype: str
     acc_dtype: str
@@ -55,83 +60,20 @@ class GemmPlan:
     groups_n: int
     a_registers: bool = False
 
-    @property
-    def tiles_m(self) -> int:
-        return self.m // TILE // self.groups_m
+    tile = k_tile = TILE
+    lanes = LANES
+    acc_elems = operand_elems = 2
+    accumulator_name = ACCUMULATOR_NAME
+    accumulator_element = a_operand_element = a_load_element = b_load_element = staticmethod(_lane_element)
 
-    @property
-    def tiles_n(self) -> int:
-        return self.n // TILE // self.groups_n
+    def accumulator_layout(self) -> Fragment:
+        """C's register layout: thread `g * 32 + l` holds, for each tile (a, b) of SIMD-group g
+        and i in {0, 1}, element (lane_row(l), lane_col(l, i)) of that tile in
+        `accumulator_slot`."""
+        return self.accumulator_fragment(f"{ACCUMULATOR_NAME}[{self.groups_m}x{self.groups_n} simdgroups]")
 
-    @property
-    def k_steps(self) -> int:
-        return self.k // TILE
-
-    @property
-    def threads(self) -> int:
-        return self.groups_m * self.groups_n * LANES
-
-
-def simdgroup_grid(tiles_m: int, tiles_n: int, groups: int, policy: int) -> tuple[int, int] | None:
-    """(groups_m, groups_n) that split tiles_m x tiles_n evenly; the policy (0 Square, 1 FullRow:
-    groups stacked along M, 2 FullCol: along N) orders the candidates; None when no split gives
-    every SIMD-group whole tiles."""
-    grids = [(gm, groups // gm) for gm in range(1, groups + 1)
-             if groups % gm == 0 and tiles_m % gm == 0 and tiles_n % (groups // gm) == 0]
-    if not grids:
-        return None
-    if policy == 1:
-        return max(grids)
-    if policy == 2:
-        return min(grids)
-    return min(grids, key=lambda g: (abs(tiles_m // g[0] - tiles_n // g[1]), g[0]))
-
-
-def simdgroup_origin(plan: GemmPlan, group):
-    """(row, col) of the first element of C that SIMD-group `group` computes (column-major:
-    group = group_m + groups_m * group_n)."""
-    return ((group % plan.groups_m) * (plan.tiles_m * TILE), (group // plan.groups_m) * (plan.tiles_n * TILE))
-
-
-def accumulator_slot(plan: GemmPlan, tile_m, tile_n, i):
-    """The register slot of the lane's element `i` of the SIMD-group's C tile (tile_m, tile_n)."""
-    return (tile_m * plan.tiles_n + tile_n) * 2 + i
-
-
-def a_register_slot(plan: GemmPlan, tile, kk, i=0):
-    """The slot of a register A operand that holds the lane's element `i` of the SIMD-group's
-    `tile`-th row of tiles at k-step `kk`."""
-    return (tile * plan.k_steps + kk) * 2 + i
-
-
-def accumulator_layout(plan: GemmPlan) -> Fragment:
-    """C's register layout: thread `g * 32 + l` holds, for each tile (a, b) of SIMD-group g and
-    i in {0, 1}, element (lane_row(l), lane_col(l, i)) of that tile in `accumulator_slot`."""
-    tn = plan.tiles_n
-
-    def element_of(thread, slot):
-        group, lane = thread // LANES, thread % LANES
-        row0, col0 = simdgroup_origin(plan, group)
-        row = row0 + (slot // (2 * tn)) * TILE + lane_row(lane)
-        return [row, col0 + ((slot // 2) % tn) * TILE + lane_col(lane, slot % 2)]
-
-    name = f"{ACCUMULATOR_NAME}[{plan.groups_m}x{plan.groups_n} simdgroups]"
-    return Fragment((plan.m, plan.n), plan.threads, plan.tiles_m * tn * 2, element_of, name)
-
-
-def a_operand_layout(plan: GemmPlan) -> Fragment:
-    """A (M x K) held in registers as simdgroup A fragments (the "rs" form): the SIMD-groups of
-    a row block hold its rows (replicated over the groups along N); slot
-    `a_register_slot(plan, tile, kk, i)` of lane l holds row `tile * 8 + lane_row(l)` of the
-    group's rows and column `kk * 8 + lane_col(l, i)`. With one group along N this is exactly
-    the `accumulator_layout` of a gemm with the same groups_m and N = K."""
-    steps = plan.k_steps
-
-    def element_of(thread, slot):
-        group, lane = thread // LANES, thread % LANES
-        row0 = simdgroup_origin(plan, group)[0]
-        i, kk, tile = slot % 2, (slot // 2) % steps, slot // (2 * steps)
-        return [row0 + tile * TILE + lane_row(lane), kk * TILE + lane_col(lane, i)]
-
-    name = f"metal.simdgroup8x8.A[{plan.groups_m}x{plan.groups_n} simdgroups]"
-    return Fragment((plan.m, plan.k), plan.threads, plan.tiles_m * steps * 2, element_of, name)
+    def a_operand_layout(self) -> Fragment:
+        """A (M x K) held in registers as simdgroup A fragments (the "rs" form); with one group
+        along N this is exactly the `accumulator_layout` of a gemm with the same groups_m and
+        N = K."""
+        return self.a_operand_fragment(f"metal.simdgroup8x8.A[{self.groups_m}x{self.groups_n} simdgroups]")

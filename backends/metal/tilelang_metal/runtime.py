@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any, Sequence
 
-from tilelang_core.runtime import KernelCallError, KernelMeta, LoadedKernel, Runtime
+from tilelang_core.runtime import KernelCallError, KernelMeta, LoadedKernel, Runtime, RuntimeOnDemand
 
 __all__ = ["MetalRuntimeUnavailable", "MetalRuntime", "MetalPyObjCRuntime", "MetalRuntimeOnDemand",
            "metal_launcher_problem", "device_name", "dispatch_size", "scalar_bytes"]
@@ -238,39 +238,19 @@ class MetalPyObjCRuntime(Runtime):
 # -- the runtime the plugin hands out ----------------------------------------------------------
 
 
-class MetalRuntimeOnDemand(Runtime):
+def _make_runtime() -> Runtime:
+    problem = metal_launcher_problem()
+    if problem is not None:
+        raise MetalRuntimeUnavailable(f"cannot run Metal kernels here: {problem}. The kernel's MSL is "
+                                      f"generated (kernel.get_kernel_source()) and exports "
+                                      f"(kernel.export(path)) for a Mac")
+    return MetalRuntime() if _torch_mps() is not None else MetalPyObjCRuntime()
+
+
+class MetalRuntimeOnDemand(RuntimeOnDemand):
     """`MetalRuntime` (torch.mps) when torch's MPS works, else `MetalPyObjCRuntime`, made on
     first use: compiling and exporting work anywhere, loading says why it cannot run here."""
 
-    takes_tensors = True
-
     def __init__(self):
-        self._runtime: Runtime | None = None
         on_mac_with_mps = sys.platform == "darwin" and _torch_mps() is not None
-        self.dlpack_device_type = KDL_METAL if on_mac_with_mps else 1
-
-    @property
-    def runtime(self) -> Runtime:
-        if self._runtime is None:
-            problem = metal_launcher_problem()
-            if problem is not None:
-                raise MetalRuntimeUnavailable(f"cannot run Metal kernels here: {problem}. The kernel's MSL is "
-                                              f"generated (kernel.get_kernel_source()) and exports "
-                                              f"(kernel.export(path)) for a Mac")
-            self._runtime = MetalRuntime() if _torch_mps() is not None else MetalPyObjCRuntime()
-        return self._runtime
-
-    def load(self, binary: bytes, meta: KernelMeta) -> LoadedKernel:
-        return self.runtime.load(binary, meta)
-
-    def synchronize(self) -> None:
-        self.runtime.synchronize()
-
-    def allocate(self, like: Any, shape: Sequence[int], dtype: str) -> Any:
-        return self.runtime.allocate(like, shape, dtype)
-
-    def from_numpy(self, array: Any) -> Any:
-        return self.runtime.from_numpy(array)
-
-    def make_timer(self) -> Any:
-        return self.runtime.make_timer()
+        super().__init__(_make_runtime, KDL_METAL if on_mac_with_mps else 1, takes_tensors=True)

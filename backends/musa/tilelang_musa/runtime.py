@@ -13,10 +13,10 @@ compiling and exporting work anywhere.
 from __future__ import annotations
 
 import ctypes
-import struct
 from typing import Any, Callable, Sequence
 
-from tilelang_core.runtime import KernelCallError, KernelMeta, LoadedKernel, ParamSpec, Runtime
+from tilelang_core.runtime import (KernelCallError, KernelMeta, LoadedKernel, ParamSpec, Runtime, RuntimeOnDemand,
+                                   pack_driver_args, scalar_packer)
 
 from . import sdk
 from .descriptors import descriptor_slots
@@ -26,6 +26,7 @@ __all__ = ["MUSARuntime", "MUSARuntimeOnDemand", "MUSARuntimeUnavailable", "MUSA
 # muFuncSetAttribute: the dynamic shared memory a launch may use (CUDA's value, 8)
 _ATTR_MAX_DYNAMIC_SHARED = 8
 _STATIC_SHARED_LIMIT = 28 * 1024
+_RUNTIME = "the MUSA runtime"
 
 
 class MUSARuntimeUnavailable(RuntimeError):
@@ -49,36 +50,10 @@ def _check(status: int, call: str) -> None:
         raise MUSAError(f"{call} failed with MUresult {status}")
 
 
-_SCALARS: dict[str, Callable[[Any], Any]] = {
-    "bool": lambda v: ctypes.c_bool(bool(v)),
-    "int8": lambda v: ctypes.c_int8(int(v)),
-    "uint8": lambda v: ctypes.c_uint8(int(v)),
-    "int16": lambda v: ctypes.c_int16(int(v)),
-    "uint16": lambda v: ctypes.c_uint16(int(v)),
-    "int32": lambda v: ctypes.c_int32(int(v)),
-    "uint32": lambda v: ctypes.c_uint32(int(v)),
-    "int64": lambda v: ctypes.c_int64(int(v)),
-    "uint64": lambda v: ctypes.c_uint64(int(v)),
-    "float16": lambda v: ctypes.c_uint16(struct.unpack("<H", struct.pack("<e", float(v)))[0]),
-    "float32": lambda v: ctypes.c_float(float(v)),
-    "float64": lambda v: ctypes.c_double(float(v)),
-}
-
-
-def _packer(param: ParamSpec) -> Callable[[Any], Any]:
-    if param.kind == "tensor":
-        return lambda ptr: ctypes.c_void_p(int(ptr))
-    if param.kind == "scalar" and param.dtype in _SCALARS:
-        return _SCALARS[param.dtype]
-    raise KernelCallError(f"parameter {param.name!r}: the MUSA runtime cannot pass a {param.kind} of dtype "
-                          f"{param.dtype!r}; scalars may be {', '.join(_SCALARS)}")
-
-
 def pack_args(params: Sequence[ParamSpec], args: Sequence[Any]) -> list[Any]:
-    """One ctypes value per parameter: a device pointer per tensor, the scalar's C type per scalar."""
-    if len(args) != len(params):
-        raise KernelCallError(f"kernel takes {len(params)} arguments ({', '.join(p.name for p in params)}), got {len(args)}")
-    return [_packer(p)(a) for p, a in zip(params, args)]
+    """One ctypes value per parameter: a device pointer per tensor, the scalar's C type per
+    scalar (float16/bfloat16 as their 16-bit patterns)."""
+    return pack_driver_args(params, args, _RUNTIME)
 
 
 class MUSAKernel(LoadedKernel):
@@ -87,7 +62,7 @@ class MUSAKernel(LoadedKernel):
     def __init__(self, lib: ctypes.CDLL, module: ctypes.c_void_p, function: ctypes.c_void_p, meta: KernelMeta,
                  stream: Callable[[], int]):
         self._lib, self._module, self._function, self.meta = lib, module, function, meta
-        self._packers = [_packer(p) for p in meta.params]
+        self._packers = [scalar_packer(p, _RUNTIME) for p in meta.params]
         self._stream = stream
         self._shared_set = 0
         # TME descriptors follow the parameters (descriptors.py)
@@ -175,34 +150,8 @@ class MUSARuntime(Runtime):
         return MUSAEventTimer(self._torch)
 
 
-class MUSARuntimeOnDemand(Runtime):
+class MUSARuntimeOnDemand(RuntimeOnDemand):
     """A `MUSARuntime` made on first use, so compiling works where nothing can run."""
 
-    dlpack_device_type = MUSARuntime.dlpack_device_type
-
     def __init__(self) -> None:
-        self._runtime: MUSARuntime | None = None
-
-    @property
-    def runtime(self) -> MUSARuntime:
-        if self._runtime is None:
-            self._runtime = MUSARuntime()
-        return self._runtime
-
-    def load(self, binary: bytes, meta: KernelMeta) -> MUSAKernel:
-        return self.runtime.load(binary, meta)
-
-    def current_stream(self, device_index: int = 0) -> Any:
-        return self.runtime.current_stream(device_index)
-
-    def synchronize(self) -> None:
-        self.runtime.synchronize()
-
-    def allocate(self, like: Any, shape: Sequence[int], dtype: str) -> Any:
-        return self.runtime.allocate(like, shape, dtype)
-
-    def from_numpy(self, array: Any) -> Any:
-        return self.runtime.from_numpy(array)
-
-    def make_timer(self) -> MUSAEventTimer:
-        return self.runtime.make_timer()
+        super().__init__(MUSARuntime, MUSARuntime.dlpack_device_type)
