@@ -1,7 +1,9 @@
-"""The float32 "highest" GEMM of `tilelang_core.ops` (FMA loops, no matrix units) as the CUDA
-backend lowers it: run in the TIR emulator at a ragged size (partial tiles on every side,
-bias and relu), and its sm_90a SASS at the bench's size (cp.async slabs, 16-byte shared
-reads, 16 FFMA per read, no local memory)."""
+"""The float32 GEMMs of `tilelang_core.ops` as the CUDA backend lowers them for sm_90a.
+
+"highest" (FMA loops, no matrix units): run in the TIR emulator at a ragged size (partial
+tiles on every side, bias and relu), and its SASS at the bench's size (cp.async slabs,
+16-byte shared reads, 16 FFMA per read, no local memory). "high" with B as (N, K): wgmma
+tf32, in the wgmma emulator through cp.async (K rows not 16-byte aligned) and through TMA."""
 from __future__ import annotations
 
 import re
@@ -19,12 +21,14 @@ from tilelang_core.plugin import get_plugin_manager
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tir_emulator import run_kernel  # noqa: E402
+from tma_emulator import run_kernel as run_tma_kernel  # noqa: E402
+from wgmma_emulator import run_kernel as run_wgmma_kernel  # noqa: E402
 
 
-def _kernel(M, N, K, ta, tb, bias):
+def _kernel(M, N, K, ta, tb, bias, fma=True):
     target = get_plugin_manager().parse_target("cuda/sm_90a")
     problem = {"batch": 1, "M": M, "N": N, "K": K, "dtype": "float32", "trans_a": ta, "trans_b": tb,
-               "bias": bias, "activation": "relu" if bias else "none", "fma": True}
+               "bias": bias, "activation": "relu" if bias else "none", **({"fma": True} if fma else {})}
     op = ops.get("gemm")
     config, _ = resolve_config(op, target, problem)
     return op, problem, op.kernels[config["kernel"]](problem, config), target
@@ -63,3 +67,28 @@ def test_fma_gemm_sass_reads_shared_memory_16_bytes_at_a_time():
     assert ffma >= 1024 and lds128 >= 64 and ffma >= 16 * lds128, counts  # 8x8 outer products of float4 runs
     assert any(k.startswith("LDGSTS") and k.endswith(".128") for k in counts), "slabs should come through cp.async"
     assert counts.get("LDL", 0) == 0 and counts.get("STL", 0) == 0, "the 8 x 8 accumulators must stay in registers"
+
+
+def _truncate(x):
+    return (x.view("uint32") & np.uint32(0xFFFFE000)).view("float32")
+
+
+@pytest.mark.parametrize("M, N, K, loads", [(70, 52, 45, "cp.async"), (130, 72, 64, "tma")])
+def test_tf32_gemm_on_wgmma_in_the_emulator(M, N, K, loads):
+    """precision "high", B (N, K): wgmma tf32 with bias and relu at ragged sizes; the result
+    is the float32 sum of products of truncated operands (within the float32 bound)."""
+    op, problem, func, target = _kernel(M, N, K, False, True, bias=True, fma=False)
+    lowered = lower(func, target, CompileOptions())
+    assert "k8_f32_tf32" in lowered.script()
+    tma = lowered.attrs is not None and "cuda.tensor_maps" in lowered.attrs
+    assert tma is (loads == "tma")  # TMA needs 16-byte aligned rows (K % 4 == 0)
+    rng = np.random.default_rng()
+    a, b = rng.standard_normal((M, K)).astype("float32"), rng.standard_normal((N, K)).astype("float32")
+    bias = rng.standard_normal(N).astype("float32")
+    c = np.full((1, M, N), np.nan, "float32")
+    (run_tma_kernel if tma else run_wgmma_kernel)(lowered, a[None], b[None], bias, c)
+    at, bt = _truncate(a), _truncate(b)
+    ref = op.reference(at, bt, trans_b=True, bias=bias, activation="relu")
+    magnitude = op.reference(np.abs(at), np.abs(bt), trans_b=True, bias=np.abs(bias))
+    assert not np.isnan(c).any(), "elements never written"
+    assert (np.abs(c[0] - ref) <= 2 * (K + 2) * 2.0 ** -24 * magnitude).all()
