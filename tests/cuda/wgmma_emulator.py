@@ -137,10 +137,7 @@ class _Machine3(_Machine):
 
     @staticmethod
     def _value(bits: int, kind: str) -> float:
-        raw = np.array([bits & 0xFFFF], np.uint16)
-        if kind == "f16":
-            return float(raw.view(np.float16)[0])
-        return float((raw.astype(np.uint32) << 16).view(np.float32)[0])
+        return _decode(np.array([bits & 0xFFFF], np.uint16).view(np.uint8), kind)
 
     def register_operand(self, lane_args, kind: str) -> np.ndarray:
         """The (64, 16) A operand the warpgroup's threads hold in registers (module doc)."""
