@@ -173,10 +173,13 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     `T.Pipelined` copies (cp.async, double-buffered: the next K slab loads while this one is
     multiplied) in the operands' own orientation. Each thread owns an 8 x 8 block of C in
     registers: rows 4 ti .. 4 ti + 3 of each half of the tile's rows, columns 4 tj .. 4 tj + 3
-    of each half of its columns, so the 4-wide runs a quarter warp reads from one shared row
-    lie side by side (no bank conflicts) and every read is 16 bytes. Per 4 k it reads 4 values
-    of each of its 8 rows of A and 8 columns of B (runs along K where the tile is K-minor,
-    along M or N where it is K-major) and does 256 multiply-adds."""
+    of each half of its columns, so the 4-wide runs a quarter warp (8 consecutive tj, one ti)
+    reads from one shared row lie side by side (no bank conflicts) and every read is 16
+    bytes. Per 4 k it reads 4 values of each of its 8 rows of A and 8 columns of B (runs
+    along K where the tile is K-minor, along M or N where it is K-major) and does 256
+    multiply-adds. A K-minor B tile (`trans_b`) is read a row per thread by a quarter warp:
+    there thread tj owns columns tj + gn n, and the tile's 16-byte chunks are XOR-swizzled
+    by row pair (16-wide K slabs), so the 8 rows fall in 8 bank groups."""
     B, M, N, K = problem["batch"], problem["M"], problem["N"], problem["K"]
     dtype, ta, tb = problem["dtype"], problem["trans_a"], problem["trans_b"]
     has_bias, activation = problem["bias"], problem["activation"]
@@ -193,6 +196,11 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     def row_of(t, m, half):  # the m-th of the 8 rows (or columns) thread index t owns
         return (m // 4) * half + t * 4 + m % 4
 
+    swizzle_b = tb and bK == 16  # 4 chunks of 16 bytes a row; 2 rows per 128-byte bank cycle
+
+    def col_of(t, n):
+        return t + gn * n if swizzle_b else row_of(t, n, hn)
+
     @T.prim_func
     def main(A: T.Tensor(a_shape, dtype), Bm: T.Tensor(b_shape, dtype), Bias: T.Tensor((N if has_bias else 1,), dtype),
              C: T.Tensor((B, M, N), dtype)):
@@ -202,6 +210,9 @@ def _gemm_fma_kernel(problem: dict, config: dict):
             acc = T.alloc_local((TM * TN,), "float32")
             a_r = T.alloc_local((TM * KV,), "float32")
             b_r = T.alloc_local((TN * KV,), "float32")
+            if swizzle_b:
+                T.annotate_layout({B_s: T.Layout(b_tile, lambda r, c: (r, T.bitwise_xor(c // 4, r // 2 % 4) * 4
+                                                                         + c % 4))})
             for ti, tj in T.Parallel(gm, gn):
                 for e in T.unroll(TM * TN):
                     acc[e] = 0.0
@@ -225,16 +236,16 @@ def _gemm_fma_kernel(problem: dict, config: dict):
                         for n in T.unroll(TN):
                             for kk in T.unroll(KV):
                                 if tb:
-                                    b_r[n * KV + kk] = B_s[row_of(tj, n, hn), k4 * KV + kk]
+                                    b_r[n * KV + kk] = B_s[col_of(tj, n), k4 * KV + kk]
                                 else:
-                                    b_r[n * KV + kk] = B_s[k4 * KV + kk, row_of(tj, n, hn)]
+                                    b_r[n * KV + kk] = B_s[k4 * KV + kk, col_of(tj, n)]
                         for kk in T.unroll(KV):
                             for e in T.unroll(TM * TN):
                                 acc[e] += a_r[(e // TN) * KV + kk] * b_r[(e % TN) * KV + kk]
             for ti, tj in T.Parallel(gm, gn):
                 for e in T.unroll(TM * TN):
                     row = by * bM + row_of(ti, e // TN, hm)
-                    col = bx * bN + row_of(tj, e % TN, hn)
+                    col = bx * bN + col_of(tj, e % TN)
                     if row < M and col < N:
                         if has_bias:
                             C[bz, row, col] = T.cast(_activate(acc[e] + T.cast(Bias[col], "float32"), activation), dtype)
