@@ -192,7 +192,7 @@ def test_wgmma_is_credited_only_by_cases_whose_source_uses_it():
     target = _target("cuda/sm_90a")
     cases = cases_for(target, registry().values())
     claims = {c.capability: c.cases for c in claims_for(target.capabilities, cases)}
-    kmajor = {"float16": "f32_f16<", "bfloat16": "f32_bf16<", "float32": "k8_f32_tf32(", "int8": "k32_s32_s8(",
+    kmajor = {"float16": "f32_f16<", "float32": "k8_f32_tf32(", "int8": "k32_s32_s8(",
               "float8_e4m3fn": "k32_f32_e4m3(", "float8_e5m2": "k32_f32_e5m2("}
     assert set(claims["wgmma"]) == {f"gemm.kmajor.{d}" for d in kmajor}
     for dtype, call in kmajor.items():
