@@ -301,6 +301,9 @@ CASES = {
     "gemm.float32.bias.relu": gemm("float32", bias=True, activation="relu"),
     "gemm.float32.TT.bias.relu.high": gemm("float32", True, True, True, "relu", precision="high"),
     "gemm.float32.TT.highest": gemm("float32", True, True, precision="highest"),
+    # B as (N, K): wgmma tf32 on sm_90a for "high"; the FMA loops' swizzled K-minor B tile for "highest"
+    "gemm.float32.NT.bias.high": gemm("float32", trans_b=True, bias=True, precision="high"),
+    "gemm.float32.NT.highest": gemm("float32", trans_b=True, precision="highest"),
     "batched_gemm": batched_gemm(),
     "grouped_gemm": grouped_gemm(),
     "grouped_gemm.high": grouped_gemm("high"),
