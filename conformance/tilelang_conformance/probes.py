@@ -1,8 +1,9 @@
 """Claim probes: every capability a target declares is backed by a case that fails when the
 capability does not work — a dtype by its elementwise kernel, an atomic by its scatter
 kernel, "printf"/"device_assert" by the debug cases, a matrix instruction's dtype pair by a
-GEMM on those dtypes, a matrix family by the GEMMs that name it (or else of its pairs). Declared dtypes and atomics outside the static list get a generated
-probe; a capability no case can probe is listed as such, never silently passed."""
+GEMM on those dtypes, a matrix family by the GEMMs that name it (or else by those of its
+pairs). Declared dtypes and atomics outside the static list get a generated probe; a
+capability no case can probe is listed as such, never silently passed."""
 from __future__ import annotations
 
 import re
