@@ -248,7 +248,8 @@ def _gemm_fma_kernel(problem: dict, config: dict):
                     col = bx * bN + col_of(tj, e % TN)
                     if row < M and col < N:
                         if has_bias:
-                            C[bz, row, col] = T.cast(_activate(acc[e] + T.cast(Bias[col], "float32"), activation), dtype)
+                            C[bz, row, col] = T.cast(
+                                _activate(acc[e] + T.cast(Bias[col], "float32"), activation), dtype)
                         else:
                             C[bz, row, col] = T.cast(_activate(acc[e], activation), dtype)
 
