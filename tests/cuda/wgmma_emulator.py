@@ -23,10 +23,10 @@ written here independently of the lowering's layout functions:
   same, both operands K-major (these types have no transpose, 9.7.15.5), K = 32 bytes of
   elements (8 tf32, 32 fp8 or s8): element (r, k) at start + (r // 8) * SBO + (r % 8) * W +
   bytes * k. tf32 operands are float32 words of which the unit takes the sign, exponent and
-  10 high mantissa bits; the emulator drops the 13 low bits (truncation, no rounding step:
-  nothing rounds the words between shared memory and the unit; bench/ops.py --check confirms
-  it on the H100 at ragged K, where rounding and truncation tell apart). s8 accumulates in
-  int32.
+  10 high mantissa bits; the emulator drops the 13 low bits (truncation: nothing rounds the
+  words between shared memory and the unit). This is our reading of the hardware, not a
+  quoted rule; the ops checks (tests/ops/cases.py float32_bound) accept either rounding, so
+  a GPU run does not tell them apart. s8 accumulates in int32.
 - `tl::wgmma_m64n{N}k16_rs_f32_{f16,bf16}<tnspB>(d, a, desc_b, scale_d)`: the same with A
   (64 x 16) from registers: a[j] (j = 0..3) of thread t holds, low half first, A's elements
   at row 16 (t / 32) + (t % 32) / 4 + 8 (j % 2), columns 2 (t % 4) + 8 (j / 2) + {0, 1}
