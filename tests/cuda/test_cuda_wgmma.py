@@ -285,3 +285,25 @@ def test_rs_gemm_compiles_to_hgmma_without_ldmatrix(dtype):
     ops = _sass_ops(kernel)
     assert ops.get("HGMMA", 0) >= 8 and ops.get("HMMA", 0) == 0 and ops.get("LDSM", 0) == 0
     assert ops.get("LDL", 0) == 0 and ops.get("STL", 0) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wgmma", [True, False])
+def test_tf32_operand_rounding_on_the_gpu(wgmma):
+    """What the H100 does to float32 operands: every A element is 1 + 2^-11 + 2^-13 (TF32 to
+    nearest: 1 + 2^-10; truncated: 1), B picks column 0. wgmma (the emulator's model)
+    truncates; mma.sync rounds them with cvt.rna first (`tl.disable_wgmma`)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("needs an sm_90 GPU through torch")
+    kernel = tilelang_core.compile(gemm_kernel(64, 64, 32, 64, 64, 32, "float32", trans_b=True, stages=1),
+                                   target="cuda/sm_90a", cache=False, pass_configs={"tl.disable_wgmma": not wgmma})
+    assert ("k8_f32_tf32(" in kernel.get_kernel_source()) is wgmma
+    a = torch.full((64, 32), 1 + 2.0 ** -11 + 2.0 ** -13, device="cuda")
+    b = torch.zeros((64, 32), device="cuda")
+    b[0] = 1.0
+    c = torch.full((64, 64), float("nan"), device="cuda")
+    kernel(a, b, c)
+    want = 32.0 if wgmma else 32.0 * (1 + 2.0 ** -10)
+    assert (c[:, 0] == want).all(), (c[:, 0].unique(), want)
+    assert (c[:, 1:] == 0).all()
