@@ -49,8 +49,9 @@ __all__ = [
 
 WARPGROUP = 128
 # (operand dtype, accumulator dtype) -> the instruction's operand type. float32 operands run
-# as tf32: the unit reads the float32 bits in shared memory and ignores their 13 low mantissa
-# bits (no rounding step); fp8 and int8 take k32 instructions.
+# as tf32: the unit reads the float32 words in shared memory as stored, with no rounding step
+# (we model it as dropping their 13 low mantissa bits: tests/cuda/wgmma_emulator.py, checked on
+# an H100 by test_tf32_operand_rounding_on_the_gpu); fp8 and int8 take k32 instructions.
 WGMMA_DTYPES = {("float16", "float32"): "f16", ("bfloat16", "float32"): "bf16", ("float32", "float32"): "tf32",
                 ("float8_e4m3fn", "float32"): "e4m3", ("float8_e5m2", "float32"): "e5m2", ("int8", "int32"): "s8"}
 WGMMA_K_BYTES = 32  # one instruction reads 32 bytes of K per row: k16 (16-bit), k8 (tf32), k32 (8-bit)
