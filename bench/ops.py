@@ -203,10 +203,12 @@ def _problems(torch, size: str):
                 (2e-2, 1e-2)), {}
     p["gemm"] = gemm
 
-    def gemm_float32(precision):
+    def gemm_float32(precision, trans_b=False):
         """float32 at one of torch's precision levels: ours with precision=, torch under the same
         setting; checked against float64 products of the operands as our kernel multiplies them
-        (TF32-rounded where it runs TF32), within the K-derived bound of tests/ops/cases.py."""
+        (TF32-rounded where it runs TF32: to nearest, with the slack of tests/ops/cases.py
+        float32_bound for units that truncate), within the K-derived bound of that file.
+        `trans_b`: B given as (N, K), the layout wgmma's tf32 form reads on sm_90a."""
         m = 4096 if big else 256
 
         def make():
@@ -219,16 +221,20 @@ def _problems(torch, size: str):
                 saved = torch.get_float32_matmul_precision()
                 torch.set_float32_matmul_precision(precision)
                 try:
-                    return a @ b
+                    return a @ (b.T if trans_b else b)
                 finally:
                     torch.set_float32_matmul_precision(saved)
-            ar, br = (a, b) if float32_math(precision, target_for([a])) == "ieee" else (_tf32(a), _tf32(b))
-            bound = 2.0 * (m + 2) * 2.0 ** -24 * (ar.abs().double() @ br.abs().double())
-            return (lambda: ops.gemm(a, b, precision=precision), theirs, lambda: ar.double() @ br.double(),
-                    2.0 * m ** 3, "TFLOP/s", bound), {}
+            tf32 = float32_math(precision, target_for([a])) == "tf32"
+            ar, br = (_tf32(a), _tf32(b)) if tf32 else (a, b)
+            br = br.T if trans_b else br
+            magnitude = ar.abs().double() @ br.abs().double()
+            bound = (2.0 * (m + 2) * 2.0 ** -24 + (1.01 * 2.0 ** -9 if tf32 else 0.0)) * magnitude
+            return (lambda: ops.gemm(a, b, trans_b=trans_b, precision=precision), theirs,
+                    lambda: ar.double() @ br.double(), 2.0 * m ** 3, "TFLOP/s", bound), {}
         return make
     p["gemm_float32_highest"] = gemm_float32("highest")
     p["gemm_float32_high"] = gemm_float32("high")
+    p["gemm_float32_high_nt"] = gemm_float32("high", trans_b=True)
 
     def gemm_epilogue():
         a, b, c = rnd(n, n), rnd(n, n), rnd(n)

@@ -1,8 +1,9 @@
 """Claim probes: every capability a target declares is backed by a case that fails when the
 capability does not work — a dtype by its elementwise kernel, an atomic by its scatter
 kernel, "printf"/"device_assert" by the debug cases, a matrix instruction's dtype pair by a
-GEMM on those dtypes. Declared dtypes and atomics outside the static list get a generated
-probe; a capability no case can probe is listed as such, never silently passed."""
+GEMM on those dtypes, a matrix family by the GEMMs that name it (or else by those of its
+pairs). Declared dtypes and atomics outside the static list get a generated probe; a
+capability no case can probe is listed as such, never silently passed."""
 from __future__ import annotations
 
 import re
@@ -60,11 +61,21 @@ class Claim:
 def claims_for(caps: Any, cases: Iterable[Case]) -> list[Claim]:
     """Each declared capability with its probing cases."""
     by_claim: dict[str, list[str]] = {}
+    claims_of: dict[str, tuple[str, ...]] = {}
     for c in cases:
+        claims_of[c.name] = c.claims
         for claim in c.claims:
             by_claim.setdefault(claim, []).append(c.name)
-    # a matrix family is probed by the GEMMs of its dtype pairs
+    # a matrix family that cases name is probed by those cases (a lowering that takes only some
+    # GEMMs of a dtype pair, as wgmma takes only K-major tf32/fp8/s8 operands); any other by
+    # the GEMMs of its dtype pairs that name no other family of the target
+    families = [f.family for f in caps.matrix_instructions]
     for family in caps.matrix_instructions:
+        if by_claim.get(family.family):
+            by_claim[family.family] = sorted(set(by_claim[family.family]))
+            continue
+        others = set(families) - {family.family}
         pairs = [f"matrix:{a}->{b}" for a, b in family.dtypes]
-        by_claim[family.family] = sorted({n for p in pairs for n in by_claim.get(p, [])})
+        by_claim[family.family] = sorted({n for p in pairs for n in by_claim.get(p, [])
+                                          if not others & set(claims_of[n])})
     return [Claim(name, tuple(by_claim.get(name, ()))) for name in declared_claims(caps)]

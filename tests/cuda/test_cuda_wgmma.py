@@ -23,25 +23,29 @@ from tma_emulator import run_kernel as run_tma_kernel  # noqa: E402
 from wgmma_emulator import run_kernel, swizzled_address  # noqa: E402
 
 
-@pytest.mark.parametrize("rows, cols", [(128, 64), (64, 128), (32, 32), (16, 16), (64, 256)])
-@pytest.mark.parametrize("mn_major", [False, True])
-def test_tile_placement_is_what_a_descriptor_reads(rows, cols, mn_major):
-    """Every 16-k slice a descriptor of the tile names (at the lowering's start element,
-    lbo and sbo) reads the logical elements the tile placed there."""
-    tile = wgmma_tile(rows, cols, 2)
+@pytest.mark.parametrize("rows, cols, element, mn_major", [
+    *[(r, c, 2, mn) for r, c in [(128, 64), (64, 128), (32, 32), (16, 16), (64, 256)] for mn in (False, True)],
+    (128, 32, 4, False), (64, 16, 4, False), (64, 64, 4, False), (64, 8, 4, False),  # tf32: 128/64/256/32-byte rows
+    (128, 64, 1, False), (64, 128, 1, False), (64, 32, 1, False),  # fp8 / s8
+])
+def test_tile_placement_is_what_a_descriptor_reads(rows, cols, element, mn_major):
+    """Every k slice of one instruction (32 bytes of K) a descriptor of the tile names (at
+    the lowering's start element, lbo and sbo) reads the logical elements the tile placed there."""
+    tile = wgmma_tile(rows, cols, element)
     lbo, sbo = tile.descriptor_offsets(mn_major)
     base = 4096  # a 1024-aligned tile
+    step = 32 // element
     # MN-major: rows are k, columns m/n; K-major: rows are m/n, columns k
     k_extent, mn_extent = (rows, cols) if mn_major else (cols, rows)
-    for k0 in range(0, k_extent, 16):
+    for k0 in range(0, k_extent, step):
         for mn0 in range(0, mn_extent, tile.slab if mn_major else 8):
             row, col = (k0, mn0) if mn_major else (mn0, k0)
-            start = base + 2 * tile.flat(row, col)
+            start = base + element * tile.flat(row, col)
             for r in range(min(64, mn_extent - mn0)):
-                for k in range(16):
+                for k in range(step):
                     want = (k0 + k, mn0 + r) if mn_major else (mn0 + r, k0 + k)
-                    addr = swizzled_address(start, lbo, sbo, tile.width, mn_major, r, k)
-                    assert addr == base + 2 * tile.flat(*want), (r, k, want)
+                    addr = swizzled_address(start, lbo, sbo, tile.width, mn_major, r, k, element)
+                    assert addr == base + element * tile.flat(*want), (r, k, want)
 
 
 def test_accumulator_layout_covers_the_tile_once():
@@ -112,10 +116,115 @@ def test_disable_wgmma_keeps_mma_sync():
     assert ops.get("HMMA", 0) >= 32 and ops.get("HGMMA", 0) == 0
 
 
-def test_other_dtypes_keep_mma_sync_on_sm_90a():
-    kernel = tilelang_core.compile(gemm_kernel(1024, 1024, 1024, 128, 128, 64, "int8", stages=3),
+@pytest.mark.parametrize("dtype", ["int8", "float32"])
+def test_k_major_only_dtypes_keep_mma_sync_for_mn_major_operands(dtype):
+    """tf32 and s8 wgmma read both operands K-major: B as (K, N) (or A as (K, M)) stays on mma.sync."""
+    for trans_a, trans_b in ((False, False), (True, True)):
+        func = gemm_kernel(256, 256, 256, 128, 128, 32, dtype, trans_a=trans_a, trans_b=trans_b, stages=3)
+        script = lower(func, _target("sm_90a"), CompileOptions()).script()
+        assert "wgmma" not in script and "tl::mma_m16n8k" in script, (trans_a, trans_b)
+
+
+def _truncate_tf32(x):
+    """float32 values with the 13 low mantissa bits cleared (what the tf32 unit reads)."""
+    return (np.ascontiguousarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def _k_major_run(M, N, K, dtype, rng, **kw):
+    """Lower a K-major gemm (A (M, K), B (N, K)) for sm_90a, run it in the emulator; (C, A, B)
+    as the kernel stores them, and the lowered script."""
+    options = CompileOptions.from_pass_configs(kw.pop("pass_configs", None))
+    func = gemm_kernel(M, N, K, dtype=dtype, trans_b=True, acc="int32" if dtype == "int8" else "float32", **kw)
+    lowered = lower(func, _target("sm_90a"), options)
+    if dtype == "float32":
+        a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((N, K)).astype(np.float32)
+    elif dtype == "int8":
+        a, b = rng.integers(-128, 128, (M, K)).astype(np.int8), rng.integers(-128, 128, (N, K)).astype(np.int8)
+    else:  # fp8 as raw bytes: every finite code
+        import ml_dtypes
+
+        fp8 = getattr(ml_dtypes, dtype)
+        codes = np.arange(256, dtype=np.uint8)
+        finite = codes[np.isfinite(codes.view(fp8).astype(np.float64))]
+        a, b = rng.choice(finite, (M, K)), rng.choice(finite, (N, K))
+    c = np.full((M, N), -7 if dtype == "int8" else np.nan, np.int32 if dtype == "int8" else np.float32)
+    if lowered.attrs is not None and "cuda.tensor_maps" in lowered.attrs:
+        run_tma_kernel(lowered, a, b, c)
+    else:
+        run_kernel(lowered, a, b, c)
+    return c, a, b, lowered.script()
+
+
+def _values(x, dtype):
+    if dtype.startswith("float8"):
+        import ml_dtypes
+
+        return x.view(getattr(ml_dtypes, dtype)).astype(np.float64)
+    return x.astype(np.float64)
+
+
+@pytest.mark.parametrize("case", [
+    dict(),  # TMA loads, 128B swizzle (32 floats a row), 2 k-tiles of 4 k8 steps
+    dict(bk=16, threads=256),  # 64B swizzle, 2 warpgroups split M
+    dict(bn=64, bk=64, stages=2, pass_configs={"tl.disable_tma_lower": True}),  # cp.async, 2 slabs of K
+])
+def test_tf32_wgmma_gemm_in_emulator(case):
+    """float32 T.gemm on wgmma tf32 (both operands K-major): the emulator's result is the
+    product of the operands with their 13 low mantissa bits dropped, summed in float32 (a
+    bound of 2 (K + 2) 2^-24 |A| |B|); it is not the product of the unrounded operands within
+    that bound (so the check sees tf32), and C holds no poison."""
+    args = dict(bm=128, bn=128, bk=32, threads=128, stages=3)
+    args.update(case)
+    M, N, K = 128, 128, 64
+    c, a, b, script = _k_major_run(M, N, K, "float32", np.random.default_rng(3), **args)
+    assert "k8_f32_tf32\"" in script and "tl::mma_m16n8k" not in script
+    at, bt = _truncate_tf32(a).astype(np.float64), _truncate_tf32(b).astype(np.float64)
+    bound = 2 * (K + 2) * 2.0 ** -24 * (np.abs(at) @ np.abs(bt).T)
+    assert (np.abs(c - at @ bt.T) <= bound).all()
+    assert not (np.abs(c - a.astype(np.float64) @ b.astype(np.float64).T) <= bound).all()
+
+
+def test_tf32_wgmma_negative_control_wrong_k_step(monkeypatch):
+    """The emulator catches a lowering whose descriptors step K by 16 bytes (4 floats) instead
+    of the instruction's 32: half of K is read twice, half never."""
+    import tilelang_cuda.lower_wgmma as lw
+
+    descriptor = lw._descriptor
+    monkeypatch.setattr(lw, "_descriptor", lambda region, tile, mn_major, mn, kk, k_step=16:
+                        descriptor(region, tile, mn_major, mn, kk, k_step // 2))
+    c, a, b, script = _k_major_run(128, 128, 32, "float32", np.random.default_rng(4), bm=128, bn=128, bk=32,
+                                   threads=128, stages=1)
+    assert "k8_f32_tf32\"" in script
+    ref = _truncate_tf32(a).astype(np.float64) @ _truncate_tf32(b).astype(np.float64).T
+    assert np.abs(c - ref).max() > 1.0
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float8_e4m3fn", "float8_e5m2"])
+def test_8bit_wgmma_gemm_in_emulator(dtype):
+    """s8 -> s32 (exact) and fp8 -> f32 on wgmma k32, both operands K-major."""
+    M, N, K = 128, 64, 64
+    c, a, b, script = _k_major_run(M, N, K, dtype, np.random.default_rng(5), bm=128, bn=64, bk=64, threads=128,
+                                   stages=2)
+    kind = {"int8": "s32_s8", "float8_e4m3fn": "f32_e4m3", "float8_e5m2": "f32_e5m2"}[dtype]
+    assert f"k32_{kind}\"" in script and "tl::mma_m16n8k" not in script
+    av, bv = _values(a, dtype), _values(b, dtype)
+    ref = av @ bv.T
+    if dtype == "int8":
+        assert (c == ref).all()
+    else:
+        assert (np.abs(c - ref) <= 2 * (K + 2) * 2.0 ** -24 * (np.abs(av) @ np.abs(bv).T)).all()
+
+
+@pytest.mark.parametrize("dtype, sass", [("float32", "HGMMA"), ("float8_e4m3fn", "QGMMA"), ("int8", "IGMMA")])
+def test_k_major_wgmma_compiles_to_gmma(dtype, sass):
+    bk = 32 if dtype == "float32" else 64
+    kernel = tilelang_core.compile(gemm_kernel(1024, 1024, 1024, 128, 128, bk, dtype, trans_b=True, stages=3,
+                                               acc="int32" if dtype == "int8" else "float32"),
                                    target="cuda/sm_90a", cache=False)
-    assert "wgmma" not in kernel.get_kernel_source()
+    ops = _sass_ops(kernel)
+    steps = bk * {"float32": 4, "float8_e4m3fn": 1, "int8": 1}[dtype] // 32
+    assert ops.get(sass, 0) >= steps and ops.get("HMMA", 0) == 0 and ops.get("IMMA", 0) == 0
+    assert ops.get("LDL", 0) == 0 and ops.get("STL", 0) == 0, "the accumulator must stay in registers"
 
 
 def _attention_chain(M, N, K, D, dtype, threads, trans_v=False):
@@ -176,3 +285,25 @@ def test_rs_gemm_compiles_to_hgmma_without_ldmatrix(dtype):
     ops = _sass_ops(kernel)
     assert ops.get("HGMMA", 0) >= 8 and ops.get("HMMA", 0) == 0 and ops.get("LDSM", 0) == 0
     assert ops.get("LDL", 0) == 0 and ops.get("STL", 0) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wgmma", [True, False])
+def test_tf32_operand_rounding_on_the_gpu(wgmma):
+    """What the H100 does to float32 operands: every A element is 1 + 2^-11 + 2^-13 (TF32 to
+    nearest: 1 + 2^-10; truncated: 1), B picks column 0. wgmma (the emulator's model)
+    truncates; mma.sync rounds them with cvt.rna first (`tl.disable_wgmma`)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("needs an sm_90 GPU through torch")
+    kernel = tilelang_core.compile(gemm_kernel(64, 64, 32, 64, 64, 32, "float32", trans_b=True, stages=1),
+                                   target="cuda/sm_90a", cache=False, pass_configs={"tl.disable_wgmma": not wgmma})
+    assert ("k8_f32_tf32(" in kernel.get_kernel_source()) is wgmma
+    a = torch.full((64, 32), 1 + 2.0 ** -11 + 2.0 ** -13, device="cuda")
+    b = torch.zeros((64, 32), device="cuda")
+    b[0] = 1.0
+    c = torch.full((64, 64), float("nan"), device="cuda")
+    kernel(a, b, c)
+    want = 32.0 if wgmma else 32.0 * (1 + 2.0 ** -10)
+    assert (c[:, 0] == want).all(), (c[:, 0].unique(), want)
+    assert (c[:, 1:] == 0).all()

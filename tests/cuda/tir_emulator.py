@@ -46,7 +46,8 @@ __all__ = ["run_kernel", "CUTE_LAYOUTS"]
 
 _NP = {"float16": np.float16, "bfloat16": np.uint16, "float32": np.float32, "float64": np.float64, "int8": np.int8,
        "int32": np.int32, "int64": np.int64, "uint32": np.uint32, "uint8": np.uint8,
-       "uint16": np.uint16, "int16": np.int16, "bool": np.bool_}
+       "uint16": np.uint16, "int16": np.int16, "bool": np.bool_,
+       "float8_e4m3fn": np.uint8, "float8_e5m2": np.uint8}  # fp8: raw bytes, moved untouched
 
 # CuTe TV layouts: ((thread shape), (value shape)) : ((thread strides), (value strides))
 CUTE_LAYOUTS = {

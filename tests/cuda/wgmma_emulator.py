@@ -19,6 +19,14 @@ written here independently of the lowering's layout functions:
   Layout" 9.7.15.5.1). D (64 x N, f32): value i of thread t is at row
   16 (t / 32) + (t % 32) / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (t % 4) + i % 2
   ("Register fragments", wgmma .m64nNk16 D). D = A B + (scale_d ? D : 0).
+- `tl::wgmma_m64n{N}k{K}_{f32,s32}_{tf32,e4m3,e5m2,s8}(d, desc_a, desc_b, scale_d)`: the
+  same, both operands K-major (these types have no transpose, 9.7.15.5), K = 32 bytes of
+  elements (8 tf32, 32 fp8 or s8): element (r, k) at start + (r // 8) * SBO + (r % 8) * W +
+  bytes * k. tf32 operands are float32 words of which the unit takes the sign, exponent and
+  10 high mantissa bits; the emulator drops the 13 low bits (truncation: nothing rounds the
+  words between shared memory and the unit). This is our reading of the hardware, not a
+  quoted rule; the ops checks (tests/ops/cases.py float32_bound) accept either rounding, so
+  a GPU run does not tell them apart. s8 accumulates in int32.
 - `tl::wgmma_m64n{N}k16_rs_f32_{f16,bf16}<tnspB>(d, a, desc_b, scale_d)`: the same with A
   (64 x 16) from registers: a[j] (j = 0..3) of thread t holds, low half first, A's elements
   at row 16 (t / 32) + (t % 32) / 4 + 8 (j % 2), columns 2 (t % 4) + 8 (j / 2) + {0, 1}
@@ -42,17 +50,36 @@ _NO_OPS = ("tl::wgmma_fence", "tl::wgmma_commit", "tl::wgmma_wait", "tl::fence_p
 _WIDTH = {1: 128, 2: 64, 3: 32}
 _WGMMA = re.compile(r"tl::wgmma_m64n(\d+)k16_f32_(f16|bf16)<(\d), (\d)>")
 _WGMMA_RS = re.compile(r"tl::wgmma_m64n(\d+)k16_rs_f32_(f16|bf16)<(\d)>")
+_WGMMA_K_MAJOR = re.compile(r"tl::wgmma_m64n(\d+)k(\d+)_(f32|s32)_(tf32|e4m3|e5m2|s8)")
+_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1}
 
 
-def swizzled_address(start: int, lbo: int, sbo: int, width: int, mn_major: bool, r: int, k: int) -> int:
-    """The shared address of element (r, k) of a descriptor's 16-bit operand (module doc)."""
+def swizzled_address(start: int, lbo: int, sbo: int, width: int, mn_major: bool, r: int, k: int,
+                     element: int = 2) -> int:
+    """The shared address of element (r, k) of a descriptor's operand of `element`-byte values
+    (module doc; MN-major only for 16-bit ones)."""
     if mn_major:
         per = width // 2
         addr = start + (r // per) * lbo + (k // 8) * sbo + (k % 8) * width + 2 * (r % per)
     else:
-        addr = start + (r // 8) * sbo + (r % 8) * width + 2 * k
+        addr = start + (r // 8) * sbo + (r % 8) * width + element * k
     bits = {128: 3, 64: 2, 32: 1}[width]
     return addr ^ (((addr >> 7) & ((1 << bits) - 1)) << 4)
+
+
+def _decode(raw: np.ndarray, kind: str) -> float:
+    """The value of one operand element from its bytes in shared memory."""
+    if kind == "f16":
+        return float(raw.view(np.float16)[0])
+    if kind == "bf16":
+        return float((raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)[0])
+    if kind == "tf32":  # the 13 low mantissa bits are not read
+        return float((raw.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)[0])
+    if kind == "s8":
+        return float(raw.view(np.int8)[0])
+    import ml_dtypes
+
+    return float(raw.view(ml_dtypes.float8_e4m3fn if kind == "e4m3" else ml_dtypes.float8_e5m2)[0])
 
 
 class _Machine3(_Machine):
@@ -69,11 +96,11 @@ class _Machine3(_Machine):
             self.next_base += -(-pointer.array.nbytes // 1024) * 1024 + 1024
         return entry[0] + pointer.index * pointer.array.itemsize
 
-    def load16(self, addr: int) -> np.ndarray:
+    def load(self, addr: int, size: int = 2) -> np.ndarray:
         for base, array in self.bases.values():
             if base <= addr < base + array.nbytes:
                 raw = array.reshape(-1).view(np.uint8)
-                return raw[addr - base:addr - base + 2]
+                return raw[addr - base:addr - base + size]
         raise AssertionError(f"wgmma reads shared address {addr:#x}, outside every shared tile")
 
     def compile_call(self, e):
@@ -90,32 +117,27 @@ class _Machine3(_Machine):
     def extern(self, name: str, args, th):
         if name.startswith(_NO_OPS):
             return
-        if _WGMMA.fullmatch(name) or _WGMMA_RS.fullmatch(name):
+        if _WGMMA.fullmatch(name) or _WGMMA_RS.fullmatch(name) or _WGMMA_K_MAJOR.fullmatch(name):
             yield ("wg", name, args)
             return
         yield from super().extern(name, args, th)
 
     def operand(self, desc: int, rows: int, mn_major: bool, kind: str) -> np.ndarray:
-        """The (rows, 16) operand a descriptor names, as float64."""
+        """The (rows, K) operand a descriptor names (K = 32 bytes of elements), as float64."""
         start, lbo = (desc & 0x3FFF) << 4, ((desc >> 16) & 0x3FFF) << 4
         sbo, mode = ((desc >> 32) & 0x3FFF) << 4, (desc >> 62) & 3
         assert mode in _WIDTH, "emulator: wgmma without swizzle is not modelled"
-        out = np.zeros((rows, 16))
+        size = _BYTES[kind]
+        out = np.zeros((rows, 32 // size))
         for r in range(rows):
-            for k in range(16):
-                raw = self.load16(swizzled_address(start, lbo, sbo, _WIDTH[mode], mn_major, r, k))
-                if kind == "f16":
-                    out[r, k] = float(raw.view(np.float16)[0])
-                else:
-                    out[r, k] = float((raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)[0])
+            for k in range(32 // size):
+                raw = self.load(swizzled_address(start, lbo, sbo, _WIDTH[mode], mn_major, r, k, size), size)
+                out[r, k] = _decode(raw, kind)
         return out
 
     @staticmethod
     def _value(bits: int, kind: str) -> float:
-        raw = np.array([bits & 0xFFFF], np.uint16)
-        if kind == "f16":
-            return float(raw.view(np.float16)[0])
-        return float((raw.astype(np.uint32) << 16).view(np.float32)[0])
+        return _decode(np.array([bits & 0xFFFF], np.uint16).view(np.uint8), kind)
 
     def register_operand(self, lane_args, kind: str) -> np.ndarray:
         """The (64, 16) A operand the warpgroup's threads hold in registers (module doc)."""
@@ -129,8 +151,15 @@ class _Machine3(_Machine):
         return out
 
     def wgmma(self, name: str, lane_args) -> None:
-        rs = _WGMMA_RS.fullmatch(name)
-        if rs:
+        rs, k_major = _WGMMA_RS.fullmatch(name), _WGMMA_K_MAJOR.fullmatch(name)
+        if k_major:
+            n, _, _, kind = k_major.groups()
+            ta = tb = "0"
+            descs = {(int(a[1]), int(a[2]), int(a[3])) for a in lane_args}
+            assert len(descs) == 1, "wgmma: the threads of a warpgroup give different descriptors or scale-d"
+            desc_a, desc_b, scale = descs.pop()
+            a = self.operand(desc_a, 64, False, kind)
+        elif rs:
             n, kind, tb = rs.groups()
             descs = {(int(a[2]), int(a[3])) for a in lane_args}
             assert len(descs) == 1, "wgmma: the threads of a warpgroup give different descriptors or scale-d"

@@ -140,22 +140,37 @@ def tf32_round(x):
     return ((bits + 0x1000) & 0xFFFFE000).astype("uint32").view("float32")
 
 
-def float32_operands(op, precision, inputs, host, conv=False):
-    """The host operands as the float32 op multiplies them for `inputs` (the arrays the call
-    takes): TF32-rounded where the call's precision and target give TF32 math, else as they are."""
+def _float32_math(op, precision, inputs, conv=False) -> str:
     from tilelang_core.ops.gemm import float32_math, float32_precision
     from tilelang_core.ops.launch import target_for
 
-    math = float32_math(float32_precision(op, precision, inputs, conv), target_for(inputs))
+    return float32_math(float32_precision(op, precision, inputs, conv), target_for(inputs))
+
+
+def float32_operands(op, precision, inputs, host, conv=False):
+    """The host operands as the float32 op multiplies them for `inputs` (the arrays the call
+    takes): TF32-rounded where the call's precision and target give TF32 math, else as they are."""
+    math = _float32_math(op, precision, inputs, conv)
     return [tf32_round(h) for h in host] if math == "tf32" else list(host)
 
 
-def float32_bound(k, magnitude):
+def float32_tolerance(op, precision, inputs, k, magnitude, conv=False):
+    """`float32_bound`, widened where the call runs TF32 math: TF32 units read operands either
+    rounded to nearest (mma.sync after cvt.rna) or truncated (wgmma reads float32 words from
+    shared memory and drops their 13 low mantissa bits). Each operand of the two differs by at
+    most one TF32 unit in the last place (2^-10 relative), so each product by 2^-9 (+ a hair)
+    of |a| |b|: the reference (rounded to nearest) then holds for both."""
+    return float32_bound(k, magnitude, tf32=_float32_math(op, precision, inputs, conv) == "tf32")
+
+
+def float32_bound(k, magnitude, tf32=False):
     """Per element, the most a float32 sum of `k` products (plus a bias and the store) may be
     off the exact sum of the same operands: 2 (k + 2) u |a| @ |b| with u = 2**-24 (a float32
     rounding each step, doubled for matrix units that truncate their sums); `magnitude` is
-    |a| @ |b| (+ |bias|) in float64."""
-    return 2.0 * (k + 2) * 2.0 ** -24 * np.asarray(magnitude, dtype="float64")
+    |a| @ |b| (+ |bias|) in float64. `tf32`: plus 1.01 * 2**-9 |a| @ |b|, the most the product
+    of operands truncated to TF32 may differ from that of operands rounded to nearest."""
+    magnitude = np.asarray(magnitude, dtype="float64")
+    return (2.0 * (k + 2) * 2.0 ** -24 + (1.01 * 2.0 ** -9 if tf32 else 0.0)) * magnitude
 
 
 def gemm(dtype, trans_a=False, trans_b=False, bias=False, activation="none", precision=None):
@@ -175,7 +190,8 @@ def gemm(dtype, trans_a=False, trans_b=False, bias=False, activation="none", pre
             return call, lambda: reference(a, b, bias=c, activation=activation), (3e-2, 2e-2)
         ar, br = float32_operands("gemm", precision, [a_in, b_in], [a, b])
         magnitude = reference(np.abs(ar), np.abs(br), bias=None if c is None else np.abs(c))
-        return call, lambda: reference(ar, br, bias=c, activation=activation), float32_bound(45, magnitude)
+        return call, lambda: reference(ar, br, bias=c, activation=activation), float32_tolerance(
+            "gemm", precision, [a_in, b_in], 45, magnitude)
     return make
 
 
@@ -185,7 +201,8 @@ def batched_gemm(precision=None):
         a_in, b_in = lib(a), lib(b)
         ar, br = float32_operands("batched_gemm", precision, [a_in, b_in], [a, b])
         return (lambda: ops.batched_gemm(a_in, b_in, precision=precision), lambda: ar.astype("float64") @ br,
-                float32_bound(20, np.abs(ar).astype("float64") @ np.abs(br)))
+                float32_tolerance("batched_gemm", precision, [a_in, b_in], 20,
+                                  np.abs(ar).astype("float64") @ np.abs(br)))
     return make
 
 
@@ -197,7 +214,8 @@ def grouped_gemm(precision=None):
         ar, br = float32_operands("grouped_gemm", precision, [a_in, b_in], [a, b])
         reference = ops.get("grouped_gemm").reference
         return (lambda: ops.grouped_gemm(a_in, b_in, sizes, precision=precision), lambda: reference(ar, br, sizes),
-                float32_bound(24, reference(np.abs(ar), np.abs(br), sizes)))
+                float32_tolerance("grouped_gemm", precision, [a_in, b_in], 24,
+                                  reference(np.abs(ar), np.abs(br), sizes)))
     return make
 
 
@@ -219,7 +237,8 @@ def conv2d(precision=None):
         xr, wr = float32_operands("conv2d", precision, [x_in, w_in], [x, w], conv=True)
         reference = ops.get("conv2d").reference
         return (lambda: ops.conv2d(x_in, w_in, stride=2, padding=1, precision=precision),
-                lambda: reference(xr, wr, 2, 1), float32_bound(3 * 3 * 3, reference(np.abs(xr), np.abs(wr), 2, 1)))
+                lambda: reference(xr, wr, 2, 1), float32_tolerance(
+                    "conv2d", precision, [x_in, w_in], 3 * 3 * 3, reference(np.abs(xr), np.abs(wr), 2, 1), conv=True))
     return make
 
 
@@ -282,6 +301,9 @@ CASES = {
     "gemm.float32.bias.relu": gemm("float32", bias=True, activation="relu"),
     "gemm.float32.TT.bias.relu.high": gemm("float32", True, True, True, "relu", precision="high"),
     "gemm.float32.TT.highest": gemm("float32", True, True, precision="highest"),
+    # B as (N, K): wgmma tf32 on sm_90a for "high"; the FMA loops' swizzled K-minor B tile for "highest"
+    "gemm.float32.NT.bias.high": gemm("float32", trans_b=True, bias=True, precision="high"),
+    "gemm.float32.NT.highest": gemm("float32", trans_b=True, precision="highest"),
     "batched_gemm": batched_gemm(),
     "grouped_gemm": grouped_gemm(),
     "grouped_gemm.high": grouped_gemm("high"),

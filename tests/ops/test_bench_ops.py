@@ -45,7 +45,7 @@ def test_every_operator_is_timed_and_precompiled(bench, problems):
     assert summary["kernels"] == 1 and not summary["failed"] and summary["job_s"][0] > 0
 
 
-@pytest.mark.parametrize("name", ["softmax", "gemm_float32_high", "cumsum", "add_rms_norm"])
+@pytest.mark.parametrize("name", ["softmax", "gemm_float32_high", "gemm_float32_high_nt", "cumsum", "add_rms_norm"])
 def test_rows_check_against_torch(bench, problems, name):
     (ours, _, reference, work, unit, tolerance), _ = problems[name]()
     good, err = bench._check(torch, ours, reference, tolerance)

@@ -169,18 +169,21 @@ def test_backend_config_reaches_the_kernel(fresh_manager):
 # -- float32 precision: FMA loops for "highest", the TF32 units for "high" ---------------------
 
 
-@pytest.mark.parametrize("name, call", [
-    ("gemm", lambda a, p, t: ops.gemm(a, a, precision=p, target=t)),
+@pytest.mark.parametrize("name, call, wgmma", [
+    ("gemm", lambda a, p, t: ops.gemm(a, a, precision=p, target=t), False),
     ("gemm", lambda a, p, t: ops.gemm(a, a, trans_a=True, trans_b=True, bias=a[0], activation="relu", precision=p,
-                                      target=t)),
-    ("batched_gemm", lambda a, p, t: ops.batched_gemm(a[None], a[None], precision=p, target=t)),
-    ("grouped_gemm", lambda a, p, t: ops.grouped_gemm(a, np.stack([a, a]), [40, 56], precision=p, target=t)),
+                                      target=t), False),
+    ("gemm", lambda a, p, t: ops.gemm(a, a, trans_b=True, precision=p, target=t), True),
+    ("batched_gemm", lambda a, p, t: ops.batched_gemm(a[None], a[None], precision=p, target=t), False),
+    ("grouped_gemm", lambda a, p, t: ops.grouped_gemm(a, np.stack([a, a]), [40, 56], precision=p, target=t), False),
     ("conv2d", lambda a, p, t: ops.conv2d(a.reshape(2, 3, 32, 48), a.reshape(-1)[:135].reshape(5, 3, 3, 3), padding=1,
-                                          precision=p, target=t)),
+                                          precision=p, target=t), True),
 ])
-def test_float32_precision_picks_the_multiply_on_hopper(name, call):
-    """sm_90a runs float32 T.gemm as TF32 mma.sync: "high" keeps it, "highest" multiplies with
-    FMA loops (no mma, no TF32 conversion in the source)."""
+def test_float32_precision_picks_the_multiply_on_hopper(name, call, wgmma):
+    """sm_90a runs float32 T.gemm on the TF32 units: wgmma tf32 where both operands are K-major
+    (A (M, K), B (N, K): gemm with trans_b, conv2d's im2col tile and weights), else mma.sync
+    (operands rounded by cvt.rna); "highest" multiplies with FMA loops (no matrix
+    instruction, no TF32 in the source)."""
     from tilelang_core.ops.launch import capture
 
     target = _target("cuda/sm_90a")
@@ -190,10 +193,12 @@ def test_float32_precision_picks_the_multiply_on_hopper(name, call):
         assert recorded.op.name == name and recorded.problem.get("fma", False) is not tf32
         kernel, config, _ = kernel_for(recorded.op, target, recorded.problem)
         text = kernel.get_kernel_source()
-        assert ("mma_m16n8k8_tf32" in text and "cvt.rna.tf32" not in text) is tf32, (name, precision)
-        assert ("tf32" in text) is tf32 and "wgmma" not in text, (name, precision)
+        on_wgmma = "_f32_tf32(" in text and "mma_m16n8k8" not in text
+        on_mma = "mma_m16n8k8_tf32" in text and "wgmma" not in text
+        assert (on_wgmma if wgmma else on_mma) is tf32, (name, precision)
+        assert "cvt.rna.tf32" not in text and ("tf32" in text) is tf32, (name, precision)
         if not tf32:  # each thread sums its products in registers, one multiply-add at a time
-            assert ("acc[" in text or "C_f_reg[" in text) and "] * " in text, text
+            assert "wgmma" not in text and ("acc[" in text or "C_f_reg[" in text) and "] * " in text, text
 
 
 def test_float16_gemm_ignores_the_precision_but_checks_it():

@@ -189,3 +189,29 @@ def test_float32_bound_tells_tf32_from_float32():
         compare("tf32 product", tf32_round(a).astype("float64") @ tf32_round(b), exact, bound)
     assert tf32_round(np.float32(1 + 2 ** -11)) == np.float32(1 + 2 ** -10)  # a tie rounds away from zero
     assert tf32_round(np.float32(-(1 + 2 ** -12))) == np.float32(-1.0)
+
+
+def test_tf32_bound_holds_for_either_rounding():
+    """The TF32 check (reference on operands rounded to nearest) passes products of operands
+    rounded to nearest (mma.sync) and truncated (wgmma) alike, and fails one element off by
+    2^-7 of its magnitude."""
+    from .cases import compare, float32_bound, tf32_round
+
+    rng = np.random.default_rng()
+    k = 300
+    a, b = rng.standard_normal((40, k)).astype("float32"), rng.standard_normal((k, 30)).astype("float32")
+
+    def truncate(x):
+        return (x.view("uint32") & np.uint32(0xFFFFE000)).view("float32")
+
+    ar, br = tf32_round(a).astype("float64"), tf32_round(b).astype("float64")
+    magnitude = np.abs(ar) @ np.abs(br)
+    bound = float32_bound(k, magnitude, tf32=True)
+    compare("tf32 product (nearest)", (ar @ br).astype("float32"), ar @ br, bound)
+    truncated = truncate(a).astype("float64") @ truncate(b)
+    compare("tf32 product (truncated)", truncated.astype("float32"), ar @ br, bound)
+    assert not (np.abs(truncated - ar @ br) <= float32_bound(k, magnitude)).all()  # the slack is needed
+    wrong = truncated.copy()
+    wrong[3, 4] += 2.0 ** -7 * magnitude[3, 4]
+    with pytest.raises(AssertionError, match="off the reference by more than their bound"):
+        compare("a wrong element", wrong, ar @ br, bound)

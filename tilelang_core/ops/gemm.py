@@ -169,69 +169,89 @@ def _gemm_kernel(problem: dict, config: dict):
 
 
 def _gemm_fma_kernel(problem: dict, config: dict):
-    """float32 products summed in float32 without the matrix units: each thread owns a
-    (TM, TN) block of C (8 x 8 at the table's tile) in registers; per k it reads TM values of
-    A and TN of B from the shared tiles (A kept k-major, so both are contiguous runs) and does
-    TM * TN multiply-adds. Tiles are read from global memory along their contiguous axis; a
-    tile read along K is stored with a row of padding, so the threads' stores of one k-column
-    fall in different shared-memory banks."""
+    """float32 products summed in float32 without the matrix units. The tiles arrive through
+    `T.Pipelined` copies (cp.async, double-buffered: the next K slab loads while this one is
+    multiplied) in the operands' own orientation. Each thread owns an 8 x 8 block of C in
+    registers: rows 4 ti .. 4 ti + 3 of each half of the tile's rows, columns 4 tj .. 4 tj + 3
+    of each half of its columns, so the 4-wide runs a quarter warp (8 consecutive tj, one ti)
+    reads from one shared row lie side by side (no bank conflicts) and every read is 16
+    bytes. Per 4 k it reads 4 values of each of its 8 rows of A and 8 columns of B (runs
+    along K where the tile is K-minor, along M or N where it is K-major) and does 256
+    multiply-adds. A K-minor B tile (`trans_b`) is read a row per thread by a quarter warp:
+    there thread tj owns columns tj + gn n, and the tile's 16-byte chunks are XOR-swizzled
+    by row pair (16-wide K slabs), so the 8 rows fall in 8 bank groups."""
     B, M, N, K = problem["batch"], problem["M"], problem["N"], problem["K"]
     dtype, ta, tb = problem["dtype"], problem["trans_a"], problem["trans_b"]
     has_bias, activation = problem["bias"], problem["activation"]
     bM, bN, bK = _tile(config, M, N, K, dtype, True)
-    TM, TN = min(8, bM), min(8, bN)
-    gm, gn = bM // TM, bN // TN  # a thread per (gm, gn) block
+    _, stages = _launch(config, True)
+    TM, TN, KV = 8, 8, 4  # a thread's rows, columns, and k per register refill
+    gm, gn = bM // TM, bN // TN  # a thread per (ti, tj)
+    hm, hn = bM // 2, bN // 2  # the second half of a thread's rows / columns starts here
     a_shape = (B, K, M) if ta else (B, M, K)
     b_shape = (B, N, K) if tb else (B, K, N)
-    zero = T.cast(0, dtype)
-    a_pad, b_pad = (0 if ta else 1), (1 if tb else 0)
+    a_tile = (bK, bM) if ta else (bM, bK)
+    b_tile = (bN, bK) if tb else (bK, bN)
+
+    def row_of(t, m, half):  # the m-th of the 8 rows (or columns) thread index t owns
+        return (m // 4) * half + t * 4 + m % 4
+
+    swizzle_b = tb and bK == 16  # 4 chunks of 16 bytes a row; 2 rows per 128-byte bank cycle
+
+    def col_of(t, n):
+        return t + gn * n if swizzle_b else row_of(t, n, hn)
 
     @T.prim_func
     def main(A: T.Tensor(a_shape, dtype), Bm: T.Tensor(b_shape, dtype), Bias: T.Tensor((N if has_bias else 1,), dtype),
              C: T.Tensor((B, M, N), dtype)):
         with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), B, threads=gm * gn) as (bx, by, bz):
-            A_s = T.alloc_shared((bK, bM + a_pad), "float32")
-            B_s = T.alloc_shared((bK, bN + b_pad), "float32")
+            A_s = T.alloc_shared(a_tile, "float32")
+            B_s = T.alloc_shared(b_tile, "float32")
             acc = T.alloc_local((TM * TN,), "float32")
-            a_r = T.alloc_local((TM,), "float32")
-            b_r = T.alloc_local((TN,), "float32")
+            a_r = T.alloc_local((TM * KV,), "float32")
+            b_r = T.alloc_local((TN * KV,), "float32")
+            if swizzle_b:
+                T.annotate_layout({B_s: T.Layout(b_tile, lambda r, c: (r, T.bitwise_xor(c // 4, r // 2 % 4) * 4
+                                                                         + c % 4))})
             for ti, tj in T.Parallel(gm, gn):
                 for e in T.unroll(TM * TN):
                     acc[e] = 0.0
-            for ko in T.serial(T.ceildiv(K, bK)):
-                if ta:  # A is (K, M): rows of the tile along M
-                    for k, i in T.Parallel(bK, bM):
-                        A_s[k, i] = T.if_then_else(ko * bK + k < K and by * bM + i < M, A[
-                            bz, T.min(ko * bK + k, K - 1), T.min(by * bM + i, M - 1)], zero)
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+                if ta:
+                    T.copy(A[bz, ko * bK, by * bM], A_s)
                 else:
-                    for i, k in T.Parallel(bM, bK):
-                        A_s[k, i] = T.if_then_else(ko * bK + k < K and by * bM + i < M, A[
-                            bz, T.min(by * bM + i, M - 1), T.min(ko * bK + k, K - 1)], zero)
-                if tb:  # B is (N, K)
-                    for j, k in T.Parallel(bN, bK):
-                        B_s[k, j] = T.if_then_else(ko * bK + k < K and bx * bN + j < N, Bm[
-                            bz, T.min(bx * bN + j, N - 1), T.min(ko * bK + k, K - 1)], zero)
+                    T.copy(A[bz, by * bM, ko * bK], A_s)
+                if tb:
+                    T.copy(Bm[bz, bx * bN, ko * bK], B_s)
                 else:
-                    for k, j in T.Parallel(bK, bN):
-                        B_s[k, j] = T.if_then_else(ko * bK + k < K and bx * bN + j < N, Bm[
-                            bz, T.min(ko * bK + k, K - 1), T.min(bx * bN + j, N - 1)], zero)
+                    T.copy(Bm[bz, ko * bK, bx * bN], B_s)
                 for ti, tj in T.Parallel(gm, gn):
-                    for k in T.unroll(bK):
+                    for k4 in T.unroll(bK // KV):
                         for m in T.unroll(TM):
-                            a_r[m] = A_s[k, ti * TM + m]
+                            for kk in T.unroll(KV):
+                                if ta:
+                                    a_r[m * KV + kk] = A_s[k4 * KV + kk, row_of(ti, m, hm)]
+                                else:
+                                    a_r[m * KV + kk] = A_s[row_of(ti, m, hm), k4 * KV + kk]
                         for n in T.unroll(TN):
-                            b_r[n] = B_s[k, tj * TN + n]
-                        for e in T.unroll(TM * TN):
-                            acc[e] += a_r[e // TN] * b_r[e % TN]
+                            for kk in T.unroll(KV):
+                                if tb:
+                                    b_r[n * KV + kk] = B_s[col_of(tj, n), k4 * KV + kk]
+                                else:
+                                    b_r[n * KV + kk] = B_s[k4 * KV + kk, col_of(tj, n)]
+                        for kk in T.unroll(KV):
+                            for e in T.unroll(TM * TN):
+                                acc[e] += a_r[(e // TN) * KV + kk] * b_r[(e % TN) * KV + kk]
             for ti, tj in T.Parallel(gm, gn):
                 for e in T.unroll(TM * TN):
-                    if by * bM + ti * TM + e // TN < M and bx * bN + tj * TN + e % TN < N:
+                    row = by * bM + row_of(ti, e // TN, hm)
+                    col = bx * bN + col_of(tj, e % TN)
+                    if row < M and col < N:
                         if has_bias:
-                            C[bz, by * bM + ti * TM + e // TN, bx * bN + tj * TN + e % TN] = T.cast(_activate(
-                                acc[e] + T.cast(Bias[bx * bN + tj * TN + e % TN], "float32"), activation), dtype)
+                            C[bz, row, col] = T.cast(
+                                _activate(acc[e] + T.cast(Bias[col], "float32"), activation), dtype)
                         else:
-                            C[bz, by * bM + ti * TM + e // TN, bx * bN + tj * TN + e % TN] = T.cast(
-                                _activate(acc[e], activation), dtype)
+                            C[bz, row, col] = T.cast(_activate(acc[e], activation), dtype)
 
     return main
 

@@ -19,8 +19,8 @@ the XOR is the one the hardware applies to the absolute shared address, so a des
 reads the tile:
 
 - K-major operand (A not transposed, B transposed): rows are M (or N), columns K. One
-  instruction reads 16 k-elements (32 bytes) inside one slab; SBO = 8 * width (8-row
-  groups), LBO unused (16).
+  instruction reads 32 bytes of K (16 16-bit, 8 tf32 or 32 8-bit elements) inside one
+  slab; SBO = 8 * width (8-row groups), LBO unused (16).
 - MN-major operand (B not transposed, A transposed): rows are K, columns M (or N).
   SBO = 8 * width (8-k-row groups), LBO = rows * width (the next slab of M or N).
 
@@ -36,6 +36,9 @@ from tilelang_core.layout import xor
 __all__ = [
     "WARPGROUP",
     "WGMMA_DTYPES",
+    "WGMMA_K_BYTES",
+    "K_MAJOR_ONLY",
+    "wgmma_k",
     "WgmmaTile",
     "wgmma_tile",
     "WarpgroupTiling",
@@ -45,8 +48,22 @@ __all__ = [
 ]
 
 WARPGROUP = 128
-WGMMA_DTYPES = {("float16", "float32"): "f16", ("bfloat16", "float32"): "bf16"}
+# (operand dtype, accumulator dtype) -> the instruction's operand type. float32 operands run
+# as tf32: the unit reads the float32 words in shared memory as stored, with no rounding step
+# (we model it as dropping their 13 low mantissa bits: tests/cuda/wgmma_emulator.py, checked on
+# an H100 by test_tf32_operand_rounding_on_the_gpu); fp8 and int8 take k32 instructions.
+WGMMA_DTYPES = {("float16", "float32"): "f16", ("bfloat16", "float32"): "bf16", ("float32", "float32"): "tf32",
+                ("float8_e4m3fn", "float32"): "e4m3", ("float8_e5m2", "float32"): "e5m2", ("int8", "int32"): "s8"}
+WGMMA_K_BYTES = 32  # one instruction reads 32 bytes of K per row: k16 (16-bit), k8 (tf32), k32 (8-bit)
+# operand types whose instructions read A and B K-major only (no imm-trans, PTX ISA 9.7.15.5)
+K_MAJOR_ONLY = ("tf32", "e4m3", "e5m2", "s8")
+_ELEMENT_BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1}
 _SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}  # descriptor bits 62-63
+
+
+def wgmma_k(kind: str) -> int:
+    """The K of one instruction of operand type `kind` (16 for f16/bf16, 8 for tf32, 32 for 8-bit)."""
+    return WGMMA_K_BYTES // _ELEMENT_BYTES[kind]
 
 
 @dataclass(frozen=True)

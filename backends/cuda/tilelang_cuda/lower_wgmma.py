@@ -2,7 +2,8 @@
 through matrix descriptors (the "ss" form), or A from registers (the "rs" form).
 
 Chosen at layout inference when the target declares the `wgmma` family for the operand and
-accumulator dtypes (f16/bf16 -> f32), the block has whole warpgroups, C is a whole (M, N)
+accumulator dtypes (f16/bf16 -> f32; float32 as tf32, fp8 -> f32 and s8 -> s32 with both
+operands K-major: A (M, K), B (N, K) with transpose_B), the block has whole warpgroups, C is a whole (M, N)
 fragment that splits into m64nN instructions, and each operand is a whole 2-D shared tile
 that a descriptor can read (`layout_wgmma.wgmma_tile`); the pass config
 `tl.disable_wgmma` keeps mma.sync. Anything else takes the mma.sync lowering.
@@ -13,7 +14,8 @@ that a descriptor can read (`layout_wgmma.wgmma_tile`); the pass config
   (`ctx.facts[SHARED_LAYOUTS]`): every access, cp.async copies included, goes to the
   swizzled place. A tile that already has the user's placement cannot be read by a
   descriptor: that is a compile error naming the fix.
-- The lowering, per thread of the warpgroup: `wgmma.fence`, for each k-step of 16 and each
+- The lowering, per thread of the warpgroup: `wgmma.fence`, for each k-step (32 bytes of K:
+  16 f16/bf16, 8 tf32 or 32 fp8/s8 elements) and each
   of its instructions a descriptor pair and one `wgmma.mma_async`, then `commit_group` and
   `wait_group 0` (the accumulators are final when T.gemm returns).
 - The rs form (A a whole (M, K) 16-bit fragment, as FlashAttention's P in P @ V): each
@@ -34,15 +36,15 @@ from dataclasses import dataclass
 
 from tvm import tirx as tir
 
-from tilelang_core.ir import Region, TileOp, collect_tile_ops
+from tilelang_core.ir import Region, TileOp, collect_tile_ops, dtype_bytes
 from tilelang_core.ir import source_of
 from tilelang_core.transform import TileLangCompileError
 from tilelang_core.transform import seq
 from tilelang_core.transform import launch_info
 from tilelang_core.transform import ranges_of
 
-from .layout_wgmma import WARPGROUP, WGMMA_DTYPES, WarpgroupTiling, WgmmaTile, choose_warpgroups, \
-    wgmma_accumulator_layout, wgmma_tile
+from .layout_wgmma import K_MAJOR_ONLY, WARPGROUP, WGMMA_DTYPES, WarpgroupTiling, WgmmaTile, choose_warpgroups, \
+    wgmma_accumulator_layout, wgmma_k, wgmma_tile
 
 __all__ = ["WgmmaPlan", "WGMMA_OPERANDS", "has_wgmma", "plan_wgmma", "rs_layouts", "takes_wgmma", "wgmma_layouts",
            "place_wgmma_operands", "lower_wgmma", "needs_proxy_fence", "proxy_fence"]
@@ -56,15 +58,19 @@ UNROLL = tir.ForKind.UNROLLED
 class WgmmaPlan:
     tiling: WarpgroupTiling
     k: int
-    kind: str  # "f16" / "bf16"
+    kind: str  # "f16" / "bf16" / "tf32" / "e4m3" / "e5m2" / "s8" (layout_wgmma.WGMMA_DTYPES)
     trans_a: bool  # A is (K, M): MN-major
     trans_b: bool  # B is (N, K): K-major
     a_tile: WgmmaTile | None  # None: A is read from registers (the rs form)
     b_tile: WgmmaTile
 
     @property
+    def k_step(self) -> int:
+        return wgmma_k(self.kind)
+
+    @property
     def k_steps(self) -> int:
-        return self.k // 16
+        return self.k // self.k_step
 
     @property
     def a_registers(self) -> bool:
@@ -72,14 +78,22 @@ class WgmmaPlan:
 
     @property
     def function(self) -> str:
+        if self.kind in K_MAJOR_ONLY:  # no transpose arguments
+            acc = "s32" if self.kind == "s8" else "f32"
+            return f"tl::wgmma_m64n{self.tiling.inst_n}k{self.k_step}_{acc}_{self.kind}"
         if self.a_registers:
             return f"tl::wgmma_m64n{self.tiling.inst_n}k16_rs_f32_{self.kind}<{int(not self.trans_b)}>"
         return f"tl::wgmma_m64n{self.tiling.inst_n}k16_f32_{self.kind}<{int(self.trans_a)}, {int(not self.trans_b)}>"
 
 
+# N of the s8 instructions (PTX ISA 9.7.15.5: integer wgmma stops at n224 and skips some N)
+S8_N = (8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224)
+
+
 def has_wgmma(caps, op) -> bool:
     a, _, c = op.regions[:3]
-    return any(mi.family == "wgmma" and mi.supports(a.dtype, c.dtype) for mi in caps.matrix_instructions)
+    operand = "tfloat32" if a.dtype == "float32" else a.dtype  # float32 operands run as tf32
+    return any(mi.family == "wgmma" and mi.supports(operand, c.dtype) for mi in caps.matrix_instructions)
 
 
 def _tile_dims(region: Region) -> tuple[int, int] | None:
@@ -103,7 +117,7 @@ def plan_wgmma(op: TileOp, threads: int) -> WgmmaPlan | None:
     if kind is None or a.dtype != b.dtype or c.scope != "local.fragment" or threads % WARPGROUP:
         return None
     if a.scope == "local.fragment":
-        return _plan_rs(op, threads, kind)
+        return _plan_rs(op, threads, kind) if kind not in K_MAJOR_ONLY else None
     a_dims, b_dims = _tile_dims(a), _tile_dims(b)
     c_shape = c.buffer.ty.shape
     if a_dims is None or b_dims is None or len(c_shape) != 2 or not all(isinstance(d, tir.IntImm) for d in c_shape):
@@ -113,13 +127,15 @@ def plan_wgmma(op: TileOp, threads: int) -> WgmmaPlan | None:
             not all(isinstance(lo, tir.IntImm) and int(lo) == 0 for lo in c.mins):
         return None
     trans_a, trans_b = bool(op.int_arg(3)), bool(op.int_arg(4))
+    if kind in K_MAJOR_ONLY and (trans_a or not trans_b):
+        return None  # these instructions read both operands K-major only: mma.sync takes it
     k = op.args[9]
-    if not isinstance(k, tir.IntImm) or int(k) % 16:
+    if not isinstance(k, tir.IntImm) or int(k) % wgmma_k(kind):
         return None
     k = int(k)
     if a_dims != ((k, m) if trans_a else (m, k)) or b_dims != ((n, k) if trans_b else (k, n)):
         return None
-    size = 2
+    size = dtype_bytes(a.dtype)
     a_tile, b_tile = wgmma_tile(*a_dims, size), wgmma_tile(*b_dims, size)
     if a_tile is None or b_tile is None:
         return None
@@ -127,9 +143,10 @@ def plan_wgmma(op: TileOp, threads: int) -> WgmmaPlan | None:
     if trans_a and 64 % a_tile.slab:
         return None
     tiling = choose_warpgroups(m, n, threads // WARPGROUP, 8 if trans_b else b_tile.slab)
-    if tiling is None:
+    if tiling is None or (kind == "s8" and tiling.inst_n not in S8_N):
         return None
     return WgmmaPlan(tiling, k, kind, trans_a, trans_b, a_tile, b_tile)
+
 
 
 def _whole_2d(region: Region) -> tuple[int, int] | None:
@@ -259,10 +276,10 @@ def _loop(var, extent: int, body) -> tir.Stmt:
     return tir.For(var, tir.const(0, "int32"), tir.const(extent, "int32"), UNROLL, body)
 
 
-def _descriptor(region: Region, tile: WgmmaTile, mn_major: bool, mn, kk):
-    """The descriptor of the 16-k slice `kk` of `region` from row/column `mn` of M or N."""
+def _descriptor(region: Region, tile: WgmmaTile, mn_major: bool, mn, kk, k_step: int = 16):
+    """The descriptor of the `k_step`-wide k slice `kk` of `region` from row/column `mn` of M or N."""
     idx = list(region.mins)
-    row, col = (kk * 16, mn) if mn_major else (mn, kk * 16)
+    row, col = (kk * k_step, mn) if mn_major else (mn, kk * k_step)
     idx[-2], idx[-1] = idx[-2] + row, idx[-1] + col
     lbo, sbo = tile.descriptor_offsets(mn_major)
     address = tir.address_of(tir.BufferLoad(region.buffer, idx))
@@ -290,7 +307,7 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
     kk, mi, ni = (tir.Var(name, "int32") for name in ("kk", "mi", "ni"))
     gr, gc = t.group_origin(group)
     fence_acc = _extern(f"tl::wgmma_fence_operands<{t.slots}>", tir.address_of(tir.BufferLoad(acc, [0])))
-    b_desc = _descriptor(b, plan.b_tile, not plan.trans_b, col0 + ni * t.inst_n, kk)
+    b_desc = _descriptor(b, plan.b_tile, not plan.trans_b, col0 + ni * t.inst_n, kk, plan.k_step)
     a_pack, fence_a = [], []
     if plan.a_registers:
         # the k-steps' A registers, packed from A's slots (8 per k-step: registers j = 0..3
@@ -311,7 +328,8 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
                       tir.address_of(tir.BufferLoad(a_regs, [kk * 4])), b_desc, tir.const(1, "int32"))
     else:
         mma = _extern(plan.function, tir.address_of(tir.BufferLoad(acc, [t.slot(mi, ni)])),
-                      _descriptor(a, plan.a_tile, plan.trans_a, row0 + mi * 64, kk), b_desc, tir.const(1, "int32"))
+                      _descriptor(a, plan.a_tile, plan.trans_a, row0 + mi * 64, kk, plan.k_step), b_desc,
+                      tir.const(1, "int32"))
 
     # `wg_wait` (set by the TMA pipeline, `lower_tma`, which waits for the rest after its loop):
     # leave up to that many groups in flight after this one

@@ -1,7 +1,8 @@
 """Writes `tilelang_cuda/include/tl_cuda_wgmma.h`: one inline-PTX wrapper per wgmma shape.
 
-wgmma names every accumulator register in the instruction, so each N of m64nNk16 is its own
+wgmma names every accumulator register in the instruction, so each N of m64nNkK is its own
 asm statement; this script spells them out (`python backends/cuda/tools/gen_wgmma_header.py`).
+f16/bf16 take transpose arguments; tf32, fp8 and s8 read both operands K-major only.
 """
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from pathlib import Path
 OUT = Path(__file__).resolve().parent.parent / "tilelang_cuda" / "include" / "tl_cuda_wgmma.h"
 NS = range(8, 257, 8)
 TYPES = {"f16": "f16", "bf16": "bf16"}
+# K-major-only operand types: kind -> (K of one instruction, accumulator, its N)
+S8_N = (8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224)
+K_MAJOR = {"tf32": (8, "f32", NS), "e4m3": (32, "f32", NS), "e5m2": (32, "f32", NS), "s8": (32, "s32", S8_N)}
 
 HEAD = """\
 // wgmma (sm_90a): warpgroup matrix multiply-accumulate with both operands in shared memory.
@@ -26,6 +30,11 @@ HEAD = """\
 //   wgmma_m64n{N}k16_f32_{f16,bf16}<TA, TB>(d, desc_a, desc_b, scale_d)
 //       D(64xN, f32, N/2 registers per thread) = A(64x16) * B(16xN) + (scale_d ? D : 0);
 //       TA / TB: 1 when A / B is MN-major in shared memory (the instruction's tnspA / tnspB).
+//   wgmma_m64n{N}k8_f32_tf32(d, desc_a, desc_b, scale_d)
+//   wgmma_m64n{N}k32_f32_{e4m3,e5m2}(d, desc_a, desc_b, scale_d)
+//   wgmma_m64n{N}k32_s32_s8(d, desc_a, desc_b, scale_d)   (int d; N up to 224)
+//       the same for float32 operands read as tf32 (the low 13 mantissa bits are not used),
+//       fp8 and int8: A (64 x K) and B (N x K) both K-major, 32 bytes of K per row.
 //   wgmma_m64n{N}k16_rs_f32_{f16,bf16}<TB>(d, a, desc_b, scale_d)
 //       the same with A from registers: a[0..3] of thread t of the warpgroup pack A's
 //       elements (row 16 * (t / 32) + (t % 32) / 4 + 8 * (j % 2), columns 2 * (t % 4) +
@@ -70,6 +79,12 @@ TL_DEVICE void wgmma_fence_operands(uint32_t* a) {
 #pragma unroll
   for (int i = 0; i < COUNT; ++i) asm volatile("" : "+r"(a[i])::"memory");
 }
+// The same for s32 accumulators.
+template <int COUNT>
+TL_DEVICE void wgmma_fence_operands(int* d) {
+#pragma unroll
+  for (int i = 0; i < COUNT; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
 
 """
 
@@ -88,6 +103,26 @@ def wrapper(n: int, kind: str) -> str:
         f'      "{{{d_list}}}, %{a}, %{b}, p, 1, 1, %{ta}, %{tb};\\n}}\\n"\n'
         f"      : {outs}\n"
         f'      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));\n'
+        f"}}\n"
+    )
+
+
+def k_major_wrapper(n: int, kind: str) -> str:
+    k, acc, _ = K_MAJOR[kind]
+    regs = n // 2
+    d_list = ", ".join(f"%{i}" for i in range(regs))
+    constraint, ctype = ("r", "int") if acc == "s32" else ("f", "float")
+    outs = ", ".join(f'"+{constraint}"(d[{i}])' for i in range(regs))
+    a, b, s = regs, regs + 1, regs + 2
+    scales = "" if acc == "s32" else ", 1, 1"  # integer wgmma has no imm-scale-a/b
+    return (
+        f"TL_DEVICE void wgmma_m64n{n}k{k}_{acc}_{kind}({ctype}* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {{\n"
+        f"  asm volatile(\n"
+        f'      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\n"\n'
+        f'      "wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{kind}.{kind} "\n'
+        f'      "{{{d_list}}}, %{a}, %{b}, p{scales};\\n}}\\n"\n'
+        f"      : {outs}\n"
+        f'      : "l"(desc_a), "l"(desc_b), "r"(scale_d));\n'
         f"}}\n"
     )
 
@@ -119,6 +154,9 @@ def main() -> None:
     for kind in TYPES:
         for n in NS:
             body.append(rs_wrapper(n, kind))
+    for kind, (_, _, ns) in K_MAJOR.items():
+        for n in ns:
+            body.append(k_major_wrapper(n, kind))
     body.append("}  // namespace tl\n")
     OUT.write_text("\n".join(body))
     print(f"wrote {OUT}")

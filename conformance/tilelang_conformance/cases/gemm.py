@@ -135,6 +135,19 @@ for _name, _in, _acc, _out in GEMM_DTYPES:
               M=128, N=128, K=64 if _acc == "float16" else 128, bM=64, bN=64, bK=32,
               in_dtype=_in, acc_dtype=_acc, out_dtype=_out)
 
+# Warpgroup matrix instructions (wgmma): tf32, fp8 and s8 read both operands K-major, so a
+# dtype case with B as (K, N) runs warp-level MMA even where wgmma is declared. These cases
+# give every dtype pair A (M, K) and B (N, K) (transpose_B) on one whole warpgroup; they are
+# the `wgmma` family's probes (the family is credited only by cases that name it, `probes.py`).
+for _name, _in, _acc, _out in GEMM_DTYPES:
+    if _acc == "float16" or _out != _acc or _in in ("bfloat16", "float8_e4m3fnuz"):
+        continue  # no f16-accumulator form here; bf16 is f16's path; fnuz is AMD's; the output cast adds nothing
+    gemm_case(f"kmajor.{_name}", f"{_in} x {_in} -> {_acc}, A (M, K) and B (N, K) K-major, 128 threads: "
+              "the operand layout warpgroup instructions of every dtype read",
+              tuple(dict.fromkeys((_in, _acc, _out))), (f"matrix:{_in}->{_acc}", "wgmma"),
+              M=64, N=128, K=128, bM=64, bN=64, bK=64 if _in.startswith(("int8", "float8")) else 32,
+              trans_b=True, in_dtype=_in, acc_dtype=_acc, out_dtype=_out)
+
 for _bm, _bn, _bk in ((32, 32, 32), (64, 128, 32), (128, 128, 32), (128, 64, 64)):
     gemm_case(f"tile.{_bm}x{_bn}x{_bk}", f"float16 GEMM with {_bm}x{_bn}x{_bk} tiles",
               ("float16", "float32"), M=256, N=256, K=128, bM=_bm, bN=_bn, bK=_bk)

@@ -1,0 +1,94 @@
+"""The float32 GEMMs of `tilelang_core.ops` as the CUDA backend lowers them for sm_90a.
+
+"highest" (FMA loops, no matrix units): run in the TIR emulator at a ragged size (partial
+tiles on every side, bias and relu), and its SASS at the bench's size (cp.async slabs,
+16-byte shared reads, 16 FFMA per read, no local memory). "high" with B as (N, K): wgmma
+tf32, in the wgmma emulator through cp.async (K rows not 16-byte aligned) and through TMA."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tilelang_core import ops
+from tilelang_core.jit.api import lower
+from tilelang_core.jit.options import CompileOptions
+from tilelang_core.ops.registry import resolve_config
+from tilelang_core.plugin import get_plugin_manager
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tir_emulator import run_kernel  # noqa: E402
+from tma_emulator import run_kernel as run_tma_kernel  # noqa: E402
+from wgmma_emulator import run_kernel as run_wgmma_kernel  # noqa: E402
+
+
+def _kernel(M, N, K, ta, tb, bias, fma=True):
+    target = get_plugin_manager().parse_target("cuda/sm_90a")
+    problem = {"batch": 1, "M": M, "N": N, "K": K, "dtype": "float32", "trans_a": ta, "trans_b": tb,
+               "bias": bias, "activation": "relu" if bias else "none", **({"fma": True} if fma else {})}
+    op = ops.get("gemm")
+    config, _ = resolve_config(op, target, problem)
+    return op, problem, op.kernels[config["kernel"]](problem, config), target
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, True)])
+def test_fma_gemm_computes_float32_products_in_the_emulator(ta, tb):
+    M, N, K = 21, 30, 37  # 32 x 32 tiles, 3 slabs of 16 k: every edge partial
+    op, problem, func, target = _kernel(M, N, K, ta, tb, bias=ta)
+    lowered = lower(func, target, CompileOptions())
+    rng = np.random.default_rng()
+    a = rng.standard_normal((K, M) if ta else (M, K)).astype("float32")
+    b = rng.standard_normal((N, K) if tb else (K, N)).astype("float32")
+    bias = rng.standard_normal(N if ta else 1).astype("float32")
+    c = np.full((1, M, N), np.nan, "float32")
+    run_kernel(lowered, a[None], b[None], bias, c)
+    ref = op.reference(a, b, trans_a=ta, trans_b=tb, bias=bias if ta else None, activation=problem["activation"])
+    magnitude = op.reference(np.abs(a), np.abs(b), trans_a=ta, trans_b=tb, bias=np.abs(bias) if ta else None)
+    assert not np.isnan(c).any(), "elements never written"
+    # a float32 rounding per step (tests/ops/cases.py float32_bound): TF32 products would fail it
+    assert (np.abs(c[0] - ref) <= 2 * (K + 2) * 2.0 ** -24 * magnitude).all()
+
+
+def test_fma_gemm_sass_reads_shared_memory_16_bytes_at_a_time():
+    import tilelang_core
+    from tilelang_cuda.compile import disassemble
+
+    _, _, func, target = _kernel(4096, 4096, 4096, False, False, bias=False)
+    kernel = tilelang_core.compile(func, target=target, cache=False)
+    counts: dict[str, int] = {}
+    for line in disassemble(kernel.binary).splitlines():
+        match = re.match(r"\s+/\*[0-9a-f]+\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]+(\.[A-Z0-9_.]+)?)", line)
+        if match:
+            counts[match.group(2)] = counts.get(match.group(2), 0) + 1
+    ffma, lds128 = counts.get("FFMA", 0), counts.get("LDS.128", 0)
+    assert ffma >= 1024 and lds128 >= 64 and ffma >= 16 * lds128, counts  # 8x8 outer products of float4 runs
+    assert any(k.startswith("LDGSTS") and k.endswith(".128") for k in counts), "slabs should come through cp.async"
+    assert counts.get("LDL", 0) == 0 and counts.get("STL", 0) == 0, "the 8 x 8 accumulators must stay in registers"
+
+
+def _truncate(x):
+    return (x.view("uint32") & np.uint32(0xFFFFE000)).view("float32")
+
+
+@pytest.mark.parametrize("M, N, K, loads", [(70, 52, 45, "cp.async"), (130, 72, 64, "tma")])
+def test_tf32_gemm_on_wgmma_in_the_emulator(M, N, K, loads):
+    """precision "high", B (N, K): wgmma tf32 with bias and relu at ragged sizes; the result
+    is the float32 sum of products of truncated operands (within the float32 bound)."""
+    op, problem, func, target = _kernel(M, N, K, False, True, bias=True, fma=False)
+    lowered = lower(func, target, CompileOptions())
+    assert "k8_f32_tf32" in lowered.script()
+    tma = lowered.attrs is not None and "cuda.tensor_maps" in lowered.attrs
+    assert tma is (loads == "tma")  # TMA needs 16-byte aligned rows (K % 4 == 0)
+    rng = np.random.default_rng()
+    a, b = rng.standard_normal((M, K)).astype("float32"), rng.standard_normal((N, K)).astype("float32")
+    bias = rng.standard_normal(N).astype("float32")
+    c = np.full((1, M, N), np.nan, "float32")
+    (run_tma_kernel if tma else run_wgmma_kernel)(lowered, a[None], b[None], bias, c)
+    at, bt = _truncate(a), _truncate(b)
+    ref = op.reference(at, bt, trans_b=True, bias=bias, activation="relu")
+    magnitude = op.reference(np.abs(at), np.abs(bt), trans_b=True, bias=np.abs(bias))
+    assert not np.isnan(c).any(), "elements never written"
+    assert (np.abs(c[0] - ref) <= 2 * (K + 2) * 2.0 ** -24 * magnitude).all()
