@@ -341,8 +341,9 @@ def _grouped_kernel(problem: dict, config: dict):
             g = Tiles[by, 0]
             first = Tiles[by, 1]
             end = Tiles[by, 2]
+            steps = T.if_then_else(first < end, T.ceildiv(K, bK), 0)  # padding tiles skip the K loop
             T.clear(C_f)
-            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+            for ko in T.Pipelined(steps, num_stages=stages):
                 T.copy(A[first, ko * bK], A_s)
                 T.copy(Bm[g, ko * bK, bx * bN], B_s)
                 if fma:  # float32 products summed in float32 (never the TF32 units)
@@ -373,6 +374,7 @@ register(Operator("grouped_gemm", "GEMMs of groups of rows of A, each with its o
                   {"tiled": _grouped_kernel},
                   (ConfigRule("block-serial", {"block_M": 32, "block_N": 64, "block_K": 32, "stages": 1,
                                                "threads": 1, **_FMA_SERIAL}),
+                   *GEMM_TABLE[1:3],
                    ConfigRule("simt", {"block_M": 64, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA})),
                   reference_grouped_gemm, (3,),
                   {"rows": 8192, "groups": 8, "N": 4096, "K": 4096, "dtype": "float16", "tiles": 136},
