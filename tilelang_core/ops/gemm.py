@@ -624,6 +624,83 @@ def _conv_kernel(problem: dict, config: dict):
     return main
 
 
+def _conv_shifted(problem: dict, config: dict):
+    """A stride-1 convolution as one GEMM over the zero-padded NHWC image, in three launches:
+
+    1. `Xp` (N * Hp * Wp, Cp): x moved to channels-last, padded with zeros (a border of
+       `padding` around each image, channels up to Cp, a multiple of block_K), through a
+       shared tile so reads and writes are both coalesced;
+    2. `Wr` (O, KH * KW * Cp): the weight with K ordered (ky, kx, c), zero where c >= C;
+    3. the GEMM. A row r = (img * Hp + y) * Wp + x of the padded grid is output pixel (img, y,
+       x) when y < OH and x < OW (else computed and dropped: (Hp Wp) / (OH OW) - 1 extra work,
+       7 % at 56 x 56 with a 3 x 3 kernel). Its input at tap (ky, kx) is row r + ky * Wp + kx
+       of Xp, so the A tile of K step (tap, channel block) is the 2-D block Xp[by * bM + ky *
+       Wp + kx, cb * bK] (a plain `T.copy`: TMA or cp.async, zero past the last row), B the
+       matching block of Wr. The epilogue writes NCHW.
+
+    Strides other than 1 take the gathering kernel ("implicit_gemm")."""
+    n, c, h, w, o, kh, kw, stride, pad, dtype = (problem[k] for k in (
+        "N", "C", "H", "W", "O", "KH", "KW", "stride", "padding", "dtype"))
+    if stride != 1:
+        return _conv_kernel(problem, config)
+    hp, wp = h + 2 * pad, w + 2 * pad
+    oh, ow = hp - kh + 1, wp - kw + 1
+    fma = problem.get("fma", False)
+    rows = n * hp * wp
+    bM, bN, bK = _tile(config, rows, o, c, dtype, fma)
+    cp = -(-c // bK) * bK
+    cblocks, taps = cp // bK, kh * kw
+    K = taps * cp
+    threads, stages = _launch(config, fma)
+    lt = config["layout_threads"]
+    bc, bw = 64, 64  # the layout pass's shared tile: channels x padded columns
+    zero = T.cast(0, dtype)
+
+    @T.prim_func
+    def main(X: T.Tensor((n, c, h, w), dtype), Wt: T.Tensor((o, c, kh, kw), dtype), Y: T.Tensor((n, o, oh, ow), dtype)):
+        Xp = T.alloc_global((rows, cp), dtype)
+        Wr = T.alloc_global((o, K), dtype)
+        with T.Kernel(T.ceildiv(wp, bw) * T.ceildiv(cp, bc), hp, n, threads=lt) as (bx, by, bz):
+            S = T.alloc_shared((bc, bw + 2), dtype)  # + 2: a column of it spans all 32 banks
+            for cc, xx in T.Parallel(bc, bw):
+                ch = bx // T.ceildiv(wp, bw) * bc + cc
+                xi = bx % T.ceildiv(wp, bw) * bw + xx - pad
+                S[cc, xx] = T.if_then_else(ch < c and by >= pad and by - pad < h and xi >= 0 and xi < w,
+                                           X[bz, T.min(ch, c - 1), T.max(T.min(by - pad, h - 1), 0),
+                                             T.max(T.min(xi, w - 1), 0)], zero)
+            for xx, cc in T.Parallel(bw, bc):
+                if bx % T.ceildiv(wp, bw) * bw + xx < wp and bx // T.ceildiv(wp, bw) * bc + cc < cp:
+                    Xp[(bz * hp + by) * wp + bx % T.ceildiv(wp, bw) * bw + xx,
+                       bx // T.ceildiv(wp, bw) * bc + cc] = S[cc, xx]
+        with T.Kernel(T.ceildiv(K, lt), o, threads=lt) as (bx, by):
+            for e in T.Parallel(lt):
+                if bx * lt + e < K:
+                    Wr[by, bx * lt + e] = T.if_then_else(
+                        (bx * lt + e) % cp < c,
+                        Wt[by, T.min((bx * lt + e) % cp, c - 1), (bx * lt + e) // cp // kw, (bx * lt + e) // cp % kw],
+                        zero)
+        with T.Kernel(T.ceildiv(o, bN), T.ceildiv(rows, bM), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), dtype)
+            B_s = T.alloc_shared((bN, bK), dtype)
+            C_f = T.alloc_fragment((bM, bN), "float32")
+            T.clear(C_f)
+            for ko in T.Pipelined(taps * cblocks, num_stages=stages):
+                T.copy(Xp[by * bM + ko // cblocks // kw * wp + ko // cblocks % kw, ko % cblocks * bK], A_s)
+                T.copy(Wr[bx * bN, ko * bK], B_s)
+                if fma:  # float32 products summed in float32 (never the TF32 units)
+                    for k in T.serial(bK):
+                        for i, j in T.Parallel(bM, bN):
+                            C_f[i, j] += A_s[i, k] * B_s[j, k]
+                else:
+                    T.gemm(A_s, B_s, C_f, transpose_B=True)
+            for i, j in T.Parallel(bM, bN):
+                r = by * bM + i
+                if r < rows and r % (hp * wp) // wp < oh and r % wp < ow and bx * bN + j < o:
+                    Y[r // (hp * wp), bx * bN + j, r % (hp * wp) // wp, r % wp] = T.cast(C_f[i, j], dtype)
+
+    return main
+
+
 def reference_conv2d(x, w, stride=1, padding=0):
     import numpy as np
 
@@ -640,11 +717,17 @@ def reference_conv2d(x, w, stride=1, padding=0):
     return out
 
 
+_CONV = {"kernel": "shifted"}
 register(Operator("conv2d", "2-D convolution, NCHW x OIHW, stride and zero padding (implicit GEMM)",
-                  {"implicit_gemm": _conv_kernel},
-                  (ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1,
-                                               "threads": 1, **_FMA_SERIAL}),
-                   ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA})),
+                  {"shifted": _conv_shifted, "implicit_gemm": _conv_kernel},
+                  (ConfigRule("block-serial", {**_CONV, "block_M": 64, "block_N": 64, "block_K": 32, "stages": 1,
+                                               "threads": 1, "layout_threads": 1, **_FMA_SERIAL}),
+                   ConfigRule("wgmma", {**_CONV, "block_M": 128, "block_N": 256, "block_K": 64, "stages": 4,
+                                        "warps": 8, "layout_warps": 8, **_FMA}),
+                   ConfigRule("mma.sync", {**_CONV, "block_M": 128, "block_N": 128, "block_K": 32, "stages": 3,
+                                           "warps": 4, "layout_warps": 8, **_FMA}),
+                   ConfigRule("simt", {**_CONV, "block_M": 128, "block_N": 128, "block_K": 32, "stages": 2,
+                                       "warps": 4, "layout_warps": 8, **_FMA})),
                   reference_conv2d, (2,),
                   {"N": 16, "C": 128, "H": 56, "W": 56, "O": 128, "KH": 3, "KW": 3, "stride": 1, "padding": 1,
                    "dtype": "float16"},
@@ -670,5 +753,7 @@ def conv2d(x, weight, stride: int = 1, padding: int = 0, precision: str | None =
     problem = {"N": n, "C": c, "H": h, "W": w, "O": o, "KH": kh, "KW": kw, "stride": int(stride),
                "padding": int(padding), "dtype": dtype,
                **_precision_key("conv2d", dtype, precision, [x, weight], tgt, conv=True)}
-    kernel, _, _ = kernel_for(get("conv2d"), tgt, problem)
-    return kernel(contiguous(x), contiguous(weight).reshape(o, c * kh * kw))
+    kernel, config, _ = kernel_for(get("conv2d"), tgt, problem)
+    if config.get("kernel") == "shifted" and stride == 1:  # it reads the OIHW weight itself
+        return kernel(contiguous(x), contiguous(weight))
+    return kernel(contiguous(x), contiguous(weight).reshape(o, c * kh * kw))  # the gathering kernel: (O, K)
