@@ -107,6 +107,32 @@ def test_gemm_and_attention_use_the_matrix_units_on_hopper():
         assert source == "table[wgmma]" and "wgmma" in kernel.get_kernel_source()
 
 
+def test_gemm_class_operators_use_wgmma_and_tma_on_hopper():
+    """grouped_gemm, batched_gemm and conv2d (stride 1) at their example problems on sm_90a:
+    the gemm's tile (128 x 256 x 64, 8 consumer warps) on wgmma, operands loaded by TMA
+    from a warp-specialized loading warpgroup; grouped_gemm's A tile starts at the row the
+    tile table gives and its epilogue keeps the group's row guard; conv2d's GEMM is the
+    third of its launches (layout pass, weight reorder, GEMM) and stores NCHW."""
+    import re
+
+    target = _target("cuda/sm_90a")
+    wgmma = {"grouped_gemm": "m64n256k16", "batched_gemm": "m64n256k16", "conv2d": "m64n128k16"}
+    for name, shape in wgmma.items():
+        op = ops.get(name)
+        kernel, config, source = kernel_for(op, target, op.example)
+        text = kernel.get_kernel_source()
+        assert source == "table[wgmma]" and (config["block_M"], config["block_K"]) == (128, 64), (name, config)
+        gemm_part = text.split("main_launch2")[-1] if name == "conv2d" else text
+        assert f"tl::wgmma_{shape}_f32_f16" in gemm_part, f"{name}: no wgmma {shape}\n{text}"
+        assert "tl::tma_load(" in gemm_part and "setmaxnreg_dec" in gemm_part, f"{name}: no TMA loading warp\n{text}"
+        assert "cp_async" not in gemm_part, name
+        if name == "grouped_gemm":
+            assert re.search(r"tl::tma_load\(&tl_tensor_map_0, [^;]*, first\);", text), text
+            assert re.search(r"if \(first \+ .* < end\)", text), "the row guard of the group must stay"
+        if name == "conv2d":
+            assert kernel.meta.launches and len(kernel.meta.launches) == 3
+
+
 # -- a vendor's config through tilelang_op_config, end to end ------------------------------
 
 

@@ -377,7 +377,7 @@ register(Operator("grouped_gemm", "GEMMs of groups of rows of A, each with its o
                    *GEMM_TABLE[1:3],
                    ConfigRule("simt", {"block_M": 64, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA})),
                   reference_grouped_gemm, (3,),
-                  {"rows": 8192, "groups": 8, "N": 4096, "K": 4096, "dtype": "float16", "tiles": 136},
+                  {"rows": 8192, "groups": 8, "N": 4096, "K": 4096, "dtype": "float16", "tiles": 72},
                   {"block_M": (64, 128), "block_N": (64, 128, 256)}))
 
 
