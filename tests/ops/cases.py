@@ -189,16 +189,16 @@ def batched_gemm(precision=None):
     return make
 
 
-def grouped_gemm(precision=None, sizes=(5, 0, 40, 9), dtype="float32"):
+def grouped_gemm(precision=None, sizes=(5, 0, 40, 9), dtype="float32", k=24, n=19):
     def make(rng, lib):
-        a, b = _x(rng, (sum(sizes), 24), dtype), _x(rng, (len(sizes), 24, 19), dtype)
+        a, b = _x(rng, (sum(sizes), k), dtype), _x(rng, (len(sizes), k, n), dtype)
         a_in, b_in = lib(a), lib(b)
         reference = ops.get("grouped_gemm").reference
         call = lambda: ops.grouped_gemm(a_in, b_in, list(sizes), precision=precision)  # noqa: E731
         if dtype != "float32":
             return call, lambda: reference(a, b, sizes), TOL[dtype]
         ar, br = float32_operands("grouped_gemm", precision, [a_in, b_in], [a, b])
-        return call, lambda: reference(ar, br, sizes), float32_bound(24, reference(np.abs(ar), np.abs(br), sizes))
+        return call, lambda: reference(ar, br, sizes), float32_bound(k, reference(np.abs(ar), np.abs(br), sizes))
     return make
 
 

@@ -80,7 +80,7 @@ def test_conv2d_stride1_runs_as_a_shifted_gemm():
     the weight reorder and the TMA + wgmma GEMM, one after another on the same arrays."""
     target = _target()
     op = ops.get("conv2d")
-    n, c, h, w, o, kh, kw, pad = 2, 19, 5, 6, 24, 3, 2, 1
+    n, c, h, w, o, kh, kw, pad = 2, 19, 9, 10, 24, 3, 2, 1  # 264 padded pixels: a 256-row tile and a ragged one
     problem = {"N": n, "C": c, "H": h, "W": w, "O": o, "KH": kh, "KW": kw, "stride": 1, "padding": pad,
                "dtype": "float16"}
     config, _ = resolve_config(op, target, problem)

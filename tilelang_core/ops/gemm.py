@@ -653,7 +653,8 @@ def _conv_shifted(problem: dict, config: dict):
     K = taps * cp
     threads, stages = _launch(config, fma)
     lt = config["layout_threads"]
-    bc, bw = 64, 64  # the layout pass's shared tile: channels x padded columns
+    # the layout pass's shared tile: channels x padded columns, 64 x 64 or the image's own size
+    bc, bw = min(64, 1 << (cp - 1).bit_length()), min(64, 1 << (wp - 1).bit_length())
     zero = T.cast(0, dtype)
 
     @T.prim_func
@@ -722,7 +723,7 @@ register(Operator("conv2d", "2-D convolution, NCHW x OIHW, stride and zero paddi
                   {"shifted": _conv_shifted, "implicit_gemm": _conv_kernel},
                   (ConfigRule("block-serial", {**_CONV, "block_M": 64, "block_N": 64, "block_K": 32, "stages": 1,
                                                "threads": 1, "layout_threads": 1, **_FMA_SERIAL}),
-                   ConfigRule("wgmma", {**_CONV, "block_M": 128, "block_N": 256, "block_K": 64, "stages": 4,
+                   ConfigRule("wgmma", {**_CONV, "block_M": 256, "block_N": 128, "block_K": 64, "stages": 4,
                                         "warps": 8, "layout_warps": 8, **_FMA}),
                    ConfigRule("mma.sync", {**_CONV, "block_M": 128, "block_N": 128, "block_K": 32, "stages": 3,
                                            "warps": 4, "layout_warps": 8, **_FMA}),
