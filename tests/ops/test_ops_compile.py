@@ -109,19 +109,19 @@ def test_gemm_and_attention_use_the_matrix_units_on_hopper():
 
 def test_gemm_class_operators_use_wgmma_and_tma_on_hopper():
     """grouped_gemm, batched_gemm and conv2d (stride 1) at their example problems on sm_90a:
-    the gemm's tile (128 x 256 x 64, 8 consumer warps) on wgmma, operands loaded by TMA
+    the gemm's tile (128 x 256 x 64, 8 consumer warps; conv2d 256 x 128 x 64) on wgmma, operands loaded by TMA
     from a warp-specialized loading warpgroup; grouped_gemm's A tile starts at the row the
     tile table gives and its epilogue keeps the group's row guard; conv2d's GEMM is the
     third of its launches (layout pass, weight reorder, GEMM) and stores NCHW."""
     import re
 
     target = _target("cuda/sm_90a")
-    wgmma = {"grouped_gemm": "m64n256k16", "batched_gemm": "m64n256k16", "conv2d": "m64n128k16"}
-    for name, shape in wgmma.items():
+    wgmma = {"grouped_gemm": ("m64n256k16", 128), "batched_gemm": ("m64n256k16", 128), "conv2d": ("m64n128k16", 256)}
+    for name, (shape, block_m) in wgmma.items():
         op = ops.get(name)
         kernel, config, source = kernel_for(op, target, op.example)
         text = kernel.get_kernel_source()
-        assert source == "table[wgmma]" and (config["block_M"], config["block_K"]) == (128, 64), (name, config)
+        assert source == "table[wgmma]" and (config["block_M"], config["block_K"]) == (block_m, 64), (name, config)
         gemm_part = text.split("main_launch2")[-1] if name == "conv2d" else text
         assert f"tl::wgmma_{shape}_f32_f16" in gemm_part, f"{name}: no wgmma {shape}\n{text}"
         assert "tl::tma_load(" in gemm_part and "setmaxnreg_dec" in gemm_part, f"{name}: no TMA loading warp\n{text}"
