@@ -13,6 +13,7 @@ import pytest
 from tilelang_core import ops
 from tilelang_core.jit.api import lower
 from tilelang_core.jit.options import CompileOptions
+from tilelang_core.ops.gemm import _tile_table
 from tilelang_core.ops.registry import resolve_config
 from tilelang_core.plugin import get_plugin_manager
 from tilelang_core.transform.launches import split_launches
@@ -57,18 +58,14 @@ def test_grouped_gemm_tiles_start_at_the_table_rows():
     total, groups = sum(sizes), len(sizes)
     bM = resolve_config(op, target, {})[0]["block_M"]
     tiles = -(-total // bM) + groups
-    table, start = [], 0
-    for g, m in enumerate(sizes):
-        table += [(g, first, min(first + bM, start + m)) for first in range(start, start + m, bM)]
-        start += m
-    table += [(0, 0, 0)] * (tiles - len(table))
-    problem = {"rows": total, "groups": groups, "N": N, "K": K, "dtype": "float16", "tiles": tiles}
+    table = _tile_table(sizes, bM, tiles, np.zeros(1))
+    problem = {"rows": total, "groups": groups, "N": N, "K": K, "dtype": "float16", "tiles": tiles, "tile_rows": bM}
     config, _ = resolve_config(op, target, problem)
     rng = np.random.default_rng(11)
     a = rng.standard_normal((total, K)).astype(np.float16)
     b = rng.standard_normal((groups, K, N)).astype(np.float16)
     c = np.full((total, N), np.nan, np.float16)
-    (script,) = _run(op.kernels[config["kernel"]](problem, config), target, [a, b, np.asarray(table, np.int32), c])
+    (script,) = _run(op.kernels[config["kernel"]](problem, config), target, [a, b, table, c])
     _on_hopper_units(script)
     want = op.reference(a, b, sizes)
     assert np.isfinite(c).all(), "rows never written"

@@ -331,7 +331,7 @@ def _grouped_kernel(problem: dict, config: dict):
     entries have first row == end row and write nothing."""
     total, G, N, K, dtype, tiles = (problem[k] for k in ("rows", "groups", "N", "K", "dtype", "tiles"))
     fma = problem.get("fma", False)
-    bM = config["block_M"]  # the host's tile table is cut in rows of block_M
+    bM = problem["tile_rows"]  # the host cut its tile table with the table's block_M
     _, bN, bK = _tile(config, bM, N, K, dtype, fma)
     threads, stages = _launch(config, fma)
 
@@ -381,8 +381,8 @@ register(Operator("grouped_gemm", "GEMMs of groups of rows of A, each with its o
                    STREAMED_WGMMA, GEMM_TABLE[2],
                    ConfigRule("simt", {"block_M": 64, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA})),
                   reference_grouped_gemm, (3,),
-                  {"rows": 8192, "groups": 8, "N": 4096, "K": 4096, "dtype": "float16", "tiles": 72},
-                  {"block_M": (64, 128), "block_N": (64, 128, 256)}))
+                  {"rows": 8192, "groups": 8, "N": 4096, "K": 4096, "dtype": "float16", "tiles": 72, "tile_rows": 128},
+                  {"block_N": (64, 128, 256), "stages": (2, 3, 4)}))
 
 
 def grouped_gemm(a, b, group_sizes, precision: str | None = None, target=None):
@@ -405,24 +405,41 @@ def grouped_gemm(a, b, group_sizes, precision: str | None = None, target=None):
 
     bM = resolve_config(op, tgt, {})[0]["block_M"]
     tiles = -(-total // bM) + groups
+    problem = {"rows": total, "groups": groups, "N": int(b.shape[2]), "K": int(a.shape[1]), "dtype": dtype,
+               "tiles": tiles, "tile_rows": bM, **_precision_key("grouped_gemm", dtype, precision, [a, b], tgt)}
+    kernel, _, _ = kernel_for(op, tgt, problem)
+    return kernel(contiguous(a), contiguous(b), _tile_table(sizes, bM, tiles, a))
+
+
+_TABLES: dict = {}  # (sizes, tile rows, tiles, device) -> a tile table on that device
+
+
+def _tile_table(sizes: list[int], rows: int, tiles: int, like):
+    """grouped_gemm's tile table, (tiles, 3) int32 (group, first row, end row), tiles of `rows`
+    rows cut group by group, padded with empty tiles; on `like`'s device. A torch table is
+    kept per split (the last 64): a repeated split costs no copy, and a new one is copied
+    from pinned memory without waiting for the device (a blocking copy would wait for every
+    kernel queued before it)."""
     table, start = [], 0
     for g, m in enumerate(sizes):
-        for first in range(start, start + m, bM):
-            table.append((g, first, min(first + bM, start + m)))
+        table += [(g, first, min(first + rows, start + m)) for first in range(start, start + m, rows)]
         start += m
     table += [(0, 0, 0)] * (tiles - len(table))
-    if library(a) == "torch":
-        import torch
-
-        table = torch.tensor(table, dtype=torch.int32, device=a.device)
-    else:
+    if library(like) != "torch":
         import numpy as np
 
-        table = np.asarray(table, dtype="int32")
-    problem = {"rows": total, "groups": groups, "N": int(b.shape[2]), "K": int(a.shape[1]), "dtype": dtype,
-               "tiles": tiles, **_precision_key("grouped_gemm", dtype, precision, [a, b], tgt)}
-    kernel, _, _ = kernel_for(op, tgt, problem)
-    return kernel(contiguous(a), contiguous(b), table)
+        return np.asarray(table, dtype="int32")
+    import torch
+
+    key = (tuple(sizes), rows, tiles, str(like.device))
+    hit = _TABLES.get(key)
+    if hit is None:
+        host = torch.tensor(table, dtype=torch.int32)
+        hit = host if like.device == host.device else host.pin_memory().to(like.device, non_blocking=True)
+        if len(_TABLES) >= 64:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[key] = hit
+    return hit
 
 
 # -- dequantize + GEMV ----------------------------------------------------------------------
@@ -582,6 +599,18 @@ def dequantize_gemv(x, w, scales, bits: int = 8, target=None):
 # -- conv2d ---------------------------------------------------------------------------------
 
 
+@T.macro
+def _multiply_nt(A_s, B_s, C_f, fma, bM, bN, bK):
+    """C_f += A_s @ B_s.T for tiles (bM, bK) and (bN, bK): `T.gemm`, or FMA loops where `fma`
+    (float32 products summed in float32, never the TF32 units)."""
+    if fma:
+        for k in T.serial(bK):
+            for i, j in T.Parallel(bM, bN):
+                C_f[i, j] += A_s[i, k] * B_s[j, k]
+    else:
+        T.gemm(A_s, B_s, C_f, transpose_B=True)
+
+
 def _conv_kernel(problem: dict, config: dict):
     """Implicit GEMM: rows = (image, out_y, out_x), columns = out channels, K = (in channel,
     ky, kx); the A tile is gathered from the NCHW image (zero outside), B is the OIHW weight
@@ -614,12 +643,7 @@ def _conv_kernel(problem: dict, config: dict):
                           T.max(T.min(x, w - 1), 0)],
                         T.cast(0, dtype))
                 T.copy(Wt[bx * bN, ko * bK], B_s)
-                if fma:  # float32 products summed in float32 (never the TF32 units)
-                    for k in T.serial(bK):
-                        for i, j in T.Parallel(bM, bN):
-                            C_f[i, j] += A_s[i, k] * B_s[j, k]
-                else:
-                    T.gemm(A_s, B_s, C_f, transpose_B=True)
+                _multiply_nt(A_s, B_s, C_f, fma, bM, bN, bK)
             for i, j in T.Parallel(bM, bN):
                 row = by * bM + i
                 if row < M and bx * bN + j < o:
@@ -692,12 +716,7 @@ def _conv_shifted(problem: dict, config: dict):
             for ko in T.Pipelined(taps * cblocks, num_stages=stages):
                 T.copy(Xp[by * bM + ko // cblocks // kw * wp + ko // cblocks % kw, ko % cblocks * bK], A_s)
                 T.copy(Wr[bx * bN, ko * bK], B_s)
-                if fma:  # float32 products summed in float32 (never the TF32 units)
-                    for k in T.serial(bK):
-                        for i, j in T.Parallel(bM, bN):
-                            C_f[i, j] += A_s[i, k] * B_s[j, k]
-                else:
-                    T.gemm(A_s, B_s, C_f, transpose_B=True)
+                _multiply_nt(A_s, B_s, C_f, fma, bM, bN, bK)
             for i, j in T.Parallel(bM, bN):
                 r = by * bM + i
                 if r < rows and r % (hp * wp) // wp < oh and r % wp < ow and bx * bN + j < o:
