@@ -653,13 +653,13 @@ def _conv_kernel(problem: dict, config: dict):
 
 
 def _conv_shifted(problem: dict, config: dict):
-    """A stride-1 convolution as one GEMM over the zero-padded NHWC image, in three launches:
+    """A stride-1 convolution as one GEMM over the zero-padded NHWC image, in two launches:
 
     1. `Xp` (N * Hp * Wp, Cp): x moved to channels-last, padded with zeros (a border of
        `padding` around each image, channels up to Cp, a multiple of block_K), through a
-       shared tile so reads and writes are both coalesced;
-    2. `Wr` (O, KH * KW * Cp): the weight with K ordered (ky, kx, c), zero where c >= C;
-    3. the GEMM. A row r = (img * Hp + y) * Wp + x of the padded grid is output pixel (img, y,
+       shared tile so reads and writes are both coalesced; the same blocks write
+       `Wr` (O, KH * KW * Cp): the weight with K ordered (ky, kx, c), zero where c >= C;
+    2. the GEMM. A row r = (img * Hp + y) * Wp + x of the padded grid is output pixel (img, y,
        x) when y < OH and x < OW (else computed and dropped: (Hp Wp) / (OH OW) - 1 extra work,
        7 % at 56 x 56 with a 3 x 3 kernel). Its input at tap (ky, kx) is row r + ky * Wp + kx
        of Xp, so the A tile of K step (tap, channel block) is the 2-D block Xp[by * bM + ky *
@@ -684,12 +684,15 @@ def _conv_shifted(problem: dict, config: dict):
     # the layout pass's shared tile: channels x padded columns, 64 x 64 or the image's own size
     bc, bw = min(64, 1 << (cp - 1).bit_length()), min(64, 1 << (wp - 1).bit_length())
     zero = T.cast(0, dtype)
+    layout_x = -(-wp // bw) * -(-cp // bc)
+    layout_blocks = layout_x * hp * n
+    weight_passes = -(-(o * K) // (layout_blocks * lt))
 
     @T.prim_func
     def main(X: T.Tensor((n, c, h, w), dtype), Wt: T.Tensor((o, c, kh, kw), dtype), Y: T.Tensor((n, o, oh, ow), dtype)):
         Xp = T.alloc_global((rows, cp), dtype)
         Wr = T.alloc_global((o, K), dtype)
-        with T.Kernel(T.ceildiv(wp, bw) * T.ceildiv(cp, bc), hp, n, threads=lt) as (bx, by, bz):
+        with T.Kernel(layout_x, hp, n, threads=lt) as (bx, by, bz):
             S = T.alloc_shared((bc, bw + 2), dtype)  # + 2: a column of it spans all 32 banks
             for cc, xx in T.Parallel(bc, bw):
                 ch = bx // T.ceildiv(wp, bw) * bc + cc
@@ -701,13 +704,13 @@ def _conv_shifted(problem: dict, config: dict):
                 if bx % T.ceildiv(wp, bw) * bw + xx < wp and bx // T.ceildiv(wp, bw) * bc + cc < cp:
                     Xp[(bz * hp + by) * wp + bx % T.ceildiv(wp, bw) * bw + xx,
                        bx // T.ceildiv(wp, bw) * bc + cc] = S[cc, xx]
-        with T.Kernel(T.ceildiv(K, lt), o, threads=lt) as (bx, by):
-            for e in T.Parallel(lt):
-                if bx * lt + e < K:
-                    Wr[by, bx * lt + e] = T.if_then_else(
-                        (bx * lt + e) % cp < c,
-                        Wt[by, T.min((bx * lt + e) % cp, c - 1), (bx * lt + e) // cp // kw, (bx * lt + e) // cp % kw],
-                        zero)
+            # the weight reorder, spread over the same blocks: element q of Wr per thread and pass
+            for p in T.serial(weight_passes):
+                for e in T.Parallel(lt):
+                    q = (p * layout_blocks + (bz * hp + by) * layout_x + bx) * lt + e
+                    if q < o * K:
+                        Wr[q // K, q % K] = T.if_then_else(
+                            q % cp < c, Wt[q // K, T.min(q % cp, c - 1), q % K // cp // kw, q % K // cp % kw], zero)
         with T.Kernel(T.ceildiv(o, bN), T.ceildiv(rows, bM), threads=threads) as (bx, by):
             A_s = T.alloc_shared((bM, bK), dtype)
             B_s = T.alloc_shared((bN, bK), dtype)
