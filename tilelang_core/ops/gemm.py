@@ -162,9 +162,9 @@ def _gemm_kernel(problem: dict, config: dict):
                 T.gemm(A_s, B_s, C_f, transpose_A=ta, transpose_B=tb)
             if has_bias or activation != "none":
                 for i, j in T.Parallel(bM, bN):
-                    if has_bias:
+                    if has_bias:  # a clamped column only where the last column tile is partial
                         C_f[i, j] = _activate(C_f[i, j] + T.cast(
-                            Bias[T.min(bx * bN + j, N - 1)], accum), activation)
+                            Bias[bx * bN + j if N % bN == 0 else T.min(bx * bN + j, N - 1)], accum), activation)
                     else:
                         C_f[i, j] = _activate(C_f[i, j], activation)
             T.copy(C_f, C[bz, by * bM, bx * bN])
