@@ -416,26 +416,30 @@ _TABLES: dict = {}  # (sizes, tile rows, tiles, device) -> a tile table on that 
 
 def _tile_table(sizes: list[int], rows: int, tiles: int, like):
     """grouped_gemm's tile table, (tiles, 3) int32 (group, first row, end row), tiles of `rows`
-    rows cut group by group, padded with empty tiles; on `like`'s device. A torch table is
-    kept per split (the last 64): a repeated split costs no copy, and a new one is copied
-    from pinned memory without waiting for the device (a blocking copy would wait for every
-    kernel queued before it)."""
-    table, start = [], 0
-    for g, m in enumerate(sizes):
-        table += [(g, first, min(first + rows, start + m)) for first in range(start, start + m, rows)]
-        start += m
-    table += [(0, 0, 0)] * (tiles - len(table))
+    rows cut group by group, padded with empty tiles; on `like`'s device. A table on a device
+    is kept per split and stream (the last 64): a repeated split costs no copy, and a new one
+    is copied from pinned memory without waiting for the device (a blocking copy would wait
+    for every kernel queued before it)."""
+    def cut() -> list:
+        table, start = [], 0
+        for g, m in enumerate(sizes):
+            table += [(g, first, min(first + rows, start + m)) for first in range(start, start + m, rows)]
+            start += m
+        return table + [(0, 0, 0)] * (tiles - len(table))
+
     if library(like) != "torch":
         import numpy as np
 
-        return np.asarray(table, dtype="int32")
+        return np.asarray(cut(), dtype="int32")
     import torch
 
-    key = (tuple(sizes), rows, tiles, str(like.device))
+    if like.device == torch.empty(0).device:  # on the host
+        return torch.tensor(cut(), dtype=torch.int32)
+    # per stream: the copy is ordered before the kernels of the stream it was issued on only
+    key = (tuple(sizes), rows, tiles, str(like.device), torch.accelerator.current_stream(like.device))
     hit = _TABLES.get(key)
     if hit is None:
-        host = torch.tensor(table, dtype=torch.int32)
-        hit = host if like.device == host.device else host.pin_memory().to(like.device, non_blocking=True)
+        hit = torch.tensor(cut(), dtype=torch.int32).pin_memory().to(like.device, non_blocking=True)
         if len(_TABLES) >= 64:
             _TABLES.pop(next(iter(_TABLES)))
         _TABLES[key] = hit
