@@ -179,3 +179,73 @@ def test_loading_warp_computes_the_trip_count_it_reads():
     o = np.full((1, 2, 37, 32), np.nan, np.float16)
     run_kernel(lowered, q, k, v, o)
     assert np.abs(o.astype(np.float64) - op.reference(q, k, v, True)).max() < 1e-2
+
+
+# ---------------------------------------------------------------------------- TMA stores
+
+
+def _scale_kernel(M, N, bm, bn, dtype="float16", guarded=False):
+    """Each block doubles one tile of A into a shared tile, then copies it to B."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            S = T.alloc_shared((bm, bn), dtype)
+            for i, j in T.Parallel(bm, bn):
+                if by * bm + i < M and bx * bn + j < N:
+                    S[i, j] = A[by * bm + i, bx * bn + j] * 2
+            if guarded:
+                if bx > 0:
+                    T.copy(S, B[by * bm, bx * bn])
+            else:
+                T.copy(S, B[by * bm, bx * bn])
+
+    return main
+
+
+@pytest.mark.parametrize("mode", ["late", "early"])
+@pytest.mark.parametrize("M, N, bm, bn", [(128, 128, 64, 64), (100, 72, 64, 64), (64, 256, 32, 256)])
+def test_tma_store_in_emulator(M, N, bm, bn, mode):
+    lowered = _lower(_scale_kernel(M, N, bm, bn))
+    script = lowered.script()
+    assert script.count("\"tl::tma_store\"") == 1 and "tl::tma_store_wait_read" in script
+    spec = json.loads(str(lowered.attrs["cuda.tensor_maps"]))[0]
+    assert spec["box"] == [bm, bn] and spec["swizzle"] == 0 and spec["param"] == 1
+    a = np.random.default_rng(3).standard_normal((M, N)).astype(np.float16)
+    b = np.full((M, N), np.nan, np.float16)  # poisoned: the ragged tiles' boxes must be clipped, not dropped
+    run_kernel(lowered, a, b, mode=mode)
+    np.testing.assert_array_equal(b, a * np.float16(2))
+
+
+def test_tma_store_is_not_taken_where_it_cannot_apply():
+    assert "tl::tma_store" not in _lower(_scale_kernel(128, 128, 64, 64), disable_tma=True).script()
+    # under a condition not every thread reaches the store's barriers
+    assert "tl::tma_store" not in _lower(_scale_kernel(128, 128, 64, 64, guarded=True)).script()
+    # a row of 8 bytes is not a multiple of TMA's 16
+    assert "tl::tma_store" not in _lower(_scale_kernel(128, 128, 64, 4)).script()
+    # the register-to-global epilogue of a GEMM has no shared tile to store
+    assert "tl::tma_store" not in _lower(gemm_kernel(256, 256, 256, 128, 128, 64)).script()
+
+
+def test_tma_store_epilogue_sass():
+    """TileLang's GEMM epilogue (registers -> shared -> global) ends in one UTMASTG."""
+
+    @T.prim_func
+    def main(A: T.Tensor((1024, 1024), "float16"), B: T.Tensor((1024, 1024), "float16"),
+             C: T.Tensor((1024, 1024), "float16")):
+        with T.Kernel(8, 8, threads=256) as (bx, by):
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            C_l = T.alloc_fragment((128, 128), "float32")
+            C_s = T.alloc_shared((128, 128), "float16")
+            T.clear(C_l)
+            for ko in T.Pipelined(16, num_stages=3):
+                T.copy(A[by * 128, ko * 64], A_s)
+                T.copy(B[ko * 64, bx * 128], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C_s)
+            T.copy(C_s, C[by * 128, bx * 128])
+
+    kernel = tilelang_core.compile(main, target="cuda/sm_90a", cache=False)
+    ops = _sass_ops(kernel)
+    assert ops.get("UTMASTG", 0) == 1 and ops.get("UTMALDG", 0) >= 2 and ops.get("HGMMA", 0) >= 4, ops

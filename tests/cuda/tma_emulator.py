@@ -17,6 +17,11 @@ independently of the lowering:
 - Where the bytes land is the adversary's choice, one per run: `mode="late"` when the phase
   completes (a reader that did not wait sees stale shared memory), `mode="early"` at once (a
   load into a stage another thread still reads shows up).
+- `tl::tma_store(i, smem, c0, c1, ...)` (PTX ISA 9.7.9.25.5.2): the box is read from `smem`
+  (row after row, swizzled as for loads) and written to the tensor at those coordinates,
+  elements outside the tensor dropped. It reads shared memory as late as the hardware may:
+  at `tl::tma_store_wait_read` in `mode="late"` (a thread that writes the tile before that
+  wait changes what is stored), at issue in `mode="early"`. `tl::tma_store_commit`: no effect.
 - `tl::warp_index()`: threadIdx.x / 32; `tl::setmaxnreg_inc/dec<N>()`: no effect here.
 """
 from __future__ import annotations
@@ -68,6 +73,17 @@ class _TmaMachine(_Machine3, _Machine2):
             pass  # registers per thread: nothing to model
         elif name == "tl::tma_load":
             self.tma_load(int(args[0]), args[1], self.barrier(args[2]), [int(c) for c in args[3:]])
+        elif name == "tl::tma_store":
+            store = (int(args[0]), args[1], [int(c) for c in args[2:]])
+            if self.mode == "early":
+                self.tma_store(*store)
+            else:
+                self.__dict__.setdefault("stores", []).append(store)
+        elif name == "tl::tma_store_wait_read":
+            for store in self.__dict__.pop("stores", []):
+                self.tma_store(*store)
+        elif name == "tl::tma_store_commit":
+            pass
         else:
             yield from super().extern(name, args, th)
 
@@ -101,6 +117,31 @@ class _TmaMachine(_Machine3, _Machine2):
         else:
             bar.tied.append(write)
         self._complete(bar)
+
+
+    def _box(self, index: int, smem, coords: list[int]):
+        """Tensor map `index`'s tensor, its box at `coords` (slices into the tensor and into
+        the box, clipped to the tensor), and the box's byte offsets in `smem`'s array."""
+        spec = self.maps[index]
+        tensor = self.arrays[self.params[spec["param"]]]
+        shape, box, width = spec["shape"], spec["box"], int(spec["swizzle"])
+        assert list(tensor.shape) == shape, f"tensor map {index}: shape {shape}, tensor {tensor.shape}"
+        starts = list(reversed(coords))  # outermost first, as the shape
+        src = tuple(slice(max(0, s), min(d, s + b)) for s, d, b in zip(starts, shape, box))
+        dst = tuple(slice(sl.start - s, sl.stop - s) for sl, s in zip(src, starts))
+        base = self.address(smem)
+        array_base = self.address(type(smem)(smem.array, 0))
+        bits = _SWIZZLE_BITS[width]
+        addrs = base + np.arange(int(np.prod(box)) * tensor.dtype.itemsize)
+        addrs = addrs ^ (((addrs >> 7) & ((1 << bits) - 1)) << 4)
+        return tensor, box, src, dst, addrs - array_base
+
+    def tma_store(self, index: int, smem, coords: list[int]) -> None:
+        tensor, box, src, dst, offsets = self._box(index, smem, coords)
+        raw = smem.array.reshape(-1).view(np.uint8)[offsets]
+        data = raw.view(tensor.dtype).reshape(box)
+        if all(sl.stop > sl.start for sl in src):
+            tensor[src] = data[dst]
 
 
 def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray, mode: str = "late") -> None:

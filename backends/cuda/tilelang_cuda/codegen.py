@@ -114,7 +114,7 @@ WGMMA_HEADER_PREFIXES = ("tl::wgmma", "tl::fence_proxy_async")
 # ... and those of tl_cuda_tma.h (sm_90 bulk tensor copies and their mbarrier accounting).
 TMA_HEADER_PREFIXES = ("tl::tma_", "tl::mbarrier_expect_tx", "tl::setmaxnreg", "tl::warp_index")
 # Calls whose first argument is the number of a tensor map parameter (`lower_tma`).
-TENSOR_MAP_CALLS = ("tl::tma_load", "tl::tma_prefetch_map")
+TENSOR_MAP_CALLS = ("tl::tma_load", "tl::tma_store", "tl::tma_prefetch_map")
 TENSOR_MAP_PARAM = "tl_tensor_map_{}"
 WGMMA_SHARED_ALIGNMENT = 1024
 

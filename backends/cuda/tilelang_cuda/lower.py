@@ -6,6 +6,7 @@
 | `T.gemm(A_shared or A_fragment, B_shared, C_fragment)` | mma.sync m16n8k{16,32,8} + ldmatrix; C in the accumulator layout, a fragment A in the A-operand layout | `lower_gemm.py` |
 | `T.copy(global, shared)` | cp.async, 16 bytes per instruction, zero-filled tails | `lower_copy.py` |
 | `T.Pipelined(n, num_stages>=2)` over copies into wgmma operands, on a target with TMA | TMA loads on full/empty mbarriers, wgmma overlapped across iterations (`tl.disable_tma_lower` keeps cp.async) | `lower_tma.py` |
+| `T.copy(shared, global)` of a whole row-major tile, on a target with TMA | one TMA store (`tl.disable_tma_lower` keeps thread stores) | `lower_tma_store.py` |
 | `T.Pipelined(n, num_stages>=2)` over such copies | multi-stage cp.async pipeline | `lower_pipeline.py` |
 | shared tiles only those two touch | XOR-swizzled 16-byte chunks (no ldmatrix bank conflicts) | `lower_pipeline.py` |
 | `T.use_swizzle(panel, order)` | block rasterization in panels (L2 reuse) | `lower_raster.py` |
@@ -147,6 +148,9 @@ def edit_pipeline(target, pipeline) -> None:
 
         # first: the cp.async pipeline takes the loops this one leaves
         pipeline.insert_before("plan_pipeline", "cuda.pipeline_tma_loads", pipeline_tma_loads)
+        from .lower_tma_store import lower_tma_stores
+
+        pipeline.insert_after("cuda.pipeline_tma_loads", "cuda.lower_tma_stores", lower_tma_stores)
         from .lower_tma import specialize_warps
 
         pipeline.insert_after("insert_barriers", "cuda.specialize_warps", specialize_warps)

@@ -12,6 +12,14 @@
 //                                   `smem`, in the map's swizzle; elements outside the tensor
 //                                   land as zeros; the bytes count toward `bar`'s transaction.
 //   tma_prefetch_map(map)           prefetch.tensormap: the descriptor into the cache early.
+//   tma_store(map, smem, c0..)      cp.async.bulk.tensor.Nd.global.shared::cta (PTX ISA 9.7.9.25.5.2):
+//                                   `smem` (the box, in the map's swizzle) to the box at (c0
+//                                   innermost, ...) of the map's tensor; elements of the box
+//                                   outside the tensor are not written. Issued after a
+//                                   fence.proxy.async of the threads that wrote `smem`.
+//   tma_store_commit()              cp.async.bulk.commit_group: the stores issued so far form a group.
+//   tma_store_wait_read()           cp.async.bulk.wait_group.read 0: every committed store has
+//                                   read its shared memory (which may then be written again).
 //   setmaxnreg_inc<N>/_dec<N>()     setmaxnreg (sm_90a): this warpgroup's registers per thread
 //                                   become N (the loading warpgroup gives its registers to the
 //                                   consumers; needs a register cap at entry:
@@ -89,5 +97,28 @@ TL_DEVICE void tma_load(const tensor_map* map, void* smem, uint64_t* bar, int c0
       "r"(c3), "r"(c4)
       : "memory");
 }
+
+#define TL_TMA_STORE(DIMS, COORDS, ...)                                                                     \
+  asm volatile("cp.async.bulk.tensor." #DIMS "d.global.shared::cta.bulk_group [%0, {" COORDS "}], [%1];\n" \
+               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(smem)), __VA_ARGS__ : "memory")
+
+TL_DEVICE void tma_store(const tensor_map* map, void* smem, int c0) { TL_TMA_STORE(1, "%2", "r"(c0)); }
+TL_DEVICE void tma_store(const tensor_map* map, void* smem, int c0, int c1) {
+  TL_TMA_STORE(2, "%2, %3", "r"(c0), "r"(c1));
+}
+TL_DEVICE void tma_store(const tensor_map* map, void* smem, int c0, int c1, int c2) {
+  TL_TMA_STORE(3, "%2, %3, %4", "r"(c0), "r"(c1), "r"(c2));
+}
+TL_DEVICE void tma_store(const tensor_map* map, void* smem, int c0, int c1, int c2, int c3) {
+  TL_TMA_STORE(4, "%2, %3, %4, %5", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+TL_DEVICE void tma_store(const tensor_map* map, void* smem, int c0, int c1, int c2, int c3, int c4) {
+  TL_TMA_STORE(5, "%2, %3, %4, %5, %6", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+#undef TL_TMA_STORE
+
+TL_DEVICE void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+TL_DEVICE void tma_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
 
 }  // namespace tl
