@@ -217,7 +217,7 @@ def test_float32_precision_picks_the_multiply_on_hopper(name, call):
         kernel, config, _ = kernel_for(recorded.op, target, recorded.problem)
         text = kernel.get_kernel_source()
         assert ("mma_m16n8k8_tf32" in text and "cvt.rna.tf32" not in text) is tf32, (name, precision)
-        assert ("tf32" in text) is tf32 and "wgmma" not in text, (name, precision)
+        assert ("tf32" in text) is tf32 and "tl::wgmma_" not in text, (name, precision)
         if not tf32:  # each thread sums its products in registers, one multiply-add at a time
             assert ("acc[" in text or "C_f_reg[" in text) and "] * " in text, text
 

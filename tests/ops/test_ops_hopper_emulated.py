@@ -94,3 +94,24 @@ def test_conv2d_stride1_runs_as_a_shifted_gemm():
     want = op.reference(x, wt, 1, pad)
     assert np.isfinite(y).all(), "outputs never written"
     assert np.abs(y.astype(np.float64) - want).max() <= 1e-2 * np.abs(want).max()
+
+
+def test_batched_gemm_stores_its_tile_through_tma():
+    """The batched table row (4 stages, C through shared memory): a TMA store per tile, the
+    ragged last row tile clipped at the tensor's edge, each batch in its own place."""
+    target = _target()
+    op = ops.get("batched_gemm")
+    problem = {"batch": 2, "M": 130, "N": 64, "K": 128, "dtype": "float16", "trans_a": False, "trans_b": False,
+               "bias": False, "activation": "none"}
+    config, _ = resolve_config(op, target, problem)
+    assert (config["stages"], config["epilogue"]) == (4, "shared")
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((2, 130, 128)).astype(np.float16)
+    b = rng.standard_normal((2, 128, 64)).astype(np.float16)
+    c = np.full((2, 130, 64), np.nan, np.float16)
+    (script,) = _run(op.kernels[config["kernel"]](problem, config), target, [a, b, b.reshape(-1)[:1].copy(), c])
+    _on_hopper_units(script)
+    assert "tl::tma_store" in script, script
+    want = a.astype(np.float64) @ b
+    assert np.isfinite(c).all(), "elements never written"
+    assert np.abs(c.astype(np.float64) - want).max() <= 1e-2 * np.abs(want).max()

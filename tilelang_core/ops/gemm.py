@@ -39,14 +39,17 @@ _FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_thr
 GEMM_TABLE = (
     ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1,
                                 **_FMA_SERIAL}),
-    ConfigRule("wgmma", {"block_M": 128, "block_N": 256, "block_K": 64, "stages": 3, "warps": 8, **_FMA}),
+    ConfigRule("wgmma", {"block_M": 128, "block_N": 256, "block_K": 64, "stages": 3, "warps": 8,
+                         "epilogue": "registers", **_FMA}),
     ConfigRule("mma.sync", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 3, "warps": 4, **_FMA}),
     ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA}),
 )
 # GEMMs whose operands stream from memory once per wave (one batch, one group at a time, few
 # L2 hits): the wgmma tile with a fourth stage (4 x 48 KB of shared memory), more time to cover
-# DRAM latency. The 8192-square gemm keeps the three stages it was measured with.
-STREAMED_WGMMA = ConfigRule("wgmma", {**GEMM_TABLE[1].config, "stages": 4})
+# DRAM latency, and C stored as one tile from shared memory (a TMA store on sm_90a: the block
+# ends sooner). The 8192-square gemm keeps the config it was measured with. ("epilogue":
+# "registers" stores C from the accumulators; grouped_gemm always does, under its row guard.)
+STREAMED_WGMMA = ConfigRule("wgmma", {**GEMM_TABLE[1].config, "stages": 4, "epilogue": "shared"})
 GEMM_TUNE = {"block_M": (64, 128), "block_N": (64, 128, 256), "block_K": (32, 64), "stages": (2, 3, 4),
              "warps": (4, 8)}
 
@@ -140,6 +143,7 @@ def _gemm_kernel(problem: dict, config: dict):
     a_tile = (bK, bM) if ta else (bM, bK)
     b_tile = (bN, bK) if tb else (bK, bN)
     accum = "float32"
+    through_shared = config.get("epilogue") == "shared"
 
     @T.prim_func
     def main(A: T.Tensor(a_shape, dtype), Bm: T.Tensor(b_shape, dtype), Bias: T.Tensor((N if has_bias else 1,), dtype),
@@ -167,7 +171,12 @@ def _gemm_kernel(problem: dict, config: dict):
                             Bias[bx * bN + j if N % bN == 0 else T.min(bx * bN + j, N - 1)], accum), activation)
                     else:
                         C_f[i, j] = _activate(C_f[i, j], activation)
-            T.copy(C_f, C[bz, by * bM, bx * bN])
+            if through_shared:  # one tile store from shared memory (TMA where the target has it)
+                C_s = T.alloc_shared((bM, bN), dtype)  # the stages' memory, free by now
+                T.copy(C_f, C_s)
+                T.copy(C_s, C[bz, by * bM, bx * bN])
+            else:
+                T.copy(C_f, C[bz, by * bM, bx * bN])
 
     return main
 
