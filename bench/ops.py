@@ -568,6 +568,11 @@ def check_cases(names) -> dict:
         "quantize_per_token.float8_e4m3fn": cases.quantize_per_token("float8_e4m3fn"),
         "gemm.float16.NT": cases.gemm("float16", trans_b=True),
         "layer_norm.float16": cases.layer_norm("float16"),
+        # the sm_90a GEMM-class kernels at their full tiles: several waves, ragged edges
+        "grouped_gemm.float16.large": cases.grouped_gemm(sizes=(0, 300, 1, 517, 0, 128), dtype="float16",
+                                                         k=520, n=600),
+        "conv2d.float16.stride1.large": cases.conv2d(stride=1, padding=1, x_shape=(4, 72, 30, 29),
+                                                     w_shape=(136, 72, 3, 3), dtype="float16"),
     }
     return {k: v for k, v in {**cases.CASES, **extra}.items() if not names or k.split(".")[0] in names}
 

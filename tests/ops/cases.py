@@ -206,16 +206,17 @@ def batched_gemm(precision=None):
     return make
 
 
-def grouped_gemm(precision=None):
+def grouped_gemm(precision=None, sizes=(5, 0, 40, 9), dtype="float32", k=24, n=19):
     def make(rng, lib):
-        sizes = [5, 0, 40, 9]
-        a, b = _x(rng, (54, 24)), _x(rng, (4, 24, 19))
+        a, b = _x(rng, (sum(sizes), k), dtype), _x(rng, (len(sizes), k, n), dtype)
         a_in, b_in = lib(a), lib(b)
-        ar, br = float32_operands("grouped_gemm", precision, [a_in, b_in], [a, b])
         reference = ops.get("grouped_gemm").reference
-        return (lambda: ops.grouped_gemm(a_in, b_in, sizes, precision=precision), lambda: reference(ar, br, sizes),
-                float32_tolerance("grouped_gemm", precision, [a_in, b_in], 24,
-                                  reference(np.abs(ar), np.abs(br), sizes)))
+        call = lambda: ops.grouped_gemm(a_in, b_in, list(sizes), precision=precision)  # noqa: E731
+        if dtype != "float32":
+            return call, lambda: reference(a, b, sizes), TOL[dtype]
+        ar, br = float32_operands("grouped_gemm", precision, [a_in, b_in], [a, b])
+        return call, lambda: reference(ar, br, sizes), float32_tolerance(
+            "grouped_gemm", precision, [a_in, b_in], k, reference(np.abs(ar), np.abs(br), sizes))
     return make
 
 
@@ -230,15 +231,18 @@ def dequantize_gemv(bits):
     return make
 
 
-def conv2d(precision=None):
+def conv2d(precision=None, stride=2, padding=1, x_shape=(2, 3, 9, 11), w_shape=(5, 3, 3, 3), dtype="float32"):
     def make(rng, lib):
-        x, w = _x(rng, (2, 3, 9, 11)), _x(rng, (5, 3, 3, 3))
+        x, w = _x(rng, x_shape, dtype), _x(rng, w_shape, dtype, 0.3)
         x_in, w_in = lib(x), lib(w)
-        xr, wr = float32_operands("conv2d", precision, [x_in, w_in], [x, w], conv=True)
         reference = ops.get("conv2d").reference
-        return (lambda: ops.conv2d(x_in, w_in, stride=2, padding=1, precision=precision),
-                lambda: reference(xr, wr, 2, 1), float32_tolerance(
-                    "conv2d", precision, [x_in, w_in], 3 * 3 * 3, reference(np.abs(xr), np.abs(wr), 2, 1), conv=True))
+        call = lambda: ops.conv2d(x_in, w_in, stride=stride, padding=padding, precision=precision)  # noqa: E731
+        if dtype != "float32":
+            return call, lambda: reference(x, w, stride, padding), TOL[dtype]
+        xr, wr = float32_operands("conv2d", precision, [x_in, w_in], [x, w], conv=True)
+        k = int(np.prod(w_shape[1:]))
+        return (call, lambda: reference(xr, wr, stride, padding), float32_tolerance(
+            "conv2d", precision, [x_in, w_in], k, reference(np.abs(xr), np.abs(wr), stride, padding), conv=True))
     return make
 
 
@@ -307,10 +311,17 @@ CASES = {
     "batched_gemm": batched_gemm(),
     "grouped_gemm": grouped_gemm(),
     "grouped_gemm.high": grouped_gemm("high"),
+    # groups of several 128-row tiles, a 3-row group, empty groups first and last
+    "grouped_gemm.float16.tiles": grouped_gemm(sizes=(0, 130, 3, 261, 0), dtype="float16"),
     "dequantize_gemv.int8": dequantize_gemv(8),
     "dequantize_gemv.int4": dequantize_gemv(4),
     "conv2d": conv2d(),  # torch tensors: TF32 as torch.backends.cudnn.allow_tf32 says (True by default)
     "conv2d.highest": conv2d("highest"),
+    # stride 1 (the padded channels-last GEMM): channels no multiple of a K tile, a 3 x 2 kernel
+    "conv2d.stride1": conv2d(stride=1, padding=1, x_shape=(2, 19, 7, 10), w_shape=(6, 19, 3, 2)),
+    "conv2d.stride1.pad0.float16": conv2d(stride=1, padding=0, x_shape=(3, 40, 6, 5), w_shape=(33, 40, 3, 3),
+                                          dtype="float16"),
+    "conv2d.stride1.1x1.pad2.highest": conv2d("highest", 1, 2, (1, 8, 5, 4), (7, 8, 1, 1)),
     "flash_attention.gqa": flash_attention(False),
     "flash_attention.causal.mqa": flash_attention(True, 4, 1),
     "flash_attention_varlen": flash_attention_varlen(False),

@@ -107,6 +107,32 @@ def test_gemm_and_attention_use_the_matrix_units_on_hopper():
         assert source == "table[wgmma]" and "wgmma" in kernel.get_kernel_source()
 
 
+def test_gemm_class_operators_use_wgmma_and_tma_on_hopper():
+    """grouped_gemm, batched_gemm and conv2d (stride 1) at their example problems on sm_90a:
+    the gemm's tile (128 x 256 x 64, 8 consumer warps; conv2d 256 x 128 x 64) on wgmma, operands loaded by TMA
+    from a warp-specialized loading warpgroup; grouped_gemm's A tile starts at the row the
+    tile table gives and its epilogue keeps the group's row guard; conv2d's GEMM is the
+    second of its launches (layout pass with the weight reorder, then the GEMM)."""
+    import re
+
+    target = _target("cuda/sm_90a")
+    wgmma = {"grouped_gemm": ("m64n256k16", 128), "batched_gemm": ("m64n256k16", 128), "conv2d": ("m64n128k16", 256)}
+    for name, (shape, block_m) in wgmma.items():
+        op = ops.get(name)
+        kernel, config, source = kernel_for(op, target, op.example)
+        text = kernel.get_kernel_source()
+        assert source == "table[wgmma]" and (config["block_M"], config["block_K"]) == (block_m, 64), (name, config)
+        gemm_part = text.split("main_launch1")[-1] if name == "conv2d" else text
+        assert f"tl::wgmma_{shape}_f32_f16" in gemm_part, f"{name}: no wgmma {shape}\n{text}"
+        assert "tl::tma_load(" in gemm_part and "setmaxnreg_dec" in gemm_part, f"{name}: no TMA loading warp\n{text}"
+        assert "cp_async" not in gemm_part, name
+        if name == "grouped_gemm":
+            assert re.search(r"tl::tma_load\(&tl_tensor_map_0, [^;]*, first\);", text), text
+            assert re.search(r"if \(first \+ .* < end\)", text), "the row guard of the group must stay"
+        if name == "conv2d":
+            assert kernel.meta.launches and len(kernel.meta.launches) == 2
+
+
 # -- a vendor's config through tilelang_op_config, end to end ------------------------------
 
 
@@ -194,7 +220,7 @@ def test_float32_precision_picks_the_multiply_on_hopper(name, call, wgmma):
         kernel, config, _ = kernel_for(recorded.op, target, recorded.problem)
         text = kernel.get_kernel_source()
         on_wgmma = "_f32_tf32(" in text and "mma_m16n8k8" not in text
-        on_mma = "mma_m16n8k8_tf32" in text and "wgmma" not in text
+        on_mma = "mma_m16n8k8_tf32" in text and "tl::wgmma_" not in text
         assert (on_wgmma if wgmma else on_mma) is tf32, (name, precision)
         assert "cvt.rna.tf32" not in text and ("tf32" in text) is tf32, (name, precision)
         if not tf32:  # each thread sums its products in registers, one multiply-add at a time

@@ -39,10 +39,17 @@ _FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_thr
 GEMM_TABLE = (
     ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1,
                                 **_FMA_SERIAL}),
-    ConfigRule("wgmma", {"block_M": 128, "block_N": 256, "block_K": 64, "stages": 3, "warps": 8, **_FMA}),
+    ConfigRule("wgmma", {"block_M": 128, "block_N": 256, "block_K": 64, "stages": 3, "warps": 8,
+                         "epilogue": "registers", **_FMA}),
     ConfigRule("mma.sync", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 3, "warps": 4, **_FMA}),
     ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA}),
 )
+# GEMMs whose operands stream from memory once per wave (one batch, one group at a time, few
+# L2 hits): the wgmma tile with a fourth stage (4 x 48 KB of shared memory), more time to cover
+# DRAM latency, and C stored as one tile from shared memory (a TMA store on sm_90a: the block
+# ends sooner). The 8192-square gemm keeps the config it was measured with. ("epilogue":
+# "registers" stores C from the accumulators; grouped_gemm always does, under its row guard.)
+STREAMED_WGMMA = ConfigRule("wgmma", {**GEMM_TABLE[1].config, "stages": 4, "epilogue": "shared"})
 GEMM_TUNE = {"block_M": (64, 128), "block_N": (64, 128, 256), "block_K": (32, 64), "stages": (2, 3, 4),
              "warps": (4, 8)}
 
@@ -136,6 +143,7 @@ def _gemm_kernel(problem: dict, config: dict):
     a_tile = (bK, bM) if ta else (bM, bK)
     b_tile = (bN, bK) if tb else (bK, bN)
     accum = "float32"
+    through_shared = config.get("epilogue") == "shared"
 
     @T.prim_func
     def main(A: T.Tensor(a_shape, dtype), Bm: T.Tensor(b_shape, dtype), Bias: T.Tensor((N if has_bias else 1,), dtype),
@@ -158,12 +166,17 @@ def _gemm_kernel(problem: dict, config: dict):
                 T.gemm(A_s, B_s, C_f, transpose_A=ta, transpose_B=tb)
             if has_bias or activation != "none":
                 for i, j in T.Parallel(bM, bN):
-                    if has_bias:
+                    if has_bias:  # a clamped column only where the last column tile is partial
                         C_f[i, j] = _activate(C_f[i, j] + T.cast(
-                            Bias[T.min(bx * bN + j, N - 1)], accum), activation)
+                            Bias[bx * bN + j if N % bN == 0 else T.min(bx * bN + j, N - 1)], accum), activation)
                     else:
                         C_f[i, j] = _activate(C_f[i, j], activation)
-            T.copy(C_f, C[bz, by * bM, bx * bN])
+            if through_shared:  # one tile store from shared memory (TMA where the target has it)
+                C_s = T.alloc_shared((bM, bN), dtype)  # the stages' memory, free by now
+                T.copy(C_f, C_s)
+                T.copy(C_s, C[bz, by * bM, bx * bN])
+            else:
+                T.copy(C_f, C[bz, by * bM, bx * bN])
 
     return main
 
@@ -283,8 +296,8 @@ _GEMM_EXAMPLE = {"batch": 1, "M": 4096, "N": 4096, "K": 4096, "dtype": "float16"
 register(Operator("gemm", "C = act(op(A) @ op(B) + bias): transposes, bias, relu/gelu/silu epilogue",
                   {"tiled": _gemm_kernel}, GEMM_TABLE, reference_gemm, (3,), _GEMM_EXAMPLE, GEMM_TUNE))
 register(Operator("batched_gemm", "a batch of GEMMs of one shape (3-D A and B)", {"tiled": _gemm_kernel},
-                  GEMM_TABLE, reference_gemm, (3,), {**_GEMM_EXAMPLE, "batch": 8, "M": 1024, "N": 1024, "K": 1024},
-                  GEMM_TUNE))
+                  (GEMM_TABLE[0], STREAMED_WGMMA, *GEMM_TABLE[2:]), reference_gemm, (3,),
+                  {**_GEMM_EXAMPLE, "batch": 8, "M": 1024, "N": 1024, "K": 1024}, GEMM_TUNE))
 
 
 def _matmul(name: str, a, b, trans_a: bool, trans_b: bool, bias, activation: str, precision, target):
@@ -347,7 +360,7 @@ def _grouped_kernel(problem: dict, config: dict):
     entries have first row == end row and write nothing."""
     total, G, N, K, dtype, tiles = (problem[k] for k in ("rows", "groups", "N", "K", "dtype", "tiles"))
     fma = problem.get("fma", False)
-    bM = config["block_M"]  # the host's tile table is cut in rows of block_M
+    bM = problem["tile_rows"]  # the host cut its tile table with the table's block_M
     _, bN, bK = _tile(config, bM, N, K, dtype, fma)
     threads, stages = _launch(config, fma)
 
@@ -361,8 +374,9 @@ def _grouped_kernel(problem: dict, config: dict):
             g = Tiles[by, 0]
             first = Tiles[by, 1]
             end = Tiles[by, 2]
+            steps = T.if_then_else(first < end, T.ceildiv(K, bK), 0)  # padding tiles skip the K loop
             T.clear(C_f)
-            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+            for ko in T.Pipelined(steps, num_stages=stages):
                 T.copy(A[first, ko * bK], A_s)
                 T.copy(Bm[g, ko * bK, bx * bN], B_s)
                 if fma:  # float32 products summed in float32 (never the TF32 units)
@@ -393,10 +407,11 @@ register(Operator("grouped_gemm", "GEMMs of groups of rows of A, each with its o
                   {"tiled": _grouped_kernel},
                   (ConfigRule("block-serial", {"block_M": 32, "block_N": 64, "block_K": 32, "stages": 1,
                                                "threads": 1, **_FMA_SERIAL}),
+                   STREAMED_WGMMA, GEMM_TABLE[2],
                    ConfigRule("simt", {"block_M": 64, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA})),
                   reference_grouped_gemm, (3,),
-                  {"rows": 8192, "groups": 8, "N": 4096, "K": 4096, "dtype": "float16", "tiles": 136},
-                  {"block_M": (64, 128), "block_N": (64, 128, 256)}))
+                  {"rows": 8192, "groups": 8, "N": 4096, "K": 4096, "dtype": "float16", "tiles": 72, "tile_rows": 128},
+                  {"block_N": (64, 128, 256), "stages": (2, 3, 4)}))
 
 
 def grouped_gemm(a, b, group_sizes, precision: str | None = None, target=None):
@@ -419,24 +434,45 @@ def grouped_gemm(a, b, group_sizes, precision: str | None = None, target=None):
 
     bM = resolve_config(op, tgt, {})[0]["block_M"]
     tiles = -(-total // bM) + groups
-    table, start = [], 0
-    for g, m in enumerate(sizes):
-        for first in range(start, start + m, bM):
-            table.append((g, first, min(first + bM, start + m)))
-        start += m
-    table += [(0, 0, 0)] * (tiles - len(table))
-    if library(a) == "torch":
-        import torch
+    problem = {"rows": total, "groups": groups, "N": int(b.shape[2]), "K": int(a.shape[1]), "dtype": dtype,
+               "tiles": tiles, "tile_rows": bM, **_precision_key("grouped_gemm", dtype, precision, [a, b], tgt)}
+    kernel, _, _ = kernel_for(op, tgt, problem)
+    return kernel(contiguous(a), contiguous(b), _tile_table(sizes, bM, tiles, a))
 
-        table = torch.tensor(table, dtype=torch.int32, device=a.device)
-    else:
+
+_TABLES: dict = {}  # (sizes, tile rows, tiles, device) -> a tile table on that device
+
+
+def _tile_table(sizes: list[int], rows: int, tiles: int, like):
+    """grouped_gemm's tile table, (tiles, 3) int32 (group, first row, end row), tiles of `rows`
+    rows cut group by group, padded with empty tiles; on `like`'s device. A table on a device
+    is kept per split and stream (the last 64): a repeated split costs no copy, and a new one
+    is copied from pinned memory without waiting for the device (a blocking copy would wait
+    for every kernel queued before it)."""
+    def cut() -> list:
+        table, start = [], 0
+        for g, m in enumerate(sizes):
+            table += [(g, first, min(first + rows, start + m)) for first in range(start, start + m, rows)]
+            start += m
+        return table + [(0, 0, 0)] * (tiles - len(table))
+
+    if library(like) != "torch":
         import numpy as np
 
-        table = np.asarray(table, dtype="int32")
-    problem = {"rows": total, "groups": groups, "N": int(b.shape[2]), "K": int(a.shape[1]), "dtype": dtype,
-               "tiles": tiles, **_precision_key("grouped_gemm", dtype, precision, [a, b], tgt)}
-    kernel, _, _ = kernel_for(op, tgt, problem)
-    return kernel(contiguous(a), contiguous(b), table)
+        return np.asarray(cut(), dtype="int32")
+    import torch
+
+    if like.device == torch.empty(0).device:  # on the host
+        return torch.tensor(cut(), dtype=torch.int32)
+    # per stream: the copy is ordered before the kernels of the stream it was issued on only
+    key = (tuple(sizes), rows, tiles, str(like.device), torch.accelerator.current_stream(like.device))
+    hit = _TABLES.get(key)
+    if hit is None:
+        hit = torch.tensor(cut(), dtype=torch.int32).pin_memory().to(like.device, non_blocking=True)
+        if len(_TABLES) >= 64:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[key] = hit
+    return hit
 
 
 # -- dequantize + GEMV ----------------------------------------------------------------------
@@ -596,6 +632,18 @@ def dequantize_gemv(x, w, scales, bits: int = 8, target=None):
 # -- conv2d ---------------------------------------------------------------------------------
 
 
+@T.macro
+def _multiply_nt(A_s, B_s, C_f, fma, bM, bN, bK):
+    """C_f += A_s @ B_s.T for tiles (bM, bK) and (bN, bK): `T.gemm`, or FMA loops where `fma`
+    (float32 products summed in float32, never the TF32 units)."""
+    if fma:
+        for k in T.serial(bK):
+            for i, j in T.Parallel(bM, bN):
+                C_f[i, j] += A_s[i, k] * B_s[j, k]
+    else:
+        T.gemm(A_s, B_s, C_f, transpose_B=True)
+
+
 def _conv_kernel(problem: dict, config: dict):
     """Implicit GEMM: rows = (image, out_y, out_x), columns = out channels, K = (in channel,
     ky, kx); the A tile is gathered from the NCHW image (zero outside), B is the OIHW weight
@@ -628,16 +676,87 @@ def _conv_kernel(problem: dict, config: dict):
                           T.max(T.min(x, w - 1), 0)],
                         T.cast(0, dtype))
                 T.copy(Wt[bx * bN, ko * bK], B_s)
-                if fma:  # float32 products summed in float32 (never the TF32 units)
-                    for k in T.serial(bK):
-                        for i, j in T.Parallel(bM, bN):
-                            C_f[i, j] += A_s[i, k] * B_s[j, k]
-                else:
-                    T.gemm(A_s, B_s, C_f, transpose_B=True)
+                _multiply_nt(A_s, B_s, C_f, fma, bM, bN, bK)
             for i, j in T.Parallel(bM, bN):
                 row = by * bM + i
                 if row < M and bx * bN + j < o:
                     Y[row // (oh * ow), bx * bN + j, (row % (oh * ow)) // ow, row % ow] = T.cast(C_f[i, j], dtype)
+
+    return main
+
+
+def _conv_shifted(problem: dict, config: dict):
+    """A stride-1 convolution as one GEMM over the zero-padded NHWC image, in two launches:
+
+    1. `Xp` (N * Hp * Wp, Cp): x moved to channels-last, padded with zeros (a border of
+       `padding` around each image, channels up to Cp, a multiple of block_K), through a
+       shared tile so reads and writes are both coalesced; the same blocks write
+       `Wr` (O, KH * KW * Cp): the weight with K ordered (ky, kx, c), zero where c >= C;
+    2. the GEMM. A row r = (img * Hp + y) * Wp + x of the padded grid is output pixel (img, y,
+       x) when y < OH and x < OW (else computed and dropped: (Hp Wp) / (OH OW) - 1 extra work,
+       7 % at 56 x 56 with a 3 x 3 kernel). Its input at tap (ky, kx) is row r + ky * Wp + kx
+       of Xp, so the A tile of K step (tap, channel block) is the 2-D block Xp[by * bM + ky *
+       Wp + kx, cb * bK] (a plain `T.copy`: TMA or cp.async, zero past the last row), B the
+       matching block of Wr. The epilogue writes NCHW.
+
+    Strides other than 1 take the gathering kernel ("implicit_gemm")."""
+    n, c, h, w, o, kh, kw, stride, pad, dtype = (problem[k] for k in (
+        "N", "C", "H", "W", "O", "KH", "KW", "stride", "padding", "dtype"))
+    if stride != 1:
+        return _conv_kernel(problem, config)
+    hp, wp = h + 2 * pad, w + 2 * pad
+    oh, ow = hp - kh + 1, wp - kw + 1
+    fma = problem.get("fma", False)
+    rows = n * hp * wp
+    bM, bN, bK = _tile(config, rows, o, c, dtype, fma)
+    cp = -(-c // bK) * bK
+    cblocks, taps = cp // bK, kh * kw
+    K = taps * cp
+    threads, stages = _launch(config, fma)
+    lt = config["layout_threads"]
+    # the layout pass's shared tile: channels x padded columns, 64 x 64 or the image's own size
+    bc, bw = min(64, 1 << (cp - 1).bit_length()), min(64, 1 << (wp - 1).bit_length())
+    zero = T.cast(0, dtype)
+    layout_x = -(-wp // bw) * -(-cp // bc)
+    layout_blocks = layout_x * hp * n
+    weight_passes = -(-(o * K) // (layout_blocks * lt))
+
+    @T.prim_func
+    def main(X: T.Tensor((n, c, h, w), dtype), Wt: T.Tensor((o, c, kh, kw), dtype), Y: T.Tensor((n, o, oh, ow), dtype)):
+        Xp = T.alloc_global((rows, cp), dtype)
+        Wr = T.alloc_global((o, K), dtype)
+        with T.Kernel(layout_x, hp, n, threads=lt) as (bx, by, bz):
+            S = T.alloc_shared((bc, bw + 2), dtype)  # + 2: a column of it spans all 32 banks
+            for cc, xx in T.Parallel(bc, bw):
+                ch = bx // T.ceildiv(wp, bw) * bc + cc
+                xi = bx % T.ceildiv(wp, bw) * bw + xx - pad
+                S[cc, xx] = T.if_then_else(ch < c and by >= pad and by - pad < h and xi >= 0 and xi < w,
+                                           X[bz, T.min(ch, c - 1), T.max(T.min(by - pad, h - 1), 0),
+                                             T.max(T.min(xi, w - 1), 0)], zero)
+            for xx, cc in T.Parallel(bw, bc):
+                if bx % T.ceildiv(wp, bw) * bw + xx < wp and bx // T.ceildiv(wp, bw) * bc + cc < cp:
+                    Xp[(bz * hp + by) * wp + bx % T.ceildiv(wp, bw) * bw + xx,
+                       bx // T.ceildiv(wp, bw) * bc + cc] = S[cc, xx]
+            # the weight reorder, spread over the same blocks: element q of Wr per thread and pass
+            for p in T.serial(weight_passes):
+                for e in T.Parallel(lt):
+                    q = (p * layout_blocks + (bz * hp + by) * layout_x + bx) * lt + e
+                    if q < o * K:
+                        Wr[q // K, q % K] = T.if_then_else(
+                            q % cp < c, Wt[q // K, T.min(q % cp, c - 1), q % K // cp // kw, q % K // cp % kw], zero)
+        with T.Kernel(T.ceildiv(o, bN), T.ceildiv(rows, bM), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), dtype)
+            B_s = T.alloc_shared((bN, bK), dtype)
+            C_f = T.alloc_fragment((bM, bN), "float32")
+            T.clear(C_f)
+            for ko in T.Pipelined(taps * cblocks, num_stages=stages):
+                T.copy(Xp[by * bM + ko // cblocks // kw * wp + ko // cblocks % kw, ko % cblocks * bK], A_s)
+                T.copy(Wr[bx * bN, ko * bK], B_s)
+                _multiply_nt(A_s, B_s, C_f, fma, bM, bN, bK)
+            for i, j in T.Parallel(bM, bN):
+                r = by * bM + i
+                if r < rows and r % (hp * wp) // wp < oh and r % wp < ow and bx * bN + j < o:
+                    Y[r // (hp * wp), bx * bN + j, r % (hp * wp) // wp, r % wp] = T.cast(C_f[i, j], dtype)
 
     return main
 
@@ -658,15 +777,21 @@ def reference_conv2d(x, w, stride=1, padding=0):
     return out
 
 
+_CONV = {"kernel": "shifted"}
 register(Operator("conv2d", "2-D convolution, NCHW x OIHW, stride and zero padding (implicit GEMM)",
-                  {"implicit_gemm": _conv_kernel},
-                  (ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1,
-                                               "threads": 1, **_FMA_SERIAL}),
-                   ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA})),
+                  {"shifted": _conv_shifted, "implicit_gemm": _conv_kernel},
+                  (ConfigRule("block-serial", {**_CONV, "block_M": 64, "block_N": 64, "block_K": 32, "stages": 1,
+                                               "threads": 1, "layout_threads": 1, **_FMA_SERIAL}),
+                   ConfigRule("wgmma", {**_CONV, "block_M": 256, "block_N": 128, "block_K": 64, "stages": 4,
+                                        "warps": 8, "layout_warps": 8, **_FMA}),
+                   ConfigRule("mma.sync", {**_CONV, "block_M": 128, "block_N": 128, "block_K": 32, "stages": 3,
+                                           "warps": 4, "layout_warps": 8, **_FMA}),
+                   ConfigRule("simt", {**_CONV, "block_M": 128, "block_N": 128, "block_K": 32, "stages": 2,
+                                       "warps": 4, "layout_warps": 8, **_FMA})),
                   reference_conv2d, (2,),
                   {"N": 16, "C": 128, "H": 56, "W": 56, "O": 128, "KH": 3, "KW": 3, "stride": 1, "padding": 1,
                    "dtype": "float16"},
-                  {"block_M": (64, 128), "block_N": (64, 128), "block_K": (32, 64)}))
+                  {"block_M": (128, 256), "block_N": (64, 128), "block_K": (32, 64), "stages": (3, 4)}))
 
 
 def conv2d(x, weight, stride: int = 1, padding: int = 0, precision: str | None = None, target=None):
@@ -688,5 +813,7 @@ def conv2d(x, weight, stride: int = 1, padding: int = 0, precision: str | None =
     problem = {"N": n, "C": c, "H": h, "W": w, "O": o, "KH": kh, "KW": kw, "stride": int(stride),
                "padding": int(padding), "dtype": dtype,
                **_precision_key("conv2d", dtype, precision, [x, weight], tgt, conv=True)}
-    kernel, _, _ = kernel_for(get("conv2d"), tgt, problem)
-    return kernel(contiguous(x), contiguous(weight).reshape(o, c * kh * kw))
+    kernel, config, _ = kernel_for(get("conv2d"), tgt, problem)
+    if config.get("kernel") == "shifted" and stride == 1:  # it reads the OIHW weight itself
+        return kernel(contiguous(x), contiguous(weight))
+    return kernel(contiguous(x), contiguous(weight).reshape(o, c * kh * kw))  # the gathering kernel: (O, K)

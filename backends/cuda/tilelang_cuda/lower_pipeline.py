@@ -44,7 +44,7 @@ from .lower_gemm import SHARED_SCOPES, plan_gemm
 from .lower_barrier import plan_tma_copy
 from .lower_wgmma import WGMMA_OPERANDS, proxy_fence
 
-__all__ = ["SWIZZLES", "sync_placed", "plan_swizzles", "pipeline_async_copies"]
+__all__ = ["SWIZZLES", "sync_placed", "plan_swizzles", "pipeline_async_copies", "invariant_mins", "reads_scalars_only"]
 
 SWIZZLES = "cuda.swizzles"  # ctx.facts key: shared buffer handle -> layout.Swizzle
 ANALYZER = "cuda.analyzer"  # ctx.facts key: an Analyzer that knows the launch ranges
@@ -161,6 +161,32 @@ def _loads_buffers(expr) -> bool:
     return found
 
 
+def _is_scalar(buf) -> bool:
+    """A one-element local buffer: what TVMScript makes of a name the kernel assigns."""
+    shape = list(buf.ty.shape)
+    return str(buf.ty.storage_scope) in ("local", "local.var") and len(shape) == 1 \
+        and isinstance(shape[0], tir.IntImm) and int(shape[0]) == 1
+
+
+def reads_scalars_only(expr) -> bool:
+    """Whether `expr` reads no memory but one-element local scalars."""
+    loads = []
+    walk(expr, loads.append, (_ir.TensorLoad,))
+    return all(_is_scalar(ld.source) for ld in loads)
+
+
+def invariant_mins(region: Region, loop: tir.For) -> bool:
+    """Whether the start of `region` (a load's source) may be computed ahead, in an earlier
+    iteration of `loop` or before it: it reads no memory but scalars the loop never writes
+    (`first = Tiles[by, 1]` before the loop of a grouped GEMM)."""
+    loads = []
+    for m in region.mins:
+        walk(m, loads.append, (_ir.TensorLoad,))
+    if not all(_is_scalar(ld.source) for ld in loads):
+        return False
+    return not ({_key(ld.source) for ld in loads} & _writes(loop.body))
+
+
 class _Loop:
     """A pipelined loop split into producers (cp.async copies) and consumers."""
 
@@ -179,7 +205,7 @@ def _split(loop: tir.For, stages: int, scopes: dict[int, str], unfit: set = froz
         plan = plan_copy(TileOp.from_stmt(stmt)) if is_tile_op(stmt, "copy") else None
         if plan is not None and _key(plan.dst.buffer) in unfit:
             plan = None
-        if plan is not None and _whole(plan.dst) and not any(_loads_buffers(m) for m in plan.src.mins):
+        if plan is not None and _whole(plan.dst) and invariant_mins(plan.src, loop):
             split.producers.append((TileOp.from_stmt(stmt), plan))
         else:
             split.consumers.append(stmt)

@@ -48,7 +48,7 @@ from tilelang_core.transform import launch_info
 from .layout_wgmma import wgmma_tile
 from .lower_layout import SHARED_LAYOUTS
 from .lower_pipeline import _key, _loads_buffers, _references, _restage, _statements, _user_synchronized, _whole, \
-    consumers_fit, sync_placed
+    consumers_fit, invariant_mins, reads_scalars_only, sync_placed
 from .lower_wgmma import WGMMA_OPERANDS, plan_wgmma, takes_wgmma
 
 __all__ = ["TENSOR_MAPS_ATTR", "ATTR_WARP_SPECIALIZED", "TensorMap", "TmaLoad", "plan_tma_load", "pipeline_tma_loads",
@@ -168,8 +168,8 @@ def plan_tma_load(op: TileOp, params: dict[int, int], operands: set, placed: dic
     extents = _ints(src.extents)
     if extents is None or extents[-2:] != [rows, cols] or any(e != 1 for e in extents[:-2]):
         return None
-    if any(_loads_buffers(m) for m in src.mins):
-        return None
+    if not all(reads_scalars_only(m) for m in src.mins):
+        return None  # a start read from memory other than a scalar (the loop checks it stays put)
     element = tvm.runtime.DataType(src.dtype).bits // 8
     inner = _ints(shape[1:])
     if inner is None or element not in (1, 2, 4):
@@ -388,7 +388,7 @@ def _split(loop: tir.For, params, operands, placed, scopes, placeable) -> tuple[
     for stmt in _statements(loop.body):
         plan = plan_tma_load(TileOp.from_stmt(stmt), params, operands, placed, placeable) \
             if is_tile_op(stmt, "copy") else None
-        if plan is not None:
+        if plan is not None and invariant_mins(plan.src, loop):
             loads.append(plan)
         else:
             consumers.append(stmt)
