@@ -223,12 +223,12 @@ def conv2d(precision=None):
     return make
 
 
-def flash_attention(causal, heads=4, kv_heads=2):
+def flash_attention(causal, heads=4, kv_heads=2, seq_q=37, seq_kv=45, dim=32, scale=None):
     def make(rng, lib):
-        q = _x(rng, (2, heads, 37, 32), "float16")
-        k, v = _x(rng, (2, kv_heads, 45, 32), "float16"), _x(rng, (2, kv_heads, 45, 32), "float16")
-        return (lambda: ops.flash_attention(lib(q), lib(k), lib(v), is_causal=causal),
-                lambda: ops.get("flash_attention").reference(q, k, v, causal), (1e-2, 1e-2))
+        q = _x(rng, (2, heads, seq_q, dim), "float16")
+        k, v = _x(rng, (2, kv_heads, seq_kv, dim), "float16"), _x(rng, (2, kv_heads, seq_kv, dim), "float16")
+        return (lambda: ops.flash_attention(lib(q), lib(k), lib(v), is_causal=causal, scale=scale),
+                lambda: ops.get("flash_attention").reference(q, k, v, causal, scale), (1e-2, 1e-2))
     return make
 
 
@@ -291,6 +291,10 @@ CASES = {
     "conv2d.highest": conv2d("highest"),
     "flash_attention.gqa": flash_attention(False),
     "flash_attention.causal.mqa": flash_attention(True, 4, 1),
+    # blocks wholly below the diagonal (no mask), the diagonal's and a ragged last one
+    "flash_attention.causal.long": flash_attention(True, 2, 1, 130, 130, 16),
+    "flash_attention.causal.more_queries": flash_attention(True, 2, 2, 70, 45, 16),
+    "flash_attention.scale_negative": flash_attention(True, 2, 1, 40, 70, 16, -0.3),
     "flash_attention_varlen": flash_attention_varlen(False),
     "flash_attention_varlen.causal": flash_attention_varlen(True),
     "attention_decode": attention_decode,

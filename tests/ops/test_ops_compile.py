@@ -107,6 +107,35 @@ def test_gemm_and_attention_use_the_matrix_units_on_hopper():
         assert source == "table[wgmma]" and "wgmma" in kernel.get_kernel_source()
 
 
+def _sass_ops(binary) -> dict[str, int]:
+    import re
+
+    from tilelang_cuda.compile import disassemble
+
+    counts: dict[str, int] = {}
+    for line in disassemble(binary).splitlines():
+        match = re.match(r"\s+/\*[0-9a-f]+\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]+)", line)
+        if match:
+            counts[match.group(2)] = counts.get(match.group(2), 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_softmax_is_lean_on_hopper(causal):
+    """At the bench's size the kernel has TileLang's example's instruction mix: both products
+    on HGMMA, exp2 as one MUFU each (fast math: no denormal fix-up compares), the scale
+    folded into one FFMA per score, no local memory."""
+    target = _target("cuda/sm_90a")
+    op = ops.get("flash_attention")
+    kernel, config, _ = kernel_for(op, target, {**op.example, "causal": causal})
+    assert config["fast_math"] is True
+    counts = _sass_ops(kernel.binary)
+    scores = config["block_M"] * config["block_N"] // 256  # per thread of the two consumer warpgroups
+    assert counts.get("HGMMA", 0) >= 16 and counts.get("LDL", 0) == counts.get("STL", 0) == 0, counts
+    assert counts.get("FSETP", 0) == 0 and counts["MUFU"] <= scores + 8, counts
+    assert counts.get("FFMA", 0) >= scores, counts
+
+
 # -- a vendor's config through tilelang_op_config, end to end ------------------------------
 
 

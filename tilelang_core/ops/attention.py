@@ -22,7 +22,9 @@ LOG2E = 1.4426950408889634
 
 ATTENTION_TABLE = (
     ConfigRule("block-serial", {"block_M": 32, "block_N": 32, "stages": 1, "threads": 1}),
-    ConfigRule("wgmma", {"block_M": 128, "block_N": 128, "stages": 2, "warps": 8}),
+    # fast_math: exp2 as one ex2.approx.ftz (NVRTC's --use_fast_math keeps inf and NaN), half the
+    # instructions of the softmax; HIP's -ffast-math assumes finite values, so only this row has it
+    ConfigRule("wgmma", {"block_M": 128, "block_N": 128, "stages": 2, "warps": 8, "fast_math": True}),
     ConfigRule("simt", {"block_M": 64, "block_N": 64, "stages": 2, "warps": 4}),
 )
 ATTENTION_TUNE = {"block_M": (64, 128), "block_N": (32, 64, 128), "stages": (1, 2), "warps": (4, 8)}
@@ -34,12 +36,25 @@ def _fit(block: int, size: int, least: int = 16) -> int:
     return block
 
 
+def _softmax_scale(problem: dict) -> tuple[float, bool]:
+    """(the factor on raw scores inside exp2, whether scores are scaled before the max).
+
+    With a positive scale the row maximum of the raw scores is the maximum of the scaled ones,
+    so exp2(s * c - m * c) folds the scale into one multiply-add per score (as TileLang's
+    FlashAttention example); a scale <= 0 scales the scores first (masked ones stay -inf)
+    and uses c = log2(e).
+    """
+    scale = problem["scale"]
+    return (scale * LOG2E, False) if scale > 0 else (LOG2E, True)
+
+
 def _fwd_kernel(problem: dict, config: dict):
     B, Hq, Hkv, Sq, Skv, D, dtype, causal = (problem[k] for k in (
         "batch", "heads", "kv_heads", "seq_q", "seq_kv", "dim", "dtype", "causal"))
     group = Hq // Hkv
     bM, bN = _fit(config["block_M"], Sq), _fit(config["block_N"], Skv)
-    scale = problem["scale"] * LOG2E
+    c, prescale = _softmax_scale(problem)
+    scale = problem["scale"]
     ragged = Skv % bN != 0
 
     @T.prim_func
@@ -61,25 +76,33 @@ def _fwd_kernel(problem: dict, config: dict):
             T.fill(o, 0)
             T.fill(l, 0)
             T.fill(m, -T.infinity("float32"))
+            # causal: the loop stops at the block of the diagonal instead of masking the rest
             steps = T.min(T.ceildiv(Skv, bN), T.ceildiv((bx + 1) * bM, bN)) if causal else T.ceildiv(Skv, bN)
             for k in T.Pipelined(steps, num_stages=config["stages"]):
                 T.copy(K[bz, by // group, k * bN, 0], K_s)
-                T.clear(s)
-                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                for i, j in T.Parallel(bM, bN):
-                    if causal:
-                        s[i, j] = T.if_then_else((k * bN + j < Skv) and (bx * bM + i >= k * bN + j),
-                                                 s[i, j] * scale, -T.infinity("float32"))
-                    elif ragged:
-                        s[i, j] = T.if_then_else(k * bN + j < Skv, s[i, j] * scale, -T.infinity("float32"))
+                # the mask is the product's starting value (0 or -inf): no pass over the scores after it
+                if causal:
+                    if (k + 1) * bN > T.min(bx * bM, Skv // bN * bN):  # a block of the diagonal, or a ragged last one
+                        for i, j in T.Parallel(bM, bN):
+                            s[i, j] = T.if_then_else((k * bN + j < Skv) and (bx * bM + i >= k * bN + j), 0,
+                                                     -T.infinity("float32"))
                     else:
-                        s[i, j] = s[i, j] * scale
+                        T.clear(s)
+                elif ragged:
+                    for i, j in T.Parallel(bM, bN):
+                        s[i, j] = T.if_then_else(k * bN + j < Skv, 0, -T.infinity("float32"))
+                else:
+                    T.clear(s)
+                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                if prescale:  # a masked score stays -inf (times a negative scale it would be +inf)
+                    for i, j in T.Parallel(bM, bN):
+                        s[i, j] = T.if_then_else(s[i, j] == -T.infinity("float32"), s[i, j], s[i, j] * scale)
                 T.copy(m, m_prev)
                 T.reduce_max(s, m, dim=1, clear=False)
                 for i in T.Parallel(bM):
-                    alpha[i] = T.exp2(m_prev[i] - m[i])
+                    alpha[i] = T.exp2(m_prev[i] * c - m[i] * c)
                 for i, j in T.Parallel(bM, bN):
-                    s[i, j] = T.exp2(s[i, j] - m[i])
+                    s[i, j] = T.exp2(s[i, j] * c - m[i] * c)
                 T.reduce_sum(s, row_sum, dim=1)
                 for i in T.Parallel(bM):
                     l[i] = l[i] * alpha[i] + row_sum[i]

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 from .registry import Operator, resolve_config
 
 __all__ = ["OpError", "target_for", "kernel_for", "contiguous", "aligned", "library", "dtype_of", "check_dtype",
-           "tuned_configs", "store_tuned", "explain", "capture", "Captured"]
+           "tuned_configs", "store_tuned", "explain", "capture", "Captured", "pass_configs"]
 
 
 class OpError(ValueError):
@@ -166,11 +166,17 @@ def kernel_for(op: Operator, target, problem: Mapping[str, Any]):
     config, source = resolve_config(op, target, problem, tuned)
     build = config["kernel"] if callable(config["kernel"]) else op.kernels[config["kernel"]]
     func = build(dict(problem), config)
-    kernel = compile_kernel(func, out_idx=list(op.outputs), target=target)
+    kernel = compile_kernel(func, out_idx=list(op.outputs), target=target, pass_configs=pass_configs(config))
     entry = (kernel, config, source)
     with _LOCK:
         _KERNELS[key] = entry
     return entry
+
+
+def pass_configs(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The compile options a config asks for: "fast_math" (approximate exp2/division where the
+    backend's fast math keeps inf and NaN) turns on `tl.enable_fast_math`."""
+    return {"tl.enable_fast_math": True} if config.get("fast_math") else None
 
 
 def explain() -> list[dict[str, Any]]:
