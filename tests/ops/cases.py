@@ -242,11 +242,13 @@ def flash_attention_varlen(causal):
     return make
 
 
-def attention_decode(rng, lib):
-    q = _x(rng, (3, 8, 32), "float16")
-    k, v = _x(rng, (3, 2, 70, 32), "float16"), _x(rng, (3, 2, 70, 32), "float16")
-    return (lambda: ops.attention_decode(lib(q), lib(k), lib(v)),
-            lambda: ops.get("attention_decode").reference(q, k, v), (1e-2, 1e-2))
+def attention_decode(heads=8, kv_heads=2, seq_kv=70, dim=32, num_splits=None, scale=None):
+    def make(rng, lib):
+        q = _x(rng, (3, heads, dim), "float16")
+        k, v = _x(rng, (3, kv_heads, seq_kv, dim), "float16"), _x(rng, (3, kv_heads, seq_kv, dim), "float16")
+        return (lambda: ops.attention_decode(lib(q), lib(k), lib(v), scale=scale, num_splits=num_splits),
+                lambda: ops.get("attention_decode").reference(q, k, v, scale), (1e-2, 1e-2))
+    return make
 
 
 CASES = {
@@ -297,7 +299,11 @@ CASES = {
     "flash_attention.scale_negative": flash_attention(True, 2, 1, 40, 70, 16, -0.3),
     "flash_attention_varlen": flash_attention_varlen(False),
     "flash_attention_varlen.causal": flash_attention_varlen(True),
-    "attention_decode": attention_decode,
+    "attention_decode": attention_decode(),
+    # the KV sequence in chunks combined at the end: ragged last chunk, more splits than tiles
+    "attention_decode.splits3": attention_decode(8, 2, 200, 32, 3),
+    "attention_decode.mha.splits7": attention_decode(4, 4, 33, 16, 7, -0.2),
+    "attention_decode.group3.long": attention_decode(6, 2, 1000, 16, 4),
 }
 
 

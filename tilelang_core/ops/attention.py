@@ -183,19 +183,38 @@ def _varlen_kernel(problem: dict, config: dict):
     return main
 
 
+def decode_chunk(seq_kv: int, splits: int, block_N: int) -> tuple[int, int]:
+    """(keys per split, a whole number of `block_N` tiles; the number of non-empty splits).
+
+    The split count is raised to a divisor of the tile count where one lies within twice the
+    request, so that every chunk is whole (no masks, no bounds checks in the main loop)."""
+    tiles = -(-seq_kv // block_N)
+    splits = max(1, min(splits, tiles))
+    exact = [n for n in range(splits, min(2 * splits, tiles) + 1) if tiles % n == 0]
+    chunk = -(-tiles // (exact[0] if exact else splits)) * block_N
+    return chunk, -(-seq_kv // chunk)
+
+
 def _decode_kernel(problem: dict, config: dict):
-    """One query per head: a block takes the `group` query heads of one KV head as its rows."""
+    """Flash decoding: the KV sequence is cut into `splits` chunks; a block takes the `group`
+    query heads of one KV head (its rows) over one chunk and writes its normalised output and
+    log2-sum-exp to workspaces; a second launch, one block per (batch, query head), combines
+    the chunks. Enough (KV head, chunk) blocks fill the device at small batch x heads."""
     B, Hq, Hkv, S, D, dtype = (problem[k] for k in ("batch", "heads", "kv_heads", "seq_kv", "dim", "dtype"))
     group = Hq // Hkv
     bH = max(config["block_H"], 1 << (group - 1).bit_length())
     bN = _fit(config["block_N"], S)
-    scale = problem["scale"] * LOG2E
-    ragged = S % bN != 0
+    chunk, splits = decode_chunk(S, problem["splits"], bN)
+    c, prescale = _softmax_scale(problem)
+    scale = problem["scale"]
+    ragged = chunk * splits != S  # the last chunk ends past the keys: its tail is masked
 
     @T.prim_func
     def main(Q: T.Tensor((B, Hq, D), dtype), K: T.Tensor((B, Hkv, S, D), dtype), V: T.Tensor((B, Hkv, S, D), dtype),
              O: T.Tensor((B, Hq, D), dtype)):
-        with T.Kernel(Hkv, B, threads=config["threads"]) as (bx, bz):
+        lse_part = T.alloc_global((B, Hq, splits), "float32")
+        o_part = T.alloc_global((B, Hq, splits, D), "float32")
+        with T.Kernel(Hkv, splits, B, threads=config["threads"]) as (bx, bs, bz):
             Q_s = T.alloc_shared((bH, D), dtype)
             K_s = T.alloc_shared((bN, D), dtype)
             V_s = T.alloc_shared((bN, D), dtype)
@@ -212,32 +231,53 @@ def _decode_kernel(problem: dict, config: dict):
             T.fill(o, 0)
             T.fill(l, 0)
             T.fill(m, -T.infinity("float32"))
-            for k in T.Pipelined(T.ceildiv(S, bN), num_stages=config["stages"]):
-                T.copy(K[bz, bx, k * bN, 0], K_s)
-                T.clear(s)
+            # a trip count known at compile time (the pipeline needs it; a short last chunk masks)
+            for k in T.Pipelined(chunk // bN, num_stages=config["stages"]):
+                T.copy(K[bz, bx, bs * chunk + k * bN, 0], K_s)
+                if ragged:
+                    for i, j in T.Parallel(bH, bN):
+                        s[i, j] = T.if_then_else(bs * chunk + k * bN + j < S, 0, -T.infinity("float32"))
+                else:
+                    T.clear(s)
                 T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                for i, j in T.Parallel(bH, bN):
-                    if ragged:
-                        s[i, j] = T.if_then_else(k * bN + j < S, s[i, j] * scale, -T.infinity("float32"))
-                    else:
-                        s[i, j] = s[i, j] * scale
+                if prescale:  # a masked score stays -inf
+                    for i, j in T.Parallel(bH, bN):
+                        s[i, j] = T.if_then_else(s[i, j] == -T.infinity("float32"), s[i, j], s[i, j] * scale)
                 T.copy(m, m_prev)
                 T.reduce_max(s, m, dim=1, clear=False)
                 for i in T.Parallel(bH):
-                    alpha[i] = T.exp2(m_prev[i] - m[i])
+                    alpha[i] = T.exp2(m_prev[i] * c - m[i] * c)
                 for i, j in T.Parallel(bH, bN):
-                    s[i, j] = T.exp2(s[i, j] - m[i])
+                    s[i, j] = T.exp2(s[i, j] * c - m[i] * c)
                 T.reduce_sum(s, row_sum, dim=1)
                 for i in T.Parallel(bH):
                     l[i] = l[i] * alpha[i] + row_sum[i]
                 T.copy(s, p)
                 for i, j in T.Parallel(bH, D):
                     o[i, j] = o[i, j] * alpha[i]
-                T.copy(V[bz, bx, k * bN, 0], V_s)
+                T.copy(V[bz, bx, bs * chunk + k * bN, 0], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(bH, D):
                 if i < group:
-                    O[bz, bx * group + i, j] = T.cast(o[i, j] / l[i], dtype)
+                    o_part[bz, bx * group + i, bs, j] = o[i, j] / l[i]
+            for i in T.Parallel(bH):
+                if i < group:
+                    lse_part[bz, bx * group + i, bs] = m[i] * c + T.log2(l[i])
+        with T.Kernel(Hq, B, threads=D) as (hq, b):
+            acc = T.alloc_fragment((D,), "float32")
+            top = T.alloc_var("float32")
+            total = T.alloc_var("float32", init=0.0)
+            top = -T.infinity("float32")
+            for j in T.serial(splits):
+                top = T.max(top, lse_part[b, hq, j])
+            for j in T.serial(splits):
+                total += T.exp2(lse_part[b, hq, j] - top)
+            T.clear(acc)
+            for j in T.serial(splits):
+                for d in T.Parallel(D):
+                    acc[d] += o_part[b, hq, j, d] * (T.exp2(lse_part[b, hq, j] - top) / total)
+            for d in T.Parallel(D):
+                O[b, hq, d] = T.cast(acc[d], dtype)
 
     return main
 
@@ -295,12 +335,12 @@ register(Operator("flash_attention_varlen", "flash_attention over packed sequenc
                   {"block_M": (64, 128), "block_N": (32, 64)}))
 register(Operator("attention_decode", "one query token per head against a KV cache (GQA groups per block)",
                   {"online_softmax": _decode_kernel},
-                  (ConfigRule("block-serial", {"block_H": 1, "block_N": 64, "stages": 1, "threads": 1}),
+                  (ConfigRule("block-serial", {"block_H": 2, "block_N": 64, "stages": 1, "threads": 1}),
                    ConfigRule("warp_size=64", {"block_H": 16, "block_N": 64, "stages": 1, "warps": 4}),
                    ConfigRule("simt", {"block_H": 16, "block_N": 64, "stages": 2, "warps": 4})),
                   reference_decode, (3,),
                   {"batch": 16, "heads": 32, "kv_heads": 8, "seq_kv": 8192, "dim": 128, "dtype": "float16",
-                   "scale": 1 / math.sqrt(128)},
+                   "scale": 1 / math.sqrt(128), "splits": 5},
                   {"block_N": (64, 128, 256), "stages": (1, 2, 3)}))
 
 
@@ -365,9 +405,22 @@ def flash_attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
     return out
 
 
-def attention_decode(q, k, v, scale: float | None = None, target=None):
+def decode_splits(batch_heads: int, seq_kv: int, processors: int | None, num_splits: int | None = None) -> int:
+    """How many chunks the KV sequence of a decode step is cut into: `num_splits` when given,
+    else enough (batch x KV head x chunk) blocks for about four per processor, at most one
+    chunk per 64 keys (1 on a target that does not say how many processors it has)."""
+    if num_splits is not None:
+        return num_splits
+    if not processors:
+        return 1
+    return max(1, min(-(-4 * processors // batch_heads), -(-seq_kv // 64)))
+
+
+def attention_decode(q, k, v, scale: float | None = None, num_splits: int | None = None, target=None):
     """One decoding step: `q` (batch, heads, dim) against a KV cache `k`, `v` (batch,
-    kv_heads, seq_kv, dim); kv_heads dividing heads gives GQA. Returns (batch, heads, dim)."""
+    kv_heads, seq_kv, dim); kv_heads dividing heads gives GQA. Returns (batch, heads, dim).
+    The KV sequence is cut into `num_splits` chunks combined at the end (default: enough
+    to fill the device)."""
     dtype = check_dtype("attention_decode", "q", q, DTYPES)
     _same("attention_decode", dtype, k=k, v=v)
     if len(q.shape) != 3 or len(k.shape) != 4 or tuple(k.shape) != tuple(v.shape) \
@@ -377,8 +430,14 @@ def attention_decode(q, k, v, scale: float | None = None, target=None):
     b, hq, d = (int(x) for x in q.shape)
     hkv, s = int(k.shape[1]), int(k.shape[2])
     _heads("attention_decode", hq, hkv)
+    if s < 1:
+        raise OpError(f"attention_decode: the KV cache k {tuple(k.shape)} holds no keys (seq_kv = 0); "
+                      f"attention needs at least one")
+    if num_splits is not None and (not isinstance(num_splits, int) or num_splits < 1):
+        raise OpError(f"attention_decode: num_splits={num_splits!r}; give a positive int, or None for the default")
+    tgt = target_for([q, k, v], target, "attention_decode")
     problem = {"batch": b, "heads": hq, "kv_heads": hkv, "seq_kv": s, "dim": d, "dtype": dtype,
-               "scale": float(1 / math.sqrt(d) if scale is None else scale)}
-    kernel, _, _ = kernel_for(get("attention_decode"), target_for([q, k, v], target, "attention_decode"), problem)
+               "scale": float(1 / math.sqrt(d) if scale is None else scale),
+               "splits": decode_splits(b * hkv, s, tgt.capabilities.processor_count, num_splits)}
+    kernel, _, _ = kernel_for(get("attention_decode"), tgt, problem)
     return kernel(contiguous(q), contiguous(k), contiguous(v))
-
