@@ -111,25 +111,65 @@ def _fwd_kernel(problem: dict, config: dict):
                     o[i, j] = o[i, j] * alpha[i]
                 T.copy(V[bz, by // group, k * bN, 0], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
-            for i, j in T.Parallel(bM, D):
-                o[i, j] = o[i, j] / l[i]
+            for i, j in T.Parallel(bM, D):  # no keys (seq_kv 0): 0, as FlashAttention
+                o[i, j] = T.if_then_else(l[i] > 0, o[i, j] / l[i], 0)
             T.copy(o, O[bz, by, bx * bM, 0])
 
     return main
 
 
 def _varlen_kernel(problem: dict, config: dict):
-    """Sequences packed along the first axis, sequence b at rows cu[b]..cu[b+1]-1."""
-    batch, Hq, Hkv, Tq, Tk, D, dtype, causal, max_q = (problem[k] for k in (
-        "batch", "heads", "kv_heads", "total_q", "total_kv", "dim", "dtype", "causal", "max_seq_q"))
+    """Sequences packed along the first axis, sequence b at rows cu[b]..cu[b+1]-1.
+
+    Two launches. The first copies each sequence's keys and values to rows b * Lk .. of
+    padded workspaces (zeros past its length; Lk = max_seq_kv rounded up to block_N), so the
+    main loop's tiles start at offsets made of block indices alone: the backends' pipelines
+    (cp.async, TMA) take no load whose offset is read from memory. The second is the
+    fixed-length kernel per (query tile, head, sequence): a block past its sequence's queries
+    runs no step, a causal block stops at its diagonal, and only a block that crosses the
+    diagonal or the sequence's last keys is masked."""
+    batch, Hq, Hkv, Tq, Tk, D, dtype, causal, max_q, max_k = (problem[k] for k in (
+        "batch", "heads", "kv_heads", "total_q", "total_kv", "dim", "dtype", "causal", "max_seq_q", "max_seq_kv"))
     group = Hq // Hkv
-    bM, bN = _fit(config["block_M"], max_q), config["block_N"]
-    scale = problem["scale"] * LOG2E
+    bM, bN = _fit(config["block_M"], max_q), _fit(config["block_N"], max_k)
+    Lk = max(1, -(-max_k // bN)) * bN
+    W = Hkv * D
+    rows = max(1, 8192 // W)  # rows of the padding copy per block
+    lanes = config.get("vector_bytes", 2) // 2  # float16 / bfloat16 elements per piece
+    vec = lanes if lanes > 1 and W % lanes == 0 else 1
+    c, prescale = _softmax_scale(problem)
+    scale = problem["scale"]
 
     @T.prim_func
-    def main(Q: T.Tensor((Tq, Hq, D), dtype), K: T.Tensor((Tk, Hkv, D), dtype), V: T.Tensor((Tk, Hkv, D), dtype),
+    def main(Q: T.Tensor((Tq, Hq * D), dtype), K: T.Tensor((Tk, Hkv * D), dtype), V: T.Tensor((Tk, Hkv * D), dtype),
              CuQ: T.Tensor((batch + 1,), "int32"), CuK: T.Tensor((batch + 1,), "int32"),
-             O: T.Tensor((Tq, Hq, D), dtype)):
+             O: T.Tensor((Tq, Hq * D), dtype)):
+        K_pad = T.alloc_global((batch * Lk, W), dtype)
+        V_pad = T.alloc_global((batch * Lk, W), dtype)
+        with T.Kernel(T.ceildiv(Lk, rows), batch, threads=128) as (px, pb):
+            zero = T.alloc_local((vec,), dtype)
+            for v in T.serial(vec):
+                zero[v] = T.cast(0, dtype)
+            p_start = CuK[pb]
+            p_len = CuK[pb + 1] - p_start
+            for i, t in T.Parallel(rows, W // vec):  # vec-element pieces (16 bytes where configured)
+                if px * rows + i < Lk:
+                    if px * rows + i < p_len:
+                        if vec > 1:
+                            K_pad[pb * Lk + px * rows + i, T.Ramp(t * vec, 1, vec)] = \
+                                K[p_start + px * rows + i, T.Ramp(t * vec, 1, vec)]
+                            V_pad[pb * Lk + px * rows + i, T.Ramp(t * vec, 1, vec)] = \
+                                V[p_start + px * rows + i, T.Ramp(t * vec, 1, vec)]
+                        else:
+                            K_pad[pb * Lk + px * rows + i, t] = K[p_start + px * rows + i, t]
+                            V_pad[pb * Lk + px * rows + i, t] = V[p_start + px * rows + i, t]
+                    else:
+                        if vec > 1:
+                            K_pad[pb * Lk + px * rows + i, T.Ramp(t * vec, 1, vec)] = zero[T.Ramp(0, 1, vec)]
+                            V_pad[pb * Lk + px * rows + i, T.Ramp(t * vec, 1, vec)] = zero[T.Ramp(0, 1, vec)]
+                        else:
+                            K_pad[pb * Lk + px * rows + i, t] = zero[0]
+                            V_pad[pb * Lk + px * rows + i, t] = zero[0]
         with T.Kernel(T.ceildiv(max_q, bM), Hq, batch, threads=config["threads"]) as (bx, by, bz):
             Q_s = T.alloc_shared((bM, D), dtype)
             K_s = T.alloc_shared((bN, D), dtype)
@@ -144,41 +184,50 @@ def _varlen_kernel(problem: dict, config: dict):
             row_sum = T.alloc_fragment((bM,), "float32")
             q_start = CuQ[bz]
             q_len = CuQ[bz + 1] - q_start
-            k_start = CuK[bz]
-            k_len = CuK[bz + 1] - k_start
-            T.copy(Q[q_start + bx * bM:q_start + bx * bM + bM, by, :], Q_s)
+            k_len = CuK[bz + 1] - CuK[bz]
+            T.copy(Q[q_start + bx * bM:q_start + bx * bM + bM, by * D:by * D + D], Q_s)
             T.fill(o, 0)
             T.fill(l, 0)
             T.fill(m, -T.infinity("float32"))
-            for k in T.serial(T.ceildiv(k_len, bN)):
-                T.copy(K[k_start + k * bN:k_start + k * bN + bN, by // group, :], K_s)
-                T.clear(s)
-                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                for i, j in T.Parallel(bM, bN):
-                    if causal:
-                        s[i, j] = T.if_then_else((k * bN + j < k_len) and (bx * bM + i >= k * bN + j),
-                                                 s[i, j] * scale, -T.infinity("float32"))
+            # no step for a tile past this sequence's queries; causal: none past the diagonal
+            tiles = T.min(T.ceildiv(k_len, bN), T.ceildiv((bx + 1) * bM, bN)) if causal else T.ceildiv(k_len, bN)
+            steps = T.if_then_else(bx * bM < q_len, tiles, 0)
+            for k in T.Pipelined(steps, num_stages=config["stages"]):
+                T.copy(K_pad[bz * Lk + k * bN:bz * Lk + k * bN + bN, by // group * D:by // group * D + D], K_s)
+                if causal:
+                    if (k + 1) * bN > T.min(bx * bM, k_len - k_len % bN):  # the diagonal's or the last keys
+                        for i, j in T.Parallel(bM, bN):
+                            s[i, j] = T.if_then_else((k * bN + j < k_len) and (bx * bM + i >= k * bN + j), 0,
+                                                     -T.infinity("float32"))
                     else:
-                        s[i, j] = T.if_then_else(k * bN + j < k_len, s[i, j] * scale, -T.infinity("float32"))
+                        T.clear(s)
+                else:
+                    if (k + 1) * bN > k_len:
+                        for i, j in T.Parallel(bM, bN):
+                            s[i, j] = T.if_then_else(k * bN + j < k_len, 0, -T.infinity("float32"))
+                    else:
+                        T.clear(s)
+                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                if prescale:  # a masked score stays -inf
+                    for i, j in T.Parallel(bM, bN):
+                        s[i, j] = T.if_then_else(s[i, j] == -T.infinity("float32"), s[i, j], s[i, j] * scale)
                 T.copy(m, m_prev)
                 T.reduce_max(s, m, dim=1, clear=False)
                 for i in T.Parallel(bM):
-                    alpha[i] = T.exp2(m_prev[i] - m[i])
+                    alpha[i] = T.exp2(m_prev[i] * c - m[i] * c)
                 for i, j in T.Parallel(bM, bN):
-                    s[i, j] = T.exp2(s[i, j] - m[i])
+                    s[i, j] = T.exp2(s[i, j] * c - m[i] * c)
                 T.reduce_sum(s, row_sum, dim=1)
                 for i in T.Parallel(bM):
                     l[i] = l[i] * alpha[i] + row_sum[i]
                 T.copy(s, p)
                 for i, j in T.Parallel(bM, D):
                     o[i, j] = o[i, j] * alpha[i]
-                for i, j in T.Parallel(bN, D):  # rows past this sequence's keys are zero, never NaN
-                    V_s[i, j] = T.if_then_else(k * bN + i < k_len, V[T.min(k_start + k * bN + i, Tk - 1), by // group, j],
-                                               T.cast(0, dtype))
+                T.copy(V_pad[bz * Lk + k * bN:bz * Lk + k * bN + bN, by // group * D:by // group * D + D], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(bM, D):
-                if bx * bM + i < q_len:
-                    O[q_start + bx * bM + i, by, j] = T.cast(o[i, j] / l[i], dtype)
+                if bx * bM + i < q_len:  # a sequence without keys: 0, as FlashAttention
+                    O[q_start + bx * bM + i, by * D + j] = T.cast(T.if_then_else(l[i] > 0, o[i, j] / l[i], 0), dtype)
 
     return main
 
@@ -286,10 +335,13 @@ def _decode_kernel(problem: dict, config: dict):
 
 
 def reference_attention(q, k, v, is_causal=False, scale=None):
-    """Softmax attention in float64 on (batch, heads, seq, dim) arrays; KV heads repeated for GQA."""
+    """Softmax attention in float64 on (batch, heads, seq, dim) arrays; KV heads repeated for GQA;
+    queries with no keys give 0."""
     import numpy as np
 
     q, k, v = (np.asarray(t, dtype="float64") for t in (q, k, v))
+    if k.shape[2] == 0:  # no keys to attend: 0 (as FlashAttention)
+        return np.zeros(q.shape[:3] + v.shape[3:])
     group = q.shape[1] // k.shape[1]
     k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -327,12 +379,15 @@ register(Operator("flash_attention", "softmax(Q K^T * scale [causal]) V; GQA/MQA
                   {"online_softmax": _fwd_kernel}, ATTENTION_TABLE, reference_attention, (3,), _ATT, ATTENTION_TUNE))
 register(Operator("flash_attention_varlen", "flash_attention over packed sequences of different lengths",
                   {"online_softmax": _varlen_kernel},
-                  (ConfigRule("block-serial", {"block_M": 32, "block_N": 32, "threads": 1}),
-                   ConfigRule("simt", {"block_M": 64, "block_N": 64, "warps": 4})),
+                  (ConfigRule("block-serial", {"block_M": 32, "block_N": 32, "stages": 1, "threads": 1}),
+                   ConfigRule("wgmma", {"block_M": 128, "block_N": 128, "stages": 2, "warps": 8, "fast_math": True,
+                                        "vector_bytes": 16}),
+                   ConfigRule("simt", {"block_M": 64, "block_N": 64, "stages": 2, "warps": 4, "vector_bytes": 16})),
                   reference_attention_varlen, (5,),
                   {"batch": 8, "heads": 16, "kv_heads": 16, "total_q": 16384, "total_kv": 16384, "dim": 128,
-                   "dtype": "float16", "causal": True, "max_seq_q": 4096, "scale": 1 / math.sqrt(128)},
-                  {"block_M": (64, 128), "block_N": (32, 64)}))
+                   "dtype": "float16", "causal": True, "max_seq_q": 4096, "max_seq_kv": 4096,
+                   "scale": 1 / math.sqrt(128)},
+                  {"block_M": (64, 128), "block_N": (32, 64, 128), "stages": (1, 2)}))
 register(Operator("attention_decode", "one query token per head against a KV cache (GQA groups per block)",
                   {"online_softmax": _decode_kernel},
                   (ConfigRule("block-serial", {"block_H": 2, "block_N": 64, "stages": 1, "threads": 1}),
@@ -379,11 +434,15 @@ def flash_attention(q, k, v, is_causal: bool = False, scale: float | None = None
 
 
 def flash_attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_causal: bool = False,
-                           scale: float | None = None, target=None):
+                           scale: float | None = None, target=None, max_seqlen_k: int | None = None):
     """Attention over packed sequences: `q` (total_q, heads, dim), `k`, `v` (total_kv,
     kv_heads, dim); sequence b holds rows cu_seqlens_q[b]..cu_seqlens_q[b+1]-1 of q (and
     likewise of k, v); `cu_seqlens_*` are int32 of length batch + 1 on q's device;
-    `max_seqlen_q` bounds the query lengths (it sizes the grid)."""
+    `max_seqlen_q` and `max_seqlen_k` bound the lengths (they size the grid and the padded
+    keys; longer sequences are not covered, as in FlashAttention). `max_seqlen_k` left out:
+    `max_seqlen_q` when `cu_seqlens_k` is `cu_seqlens_q`, else read from `cu_seqlens_k`
+    (a copy to the host: pass it to avoid the wait). A query of a sequence without keys
+    gives 0."""
     dtype = check_dtype("flash_attention_varlen", "q", q, DTYPES)
     _same("flash_attention_varlen", dtype, k=k, v=v)
     if len(q.shape) != 3 or len(k.shape) != 3 or tuple(k.shape) != tuple(v.shape) or k.shape[2] != q.shape[2]:
@@ -396,13 +455,28 @@ def flash_attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
     tq, hq, d = (int(x) for x in q.shape)
     tk, hkv = int(k.shape[0]), int(k.shape[1])
     _heads("flash_attention_varlen", hq, hkv)
+    if max_seqlen_k is None:
+        max_seqlen_k = max_seqlen_q if cu_seqlens_k is cu_seqlens_q else _longest(cu_seqlens_k)
+    for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if int(value) < 0:
+            raise OpError(f"flash_attention_varlen: {name}={value}; give the longest sequence's length (>= 0)")
     problem = {"batch": int(cu_seqlens_q.shape[0]) - 1, "heads": hq, "kv_heads": hkv, "total_q": tq,
                "total_kv": tk, "dim": d, "dtype": dtype, "causal": bool(is_causal), "max_seq_q": int(max_seqlen_q),
-               "scale": float(1 / math.sqrt(d) if scale is None else scale)}
+               "max_seq_kv": int(max_seqlen_k), "scale": float(1 / math.sqrt(d) if scale is None else scale)}
     tgt = target_for([q, k, v, cu_seqlens_q, cu_seqlens_k], target, "flash_attention_varlen")
     kernel, _, _ = kernel_for(get("flash_attention_varlen"), tgt, problem)
-    out = kernel(contiguous(q), contiguous(k), contiguous(v), contiguous(cu_seqlens_q), contiguous(cu_seqlens_k))
-    return out
+    # heads and dim as one axis: each tile is then the last two axes of a 2-D tensor (TMA's box)
+    out = kernel(contiguous(q).reshape(tq, hq * d), contiguous(k).reshape(tk, hkv * d),
+                 contiguous(v).reshape(tk, hkv * d), contiguous(cu_seqlens_q), contiguous(cu_seqlens_k))
+    return out.reshape(tq, hq, d)
+
+
+def _longest(cu) -> int:
+    """The longest sequence of cumulative lengths `cu` (read on the host)."""
+    import numpy as np
+
+    host = cu.detach().cpu().numpy() if hasattr(cu, "detach") else np.asarray(cu)
+    return int(np.diff(host).max()) if host.size > 1 else 0
 
 
 def decode_splits(batch_heads: int, seq_kv: int, processors: int | None, num_splits: int | None = None) -> int:
