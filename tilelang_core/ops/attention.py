@@ -111,8 +111,10 @@ def _fwd_kernel(problem: dict, config: dict):
                     o[i, j] = o[i, j] * alpha[i]
                 T.copy(V[bz, by // group, k * bN, 0], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
-            for i, j in T.Parallel(bM, D):  # no keys (seq_kv 0): 0, as FlashAttention
-                o[i, j] = T.if_then_else(l[i] > 0, o[i, j] / l[i], 0)
+            for i in T.Parallel(bM):  # 1 / l, and 0 for a row without keys (seq_kv 0), as FlashAttention
+                l[i] = T.if_then_else(l[i] > 0, 1 / l[i], 0)
+            for i, j in T.Parallel(bM, D):
+                o[i, j] = o[i, j] * l[i]
             T.copy(o, O[bz, by, bx * bM, 0])
 
     return main
@@ -122,7 +124,8 @@ def _varlen_kernel(problem: dict, config: dict):
     """Sequences packed along the first axis, sequence b at rows cu[b]..cu[b+1]-1.
 
     Two launches. The first copies each sequence's keys and values to rows b * Lk .. of
-    padded workspaces (zeros past its length; Lk = max_seq_kv rounded up to block_N), so the
+    padded workspaces (zeros after them up to a whole tile; Lk = max_seq_kv rounded up to
+    block_N: the workspaces hold 2 x batch x Lk x kv_heads x dim elements), so the
     main loop's tiles start at offsets made of block indices alone: the backends' pipelines
     (cp.async, TMA) take no load whose offset is read from memory. The second is the
     fixed-length kernel per (query tile, head, sequence): a block past its sequence's queries
@@ -152,8 +155,10 @@ def _varlen_kernel(problem: dict, config: dict):
                 zero[v] = T.cast(0, dtype)
             p_start = CuK[pb]
             p_len = CuK[pb + 1] - p_start
+            # rows up to the end of the sequence's last tile: zeros after its keys (the main
+            # loop never reads further)
             for i, t in T.Parallel(rows, W // vec):  # vec-element pieces (16 bytes where configured)
-                if px * rows + i < Lk:
+                if px * rows + i < T.ceildiv(p_len, bN) * bN:
                     if px * rows + i < p_len:
                         if vec > 1:
                             K_pad[pb * Lk + px * rows + i, T.Ramp(t * vec, 1, vec)] = \
@@ -225,9 +230,11 @@ def _varlen_kernel(problem: dict, config: dict):
                     o[i, j] = o[i, j] * alpha[i]
                 T.copy(V_pad[bz * Lk + k * bN:bz * Lk + k * bN + bN, by // group * D:by // group * D + D], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
+            for i in T.Parallel(bM):  # 1 / l, and 0 for a sequence without keys, as FlashAttention
+                l[i] = T.if_then_else(l[i] > 0, 1 / l[i], 0)
             for i, j in T.Parallel(bM, D):
-                if bx * bM + i < q_len:  # a sequence without keys: 0, as FlashAttention
-                    O[q_start + bx * bM + i, by * D + j] = T.cast(T.if_then_else(l[i] > 0, o[i, j] / l[i], 0), dtype)
+                if bx * bM + i < q_len:
+                    O[q_start + bx * bM + i, by * D + j] = T.cast(o[i, j] * l[i], dtype)
 
     return main
 
