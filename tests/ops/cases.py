@@ -303,8 +303,8 @@ CASES = {
     "flash_attention_varlen.causal": flash_attention_varlen(True),
     # an empty query sequence, a sequence without keys (its queries give 0), tiles wholly
     # below the diagonal, more queries than keys; MQA
-    "flash_attention_varlen.causal.empty": flash_attention_varlen(True, (0, 5, 5, 40, 140, 150), (0, 9, 20, 20, 120, 123),
-                                                                  2, 1, 16),
+    "flash_attention_varlen.causal.empty": flash_attention_varlen(True, (0, 5, 5, 40, 140, 150),
+                                                                  (0, 9, 20, 20, 120, 123), 2, 1, 16),
     "flash_attention_varlen.empty": flash_attention_varlen(False, (0, 0, 33, 40), (0, 7, 7, 71), 2, 2, 16),
     "attention_decode": attention_decode(),
     # the KV sequence in chunks combined at the end: ragged last chunk, more splits than tiles
