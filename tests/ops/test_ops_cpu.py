@@ -76,6 +76,8 @@ def test_offset_view_is_copied_for_the_vector_kernels():
                                   np.zeros((1, 2, 8, 16), "float16"), num_splits=0), "num_splits=0"),
     (lambda: ops.attention_decode(np.zeros((1, 2, 16), "float16"), np.zeros((1, 2, 0, 16), "float16"),
                                   np.zeros((1, 2, 0, 16), "float16")), "holds no keys"),
+    (lambda: ops.flash_attention_varlen(*(np.zeros((20, 2, 16), "float16"),) * 3, np.array([0, 3, 20], "int32"),
+                                        np.array([0, 3, 20], "int32"), 10), "max_seqlen_q=10, but the longest"),
     (lambda: ops.quantize_per_token(np.zeros((2, 4), "float32"), "float8_e4m3fn"), "has no float8_e4m3fn"),
     (lambda: ops.cross_entropy(np.zeros((2, 4), "float32"), np.zeros(2, "int64"), reduction="avg"),
      "reduction 'avg'"),

@@ -158,7 +158,7 @@ def _varlen_kernel(problem: dict, config: dict):
             # rows up to the end of the sequence's last tile: zeros after its keys (the main
             # loop never reads further)
             for i, t in T.Parallel(rows, W // vec):  # vec-element pieces (16 bytes where configured)
-                if px * rows + i < T.ceildiv(p_len, bN) * bN:
+                if px * rows + i < T.min(T.ceildiv(p_len, bN) * bN, Lk):
                     if px * rows + i < p_len:
                         if vec > 1:
                             K_pad[pb * Lk + px * rows + i, T.Ramp(t * vec, 1, vec)] = \
@@ -195,7 +195,9 @@ def _varlen_kernel(problem: dict, config: dict):
             T.fill(l, 0)
             T.fill(m, -T.infinity("float32"))
             # no step for a tile past this sequence's queries; causal: none past the diagonal
-            tiles = T.min(T.ceildiv(k_len, bN), T.ceildiv((bx + 1) * bM, bN)) if causal else T.ceildiv(k_len, bN)
+            # (never past Lk: a max_seqlen_k shorter than a sequence reads no other sequence's keys)
+            tiles = T.min(T.min(T.ceildiv(k_len, bN), Lk // bN), T.ceildiv((bx + 1) * bM, bN)) if causal \
+                else T.min(T.ceildiv(k_len, bN), Lk // bN)
             steps = T.if_then_else(bx * bM < q_len, tiles, 0)
             for k in T.Pipelined(steps, num_stages=config["stages"]):
                 T.copy(K_pad[bz * Lk + k * bN:bz * Lk + k * bN + bN, by // group * D:by // group * D + D], K_s)
@@ -446,7 +448,8 @@ def flash_attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
     kv_heads, dim); sequence b holds rows cu_seqlens_q[b]..cu_seqlens_q[b+1]-1 of q (and
     likewise of k, v); `cu_seqlens_*` are int32 of length batch + 1 on q's device;
     `max_seqlen_q` and `max_seqlen_k` bound the lengths (they size the grid and the padded
-    keys; longer sequences are not covered, as in FlashAttention). `max_seqlen_k` left out:
+    keys): checked where `cu_seqlens_*` live on the host; on a device a longer sequence is
+    not covered past them, as in FlashAttention. `max_seqlen_k` left out:
     `max_seqlen_q` when `cu_seqlens_k` is `cu_seqlens_q`, else read from `cu_seqlens_k`
     (a copy to the host: pass it to avoid the wait). A query of a sequence without keys
     gives 0."""
@@ -464,9 +467,12 @@ def flash_attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
     _heads("flash_attention_varlen", hq, hkv)
     if max_seqlen_k is None:
         max_seqlen_k = max_seqlen_q if cu_seqlens_k is cu_seqlens_q else _longest(cu_seqlens_k)
-    for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
-        if int(value) < 0:
-            raise OpError(f"flash_attention_varlen: {name}={value}; give the longest sequence's length (>= 0)")
+    for name, value, cu in (("max_seqlen_q", max_seqlen_q, cu_seqlens_q), ("max_seqlen_k", max_seqlen_k, cu_seqlens_k)):
+        # lengths on the host are checked here; on a device that would cost a copy and a wait
+        longest = _longest(cu) if not _on_device(cu) else None
+        if int(value) < 0 or (longest is not None and longest > int(value)):
+            raise OpError(f"flash_attention_varlen: {name}={value}, but the longest sequence has "
+                          f"{longest if longest is not None else 'more'} rows; give the longest length")
     problem = {"batch": int(cu_seqlens_q.shape[0]) - 1, "heads": hq, "kv_heads": hkv, "total_q": tq,
                "total_kv": tk, "dim": d, "dtype": dtype, "causal": bool(is_causal), "max_seq_q": int(max_seqlen_q),
                "max_seq_kv": int(max_seqlen_k), "scale": float(1 / math.sqrt(d) if scale is None else scale)}
@@ -476,6 +482,12 @@ def flash_attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
     out = kernel(contiguous(q).reshape(tq, hq * d), contiguous(k).reshape(tk, hkv * d),
                  contiguous(v).reshape(tk, hkv * d), contiguous(cu_seqlens_q), contiguous(cu_seqlens_k))
     return out.reshape(tq, hq, d)
+
+
+def _on_device(x) -> bool:
+    """Whether `x` is a torch tensor off the CPU (reading it on the host would wait for it)."""
+    device = getattr(x, "device", None)
+    return device is not None and getattr(device, "type", "cpu") != "cpu"
 
 
 def _longest(cu) -> int:
