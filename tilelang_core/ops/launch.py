@@ -12,7 +12,7 @@ import threading
 from typing import Any, Mapping, Sequence
 
 from .. import env
-from ..plugin import get_plugin_manager
+from ..plugin import get_plugin_manager, hooks_for
 from ..runtime.tensors import array_library, dtype_name, numpy_data_ptr, torch_device, view_of
 from .registry import Operator, resolve_config
 
@@ -126,8 +126,6 @@ def target_for(arrays: Sequence[Any], target: Any = None, op: str = "op"):
 
 
 def _target_of_device(manager, device_type: int, op: str):
-    from ..plugin import hooks_for
-
     candidates = []
     preferred = env.default_target()
     if preferred != "auto":
