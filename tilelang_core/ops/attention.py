@@ -485,9 +485,12 @@ def flash_attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
 
 
 def _on_device(x) -> bool:
-    """Whether `x` is a torch tensor off the CPU (reading it on the host would wait for it)."""
-    device = getattr(x, "device", None)
-    return device is not None and getattr(device, "type", "cpu") != "cpu"
+    """Whether `x` lives off the host (a DLPack device type other than kDLCPU, 1): reading it
+    on the host would copy it and wait."""
+    from ..runtime.tensors import view_of
+
+    view = view_of(x)
+    return view is not None and view.device_type != 1
 
 
 def _longest(cu) -> int:

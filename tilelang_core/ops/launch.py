@@ -126,6 +126,8 @@ def target_for(arrays: Sequence[Any], target: Any = None, op: str = "op"):
 
 
 def _target_of_device(manager, device_type: int, op: str):
+    """The first usable target (TILELANG_TARGET, then detected devices by priority) whose
+    runtime takes tensors of `device_type`."""
     candidates = []
     preferred = env.default_target()
     if preferred != "auto":
