@@ -348,7 +348,7 @@ def _problems(torch, size: str):
 
 MEMORY_BOUND = {"gelu", "silu", "bias_gelu", "swiglu", "rope", "softmax", "log_softmax", "layer_norm", "rms_norm",
                 "add_rms_norm", "cross_entropy", "quantize_per_token", "sum", "mean", "max", "min", "cumsum", "topk",
-                "dequantize_gemv_int8", "dequantize_gemv_int4"}
+                "dequantize_gemv_int8", "dequantize_gemv_int4", "attention_decode"}
 
 
 def _tf32(x):

@@ -246,30 +246,34 @@ def conv2d(precision=None, stride=2, padding=1, x_shape=(2, 3, 9, 11), w_shape=(
     return make
 
 
-def flash_attention(causal, heads=4, kv_heads=2):
+def flash_attention(causal, heads=4, kv_heads=2, seq_q=37, seq_kv=45, dim=32, scale=None):
     def make(rng, lib):
-        q = _x(rng, (2, heads, 37, 32), "float16")
-        k, v = _x(rng, (2, kv_heads, 45, 32), "float16"), _x(rng, (2, kv_heads, 45, 32), "float16")
-        return (lambda: ops.flash_attention(lib(q), lib(k), lib(v), is_causal=causal),
-                lambda: ops.get("flash_attention").reference(q, k, v, causal), (1e-2, 1e-2))
+        q = _x(rng, (2, heads, seq_q, dim), "float16")
+        k, v = _x(rng, (2, kv_heads, seq_kv, dim), "float16"), _x(rng, (2, kv_heads, seq_kv, dim), "float16")
+        return (lambda: ops.flash_attention(lib(q), lib(k), lib(v), is_causal=causal, scale=scale),
+                lambda: ops.get("flash_attention").reference(q, k, v, causal, scale), (1e-2, 1e-2))
     return make
 
 
-def flash_attention_varlen(causal):
+def flash_attention_varlen(causal, cu_q=(0, 5, 40, 77), cu_k=(0, 9, 40, 90), heads=4, kv_heads=2, dim=32):
     def make(rng, lib):
-        cu_q, cu_k = np.array([0, 5, 40, 77], "int32"), np.array([0, 9, 40, 90], "int32")
-        q = _x(rng, (77, 4, 32), "float16")
-        k, v = _x(rng, (90, 2, 32), "float16"), _x(rng, (90, 2, 32), "float16")
-        return (lambda: ops.flash_attention_varlen(lib(q), lib(k), lib(v), lib(cu_q), lib(cu_k), 37, is_causal=causal),
-                lambda: ops.get("flash_attention_varlen").reference(q, k, v, cu_q, cu_k, causal), (1e-2, 1e-2))
+        cq, ck = np.array(cu_q, "int32"), np.array(cu_k, "int32")
+        q = _x(rng, (cu_q[-1], heads, dim), "float16")
+        k, v = _x(rng, (cu_k[-1], kv_heads, dim), "float16"), _x(rng, (cu_k[-1], kv_heads, dim), "float16")
+        longest = int(np.diff(cq).max())
+        return (lambda: ops.flash_attention_varlen(lib(q), lib(k), lib(v), lib(cq), lib(ck), longest,
+                                                   is_causal=causal),
+                lambda: ops.get("flash_attention_varlen").reference(q, k, v, cq, ck, causal), (1e-2, 1e-2))
     return make
 
 
-def attention_decode(rng, lib):
-    q = _x(rng, (3, 8, 32), "float16")
-    k, v = _x(rng, (3, 2, 70, 32), "float16"), _x(rng, (3, 2, 70, 32), "float16")
-    return (lambda: ops.attention_decode(lib(q), lib(k), lib(v)),
-            lambda: ops.get("attention_decode").reference(q, k, v), (1e-2, 1e-2))
+def attention_decode(heads=8, kv_heads=2, seq_kv=70, dim=32, num_splits=None, scale=None):
+    def make(rng, lib):
+        q = _x(rng, (3, heads, dim), "float16")
+        k, v = _x(rng, (3, kv_heads, seq_kv, dim), "float16"), _x(rng, (3, kv_heads, seq_kv, dim), "float16")
+        return (lambda: ops.attention_decode(lib(q), lib(k), lib(v), scale=scale, num_splits=num_splits),
+                lambda: ops.get("attention_decode").reference(q, k, v, scale), (1e-2, 1e-2))
+    return make
 
 
 CASES = {
@@ -324,9 +328,22 @@ CASES = {
     "conv2d.stride1.1x1.pad2.highest": conv2d("highest", 1, 2, (1, 8, 5, 4), (7, 8, 1, 1)),
     "flash_attention.gqa": flash_attention(False),
     "flash_attention.causal.mqa": flash_attention(True, 4, 1),
+    # blocks wholly below the diagonal (no mask), the diagonal's and a ragged last one
+    "flash_attention.causal.long": flash_attention(True, 2, 1, 130, 130, 16),
+    "flash_attention.causal.more_queries": flash_attention(True, 2, 2, 70, 45, 16),
+    "flash_attention.scale_negative": flash_attention(True, 2, 1, 40, 70, 16, -0.3),
     "flash_attention_varlen": flash_attention_varlen(False),
     "flash_attention_varlen.causal": flash_attention_varlen(True),
-    "attention_decode": attention_decode,
+    # an empty query sequence, a sequence without keys (its queries give 0), tiles wholly
+    # below the diagonal, more queries than keys; MQA
+    "flash_attention_varlen.causal.empty": flash_attention_varlen(True, (0, 5, 5, 40, 140, 150),
+                                                                  (0, 9, 20, 20, 120, 123), 2, 1, 16),
+    "flash_attention_varlen.empty": flash_attention_varlen(False, (0, 0, 33, 40), (0, 7, 7, 71), 2, 2, 16),
+    "attention_decode": attention_decode(),
+    # the KV sequence in chunks combined at the end: ragged last chunk, more splits than tiles
+    "attention_decode.splits3": attention_decode(8, 2, 200, 32, 3),
+    "attention_decode.mha.splits7": attention_decode(4, 4, 33, 16, 7, -0.2),
+    "attention_decode.group3.long": attention_decode(6, 2, 1000, 16, 4),
 }
 
 

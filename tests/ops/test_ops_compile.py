@@ -133,6 +133,36 @@ def test_gemm_class_operators_use_wgmma_and_tma_on_hopper():
             assert kernel.meta.launches and len(kernel.meta.launches) == 2
 
 
+def _sass_ops(binary) -> dict[str, int]:
+    import re
+
+    from tilelang_cuda.compile import disassemble
+
+    counts: dict[str, int] = {}
+    for line in disassemble(binary).splitlines():
+        match = re.match(r"\s+/\*[0-9a-f]+\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]+)", line)
+        if match:
+            counts[match.group(2)] = counts.get(match.group(2), 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_softmax_is_lean_on_hopper(causal):
+    """At the bench's size the kernel has TileLang's example's instruction mix: both products
+    on HGMMA, exp2 as one MUFU each (fast math: no denormal fix-up compares), the scale
+    folded into one FFMA per score, no local memory."""
+    target = _target("cuda/sm_90a")
+    op = ops.get("flash_attention")
+    kernel, config, _ = kernel_for(op, target, {**op.example, "causal": causal})
+    assert config["fast_math"] is True
+    counts = _sass_ops(kernel.binary)
+    scores = config["block_M"] * config["block_N"] // 256  # per thread of the two consumer warpgroups
+    assert counts.get("HGMMA", 0) >= 16 and counts.get("LDL", 0) == counts.get("STL", 0) == 0, counts
+    # without fast math: 72 FSETP (exp2's denormal fix-ups) and 132 MUFU; 2 are the epilogue's l > 0
+    assert counts.get("FSETP", 0) <= 4 and counts["MUFU"] <= scores + 8, counts
+    assert counts.get("FFMA", 0) >= scores, counts
+
+
 # -- a vendor's config through tilelang_op_config, end to end ------------------------------
 
 
@@ -235,3 +265,23 @@ def test_float16_gemm_ignores_the_precision_but_checks_it():
     assert "fma" not in capture(ops.gemm, a, a, precision="highest", target=str(target)).problem
     with pytest.raises(ops.OpError, match=r"precision='fast' is not one of \('highest', 'high', 'medium'\)"):
         ops.gemm(a, a, precision="fast", target=str(target))
+
+
+def test_varlen_and_decode_pipeline_on_hopper():
+    """At the bench's sizes: varlen's main loop takes TMA tiles under warp specialization
+    (its keys and values padded first, 16 bytes at a time); decode's KV chunks are
+    double-buffered cp.async tiles over a grid of at least four blocks per SM."""
+    target = _target("cuda/sm_90a")
+    varlen = ops.get("flash_attention_varlen")
+    kernel, _, source = kernel_for(varlen, target, varlen.example)
+    text = kernel.get_kernel_source()
+    assert source == "table[wgmma]" and len(kernel.meta.launches) == 2
+    assert text.count("tl::tma_load(") >= 2 and "setmaxnreg" in text and "wgmma_m64n" in text, text
+    assert "(*(uint4*)(&K_pad[" in text and "(*(uint4*)(&V_pad[" in text
+    decode = ops.get("attention_decode")
+    kernel, _, _ = kernel_for(decode, target, decode.example)
+    split, combine = kernel.meta.launches
+    text = kernel.get_kernel_source()
+    assert split.grid[0] * split.grid[1] * split.grid[2] >= 4 * target.capabilities.processor_count
+    assert combine.grid[:2] == (decode.example["heads"], decode.example["batch"])
+    assert "cp_async_wait_all" not in text and "tl::cp_async_wait<" in text, text

@@ -72,6 +72,12 @@ def test_offset_view_is_copied_for_the_vector_kernels():
                                  np.zeros((1, 2, 8, 16), "float16"), np.zeros((1, 2, 8, 16), "float16")),
      "3 query heads cannot share 2"),
     (lambda: ops.topk(np.zeros((2, 4), "float32"), 5), "k=5 must be between 1 and"),
+    (lambda: ops.attention_decode(np.zeros((1, 2, 16), "float16"), np.zeros((1, 2, 8, 16), "float16"),
+                                  np.zeros((1, 2, 8, 16), "float16"), num_splits=0), "num_splits=0"),
+    (lambda: ops.attention_decode(np.zeros((1, 2, 16), "float16"), np.zeros((1, 2, 0, 16), "float16"),
+                                  np.zeros((1, 2, 0, 16), "float16")), "holds no keys"),
+    (lambda: ops.flash_attention_varlen(*(np.zeros((20, 2, 16), "float16"),) * 3, np.array([0, 3, 20], "int32"),
+                                        np.array([0, 3, 20], "int32"), 10), "max_seqlen_q=10, but the longest"),
     (lambda: ops.quantize_per_token(np.zeros((2, 4), "float32"), "float8_e4m3fn"), "has no float8_e4m3fn"),
     (lambda: ops.cross_entropy(np.zeros((2, 4), "float32"), np.zeros(2, "int64"), reduction="avg"),
      "reduction 'avg'"),
@@ -215,3 +221,56 @@ def test_tf32_bound_holds_for_either_rounding():
     wrong[3, 4] += 2.0 ** -7 * magnitude[3, 4]
     with pytest.raises(AssertionError, match="off the reference by more than their bound"):
         compare("a wrong element", wrong, ar @ br, bound)
+
+
+# -- the per-call fast path (ops/launch.py) ---------------------------------------------------
+
+
+def test_repeated_calls_keep_every_check(tmp_path, monkeypatch):
+    """A second call of the same shape takes the kept target and kernel; a call that differs
+    in dtype, layout, alignment, shape or tuned config is still checked and built for."""
+    torch = pytest.importorskip("torch")
+    from tilelang_core.ops import launch
+    from tilelang_core.plugin import get_plugin_manager
+
+    rng = np.random.default_rng()
+    x = rng.standard_normal((6, 80)).astype("float32")
+    for _ in range(2):
+        compare("gelu", ops.gelu(x), ops.get("gelu").reference(x), (2e-5, 2e-5))
+    half = x.astype("float16")
+    compare("gelu float16", ops.gelu(half), ops.get("gelu").reference(half), (1e-2, 1e-2))
+    wide = rng.standard_normal((6, 160)).astype("float32")[:, ::2]  # same shape, not contiguous
+    compare("gelu strided", ops.gelu(wide), ops.get("gelu").reference(wide), (2e-5, 2e-5))
+    offset = torch.from_numpy(rng.standard_normal(481).astype("float32"))[1:].reshape(6, 80)  # 4 bytes off
+    compare("gelu offset", ops.gelu(offset), ops.get("gelu").reference(offset.numpy()), (2e-5, 2e-5))
+    with pytest.raises(OpError, match="argument 'x' has dtype int32"):
+        ops.gelu(x.astype("int32"))
+    q = rng.standard_normal((1, 2, 8, 16)).astype("float16")
+    ops.flash_attention(q, q, q)
+    with pytest.raises(OpError, match="2 query heads cannot share 3"):
+        ops.flash_attention(q, q[:, :1].repeat(3, 1), q[:, :1].repeat(3, 1))
+    # a tuned config stored after calls of its problem reaches the next call
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    launch._tuned_store.cache_clear()
+    try:
+        y = rng.standard_normal((5, 70)).astype("float32")
+        ops.softmax(y)
+        target = get_plugin_manager().parse_target("cpu")
+        launch.store_tuned("softmax", target, {"M": 5, "N": 70, "dtype": "float32", "log": False}, {"block_M": 3})
+        compare("softmax tuned", ops.softmax(y), ops.get("softmax").reference(y), (2e-6, 2e-6))
+        row = [r for r in ops.explain() if r["op"] == "softmax" and r["problem"]["M"] == 5][0]
+        assert row["source"].endswith("+tuned") and row["config"]["block_M"] == 3
+    finally:
+        launch._tuned_store.cache_clear()
+
+
+def test_parsed_targets_are_kept_per_plugin_manager(fresh_manager):
+    from tilelang_core.ops.launch import target_for
+    from tilelang_core.plugin import reset_plugin_manager
+
+    x = np.zeros(3, "float32")
+    first = target_for([x], "cpu")
+    assert target_for([x], "cpu") is first
+    reset_plugin_manager()  # backends registered anew: the string is parsed again
+    again = target_for([x], "cpu")
+    assert again is not first and str(again) == str(first)

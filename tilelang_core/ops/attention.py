@@ -22,7 +22,9 @@ LOG2E = 1.4426950408889634
 
 ATTENTION_TABLE = (
     ConfigRule("block-serial", {"block_M": 32, "block_N": 32, "stages": 1, "threads": 1}),
-    ConfigRule("wgmma", {"block_M": 128, "block_N": 128, "stages": 2, "warps": 8}),
+    # fast_math: exp2 as one ex2.approx.ftz (NVRTC's --use_fast_math keeps inf and NaN), half the
+    # instructions of the softmax; HIP's -ffast-math assumes finite values, so only this row has it
+    ConfigRule("wgmma", {"block_M": 128, "block_N": 128, "stages": 2, "warps": 8, "fast_math": True}),
     ConfigRule("simt", {"block_M": 64, "block_N": 64, "stages": 2, "warps": 4}),
 )
 ATTENTION_TUNE = {"block_M": (64, 128), "block_N": (32, 64, 128), "stages": (1, 2), "warps": (4, 8)}
@@ -34,12 +36,25 @@ def _fit(block: int, size: int, least: int = 16) -> int:
     return block
 
 
+def _softmax_scale(problem: dict) -> tuple[float, bool]:
+    """(the factor on raw scores inside exp2, whether scores are scaled before the max).
+
+    With a positive scale the row maximum of the raw scores is the maximum of the scaled ones,
+    so exp2(s * c - m * c) folds the scale into one multiply-add per score (as TileLang's
+    FlashAttention example); a scale <= 0 scales the scores first (masked ones stay -inf)
+    and uses c = log2(e).
+    """
+    scale = problem["scale"]
+    return (scale * LOG2E, False) if scale > 0 else (LOG2E, True)
+
+
 def _fwd_kernel(problem: dict, config: dict):
     B, Hq, Hkv, Sq, Skv, D, dtype, causal = (problem[k] for k in (
         "batch", "heads", "kv_heads", "seq_q", "seq_kv", "dim", "dtype", "causal"))
     group = Hq // Hkv
     bM, bN = _fit(config["block_M"], Sq), _fit(config["block_N"], Skv)
-    scale = problem["scale"] * LOG2E
+    c, prescale = _softmax_scale(problem)
+    scale = problem["scale"]
     ragged = Skv % bN != 0
 
     @T.prim_func
@@ -61,25 +76,33 @@ def _fwd_kernel(problem: dict, config: dict):
             T.fill(o, 0)
             T.fill(l, 0)
             T.fill(m, -T.infinity("float32"))
+            # causal: the loop stops at the block of the diagonal instead of masking the rest
             steps = T.min(T.ceildiv(Skv, bN), T.ceildiv((bx + 1) * bM, bN)) if causal else T.ceildiv(Skv, bN)
             for k in T.Pipelined(steps, num_stages=config["stages"]):
                 T.copy(K[bz, by // group, k * bN, 0], K_s)
-                T.clear(s)
-                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                for i, j in T.Parallel(bM, bN):
-                    if causal:
-                        s[i, j] = T.if_then_else((k * bN + j < Skv) and (bx * bM + i >= k * bN + j),
-                                                 s[i, j] * scale, -T.infinity("float32"))
-                    elif ragged:
-                        s[i, j] = T.if_then_else(k * bN + j < Skv, s[i, j] * scale, -T.infinity("float32"))
+                # the mask is the product's starting value (0 or -inf): no pass over the scores after it
+                if causal:
+                    if (k + 1) * bN > T.min(bx * bM, Skv // bN * bN):  # a block of the diagonal, or a ragged last one
+                        for i, j in T.Parallel(bM, bN):
+                            s[i, j] = T.if_then_else((k * bN + j < Skv) and (bx * bM + i >= k * bN + j), 0,
+                                                     -T.infinity("float32"))
                     else:
-                        s[i, j] = s[i, j] * scale
+                        T.clear(s)
+                elif ragged:
+                    for i, j in T.Parallel(bM, bN):
+                        s[i, j] = T.if_then_else(k * bN + j < Skv, 0, -T.infinity("float32"))
+                else:
+                    T.clear(s)
+                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                if prescale:  # a masked score stays -inf (times a negative scale it would be +inf)
+                    for i, j in T.Parallel(bM, bN):
+                        s[i, j] = T.if_then_else(s[i, j] == -T.infinity("float32"), s[i, j], s[i, j] * scale)
                 T.copy(m, m_prev)
                 T.reduce_max(s, m, dim=1, clear=False)
                 for i in T.Parallel(bM):
-                    alpha[i] = T.exp2(m_prev[i] - m[i])
+                    alpha[i] = T.exp2(m_prev[i] * c - m[i] * c)
                 for i, j in T.Parallel(bM, bN):
-                    s[i, j] = T.exp2(s[i, j] - m[i])
+                    s[i, j] = T.exp2(s[i, j] * c - m[i] * c)
                 T.reduce_sum(s, row_sum, dim=1)
                 for i in T.Parallel(bM):
                     l[i] = l[i] * alpha[i] + row_sum[i]
@@ -88,25 +111,70 @@ def _fwd_kernel(problem: dict, config: dict):
                     o[i, j] = o[i, j] * alpha[i]
                 T.copy(V[bz, by // group, k * bN, 0], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
+            for i in T.Parallel(bM):  # 1 / l, and 0 for a row without keys (seq_kv 0), as FlashAttention
+                l[i] = T.if_then_else(l[i] > 0, 1 / l[i], 0)
             for i, j in T.Parallel(bM, D):
-                o[i, j] = o[i, j] / l[i]
+                o[i, j] = o[i, j] * l[i]
             T.copy(o, O[bz, by, bx * bM, 0])
 
     return main
 
 
 def _varlen_kernel(problem: dict, config: dict):
-    """Sequences packed along the first axis, sequence b at rows cu[b]..cu[b+1]-1."""
-    batch, Hq, Hkv, Tq, Tk, D, dtype, causal, max_q = (problem[k] for k in (
-        "batch", "heads", "kv_heads", "total_q", "total_kv", "dim", "dtype", "causal", "max_seq_q"))
+    """Sequences packed along the first axis, sequence b at rows cu[b]..cu[b+1]-1.
+
+    Two launches. The first copies each sequence's keys and values to rows b * Lk .. of
+    padded workspaces (zeros after them up to a whole tile; Lk = max_seq_kv rounded up to
+    block_N: the workspaces hold 2 x batch x Lk x kv_heads x dim elements), so the
+    main loop's tiles start at offsets made of block indices alone: the backends' pipelines
+    (cp.async, TMA) take no load whose offset is read from memory. The second is the
+    fixed-length kernel per (query tile, head, sequence): a block past its sequence's queries
+    runs no step, a causal block stops at its diagonal, and only a block that crosses the
+    diagonal or the sequence's last keys is masked."""
+    batch, Hq, Hkv, Tq, Tk, D, dtype, causal, max_q, max_k = (problem[k] for k in (
+        "batch", "heads", "kv_heads", "total_q", "total_kv", "dim", "dtype", "causal", "max_seq_q", "max_seq_kv"))
     group = Hq // Hkv
-    bM, bN = _fit(config["block_M"], max_q), config["block_N"]
-    scale = problem["scale"] * LOG2E
+    bM, bN = _fit(config["block_M"], max_q), _fit(config["block_N"], max_k)
+    Lk = max(1, -(-max_k // bN)) * bN
+    W = Hkv * D
+    rows = max(1, 8192 // W)  # rows of the padding copy per block
+    lanes = config.get("vector_bytes", 2) // 2  # float16 / bfloat16 elements per piece
+    vec = lanes if lanes > 1 and W % lanes == 0 else 1
+    c, prescale = _softmax_scale(problem)
+    scale = problem["scale"]
 
     @T.prim_func
-    def main(Q: T.Tensor((Tq, Hq, D), dtype), K: T.Tensor((Tk, Hkv, D), dtype), V: T.Tensor((Tk, Hkv, D), dtype),
+    def main(Q: T.Tensor((Tq, Hq * D), dtype), K: T.Tensor((Tk, Hkv * D), dtype), V: T.Tensor((Tk, Hkv * D), dtype),
              CuQ: T.Tensor((batch + 1,), "int32"), CuK: T.Tensor((batch + 1,), "int32"),
-             O: T.Tensor((Tq, Hq, D), dtype)):
+             O: T.Tensor((Tq, Hq * D), dtype)):
+        K_pad = T.alloc_global((batch * Lk, W), dtype)
+        V_pad = T.alloc_global((batch * Lk, W), dtype)
+        with T.Kernel(T.ceildiv(Lk, rows), batch, threads=128) as (px, pb):
+            zero = T.alloc_local((vec,), dtype)
+            for v in T.serial(vec):
+                zero[v] = T.cast(0, dtype)
+            p_start = CuK[pb]
+            p_len = CuK[pb + 1] - p_start
+            # rows up to the end of the sequence's last tile: zeros after its keys (the main
+            # loop never reads further)
+            for i, t in T.Parallel(rows, W // vec):  # vec-element pieces (16 bytes where configured)
+                if px * rows + i < T.min(T.ceildiv(p_len, bN) * bN, Lk):
+                    if px * rows + i < p_len:
+                        if vec > 1:
+                            K_pad[pb * Lk + px * rows + i, T.Ramp(t * vec, 1, vec)] = \
+                                K[p_start + px * rows + i, T.Ramp(t * vec, 1, vec)]
+                            V_pad[pb * Lk + px * rows + i, T.Ramp(t * vec, 1, vec)] = \
+                                V[p_start + px * rows + i, T.Ramp(t * vec, 1, vec)]
+                        else:
+                            K_pad[pb * Lk + px * rows + i, t] = K[p_start + px * rows + i, t]
+                            V_pad[pb * Lk + px * rows + i, t] = V[p_start + px * rows + i, t]
+                    else:
+                        if vec > 1:
+                            K_pad[pb * Lk + px * rows + i, T.Ramp(t * vec, 1, vec)] = zero[T.Ramp(0, 1, vec)]
+                            V_pad[pb * Lk + px * rows + i, T.Ramp(t * vec, 1, vec)] = zero[T.Ramp(0, 1, vec)]
+                        else:
+                            K_pad[pb * Lk + px * rows + i, t] = zero[0]
+                            V_pad[pb * Lk + px * rows + i, t] = zero[0]
         with T.Kernel(T.ceildiv(max_q, bM), Hq, batch, threads=config["threads"]) as (bx, by, bz):
             Q_s = T.alloc_shared((bM, D), dtype)
             K_s = T.alloc_shared((bN, D), dtype)
@@ -121,58 +189,90 @@ def _varlen_kernel(problem: dict, config: dict):
             row_sum = T.alloc_fragment((bM,), "float32")
             q_start = CuQ[bz]
             q_len = CuQ[bz + 1] - q_start
-            k_start = CuK[bz]
-            k_len = CuK[bz + 1] - k_start
-            T.copy(Q[q_start + bx * bM:q_start + bx * bM + bM, by, :], Q_s)
+            k_len = CuK[bz + 1] - CuK[bz]
+            T.copy(Q[q_start + bx * bM:q_start + bx * bM + bM, by * D:by * D + D], Q_s)
             T.fill(o, 0)
             T.fill(l, 0)
             T.fill(m, -T.infinity("float32"))
-            for k in T.serial(T.ceildiv(k_len, bN)):
-                T.copy(K[k_start + k * bN:k_start + k * bN + bN, by // group, :], K_s)
-                T.clear(s)
-                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                for i, j in T.Parallel(bM, bN):
-                    if causal:
-                        s[i, j] = T.if_then_else((k * bN + j < k_len) and (bx * bM + i >= k * bN + j),
-                                                 s[i, j] * scale, -T.infinity("float32"))
+            # no step for a tile past this sequence's queries; causal: none past the diagonal
+            # (never past Lk: a max_seqlen_k shorter than a sequence reads no other sequence's keys)
+            tiles = T.min(T.min(T.ceildiv(k_len, bN), Lk // bN), T.ceildiv((bx + 1) * bM, bN)) if causal \
+                else T.min(T.ceildiv(k_len, bN), Lk // bN)
+            steps = T.if_then_else(bx * bM < q_len, tiles, 0)
+            for k in T.Pipelined(steps, num_stages=config["stages"]):
+                T.copy(K_pad[bz * Lk + k * bN:bz * Lk + k * bN + bN, by // group * D:by // group * D + D], K_s)
+                if causal:
+                    if (k + 1) * bN > T.min(bx * bM, k_len - k_len % bN):  # the diagonal's or the last keys
+                        for i, j in T.Parallel(bM, bN):
+                            s[i, j] = T.if_then_else((k * bN + j < k_len) and (bx * bM + i >= k * bN + j), 0,
+                                                     -T.infinity("float32"))
                     else:
-                        s[i, j] = T.if_then_else(k * bN + j < k_len, s[i, j] * scale, -T.infinity("float32"))
+                        T.clear(s)
+                else:
+                    if (k + 1) * bN > k_len:
+                        for i, j in T.Parallel(bM, bN):
+                            s[i, j] = T.if_then_else(k * bN + j < k_len, 0, -T.infinity("float32"))
+                    else:
+                        T.clear(s)
+                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                if prescale:  # a masked score stays -inf
+                    for i, j in T.Parallel(bM, bN):
+                        s[i, j] = T.if_then_else(s[i, j] == -T.infinity("float32"), s[i, j], s[i, j] * scale)
                 T.copy(m, m_prev)
                 T.reduce_max(s, m, dim=1, clear=False)
                 for i in T.Parallel(bM):
-                    alpha[i] = T.exp2(m_prev[i] - m[i])
+                    alpha[i] = T.exp2(m_prev[i] * c - m[i] * c)
                 for i, j in T.Parallel(bM, bN):
-                    s[i, j] = T.exp2(s[i, j] - m[i])
+                    s[i, j] = T.exp2(s[i, j] * c - m[i] * c)
                 T.reduce_sum(s, row_sum, dim=1)
                 for i in T.Parallel(bM):
                     l[i] = l[i] * alpha[i] + row_sum[i]
                 T.copy(s, p)
                 for i, j in T.Parallel(bM, D):
                     o[i, j] = o[i, j] * alpha[i]
-                for i, j in T.Parallel(bN, D):  # rows past this sequence's keys are zero, never NaN
-                    V_s[i, j] = T.if_then_else(k * bN + i < k_len, V[T.min(k_start + k * bN + i, Tk - 1), by // group, j],
-                                               T.cast(0, dtype))
+                T.copy(V_pad[bz * Lk + k * bN:bz * Lk + k * bN + bN, by // group * D:by // group * D + D], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
+            for i in T.Parallel(bM):  # 1 / l, and 0 for a sequence without keys, as FlashAttention
+                l[i] = T.if_then_else(l[i] > 0, 1 / l[i], 0)
             for i, j in T.Parallel(bM, D):
                 if bx * bM + i < q_len:
-                    O[q_start + bx * bM + i, by, j] = T.cast(o[i, j] / l[i], dtype)
+                    O[q_start + bx * bM + i, by * D + j] = T.cast(o[i, j] * l[i], dtype)
 
     return main
 
 
+def decode_chunk(seq_kv: int, splits: int, block_N: int) -> tuple[int, int]:
+    """(keys per split, a whole number of `block_N` tiles; the number of non-empty splits).
+
+    The split count is raised to a divisor of the tile count where one lies within twice the
+    request, so that every chunk is whole (no masks, no bounds checks in the main loop)."""
+    tiles = -(-seq_kv // block_N)
+    splits = max(1, min(splits, tiles))
+    exact = [n for n in range(splits, min(2 * splits, tiles) + 1) if tiles % n == 0]
+    chunk = -(-tiles // (exact[0] if exact else splits)) * block_N
+    return chunk, -(-seq_kv // chunk)
+
+
 def _decode_kernel(problem: dict, config: dict):
-    """One query per head: a block takes the `group` query heads of one KV head as its rows."""
+    """Flash decoding: the KV sequence is cut into `splits` chunks; a block takes the `group`
+    query heads of one KV head (its rows) over one chunk and writes its normalised output and
+    log2-sum-exp to workspaces; a second launch, one block per (batch, query head), combines
+    the chunks. Enough (KV head, chunk) blocks fill the device at small batch x heads."""
     B, Hq, Hkv, S, D, dtype = (problem[k] for k in ("batch", "heads", "kv_heads", "seq_kv", "dim", "dtype"))
     group = Hq // Hkv
     bH = max(config["block_H"], 1 << (group - 1).bit_length())
     bN = _fit(config["block_N"], S)
-    scale = problem["scale"] * LOG2E
-    ragged = S % bN != 0
+    chunk, splits = decode_chunk(S, problem["splits"], bN)
+    c, prescale = _softmax_scale(problem)
+    scale = problem["scale"]
+    ragged = chunk * splits != S  # the last chunk ends past the keys: its tail is masked
 
     @T.prim_func
     def main(Q: T.Tensor((B, Hq, D), dtype), K: T.Tensor((B, Hkv, S, D), dtype), V: T.Tensor((B, Hkv, S, D), dtype),
              O: T.Tensor((B, Hq, D), dtype)):
-        with T.Kernel(Hkv, B, threads=config["threads"]) as (bx, bz):
+        lse_part = T.alloc_global((B, Hq, splits), "float32")
+        o_part = T.alloc_global((B, Hq, splits, D), "float32")
+        with T.Kernel(Hkv, splits, B, threads=config["threads"]) as (bx, bs, bz):
             Q_s = T.alloc_shared((bH, D), dtype)
             K_s = T.alloc_shared((bN, D), dtype)
             V_s = T.alloc_shared((bN, D), dtype)
@@ -189,32 +289,53 @@ def _decode_kernel(problem: dict, config: dict):
             T.fill(o, 0)
             T.fill(l, 0)
             T.fill(m, -T.infinity("float32"))
-            for k in T.Pipelined(T.ceildiv(S, bN), num_stages=config["stages"]):
-                T.copy(K[bz, bx, k * bN, 0], K_s)
-                T.clear(s)
+            # a trip count known at compile time (the pipeline needs it; a short last chunk masks)
+            for k in T.Pipelined(chunk // bN, num_stages=config["stages"]):
+                T.copy(K[bz, bx, bs * chunk + k * bN, 0], K_s)
+                if ragged:
+                    for i, j in T.Parallel(bH, bN):
+                        s[i, j] = T.if_then_else(bs * chunk + k * bN + j < S, 0, -T.infinity("float32"))
+                else:
+                    T.clear(s)
                 T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                for i, j in T.Parallel(bH, bN):
-                    if ragged:
-                        s[i, j] = T.if_then_else(k * bN + j < S, s[i, j] * scale, -T.infinity("float32"))
-                    else:
-                        s[i, j] = s[i, j] * scale
+                if prescale:  # a masked score stays -inf
+                    for i, j in T.Parallel(bH, bN):
+                        s[i, j] = T.if_then_else(s[i, j] == -T.infinity("float32"), s[i, j], s[i, j] * scale)
                 T.copy(m, m_prev)
                 T.reduce_max(s, m, dim=1, clear=False)
                 for i in T.Parallel(bH):
-                    alpha[i] = T.exp2(m_prev[i] - m[i])
+                    alpha[i] = T.exp2(m_prev[i] * c - m[i] * c)
                 for i, j in T.Parallel(bH, bN):
-                    s[i, j] = T.exp2(s[i, j] - m[i])
+                    s[i, j] = T.exp2(s[i, j] * c - m[i] * c)
                 T.reduce_sum(s, row_sum, dim=1)
                 for i in T.Parallel(bH):
                     l[i] = l[i] * alpha[i] + row_sum[i]
                 T.copy(s, p)
                 for i, j in T.Parallel(bH, D):
                     o[i, j] = o[i, j] * alpha[i]
-                T.copy(V[bz, bx, k * bN, 0], V_s)
+                T.copy(V[bz, bx, bs * chunk + k * bN, 0], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(bH, D):
                 if i < group:
-                    O[bz, bx * group + i, j] = T.cast(o[i, j] / l[i], dtype)
+                    o_part[bz, bx * group + i, bs, j] = o[i, j] / l[i]
+            for i in T.Parallel(bH):
+                if i < group:
+                    lse_part[bz, bx * group + i, bs] = m[i] * c + T.log2(l[i])
+        with T.Kernel(Hq, B, threads=D) as (hq, b):
+            acc = T.alloc_fragment((D,), "float32")
+            top = T.alloc_var("float32")
+            total = T.alloc_var("float32", init=0.0)
+            top = -T.infinity("float32")
+            for j in T.serial(splits):
+                top = T.max(top, lse_part[b, hq, j])
+            for j in T.serial(splits):
+                total += T.exp2(lse_part[b, hq, j] - top)
+            T.clear(acc)
+            for j in T.serial(splits):
+                for d in T.Parallel(D):
+                    acc[d] += o_part[b, hq, j, d] * (T.exp2(lse_part[b, hq, j] - top) / total)
+            for d in T.Parallel(D):
+                O[b, hq, d] = T.cast(acc[d], dtype)
 
     return main
 
@@ -223,10 +344,13 @@ def _decode_kernel(problem: dict, config: dict):
 
 
 def reference_attention(q, k, v, is_causal=False, scale=None):
-    """Softmax attention in float64 on (batch, heads, seq, dim) arrays; KV heads repeated for GQA."""
+    """Softmax attention in float64 on (batch, heads, seq, dim) arrays; KV heads repeated for GQA;
+    queries with no keys give 0."""
     import numpy as np
 
     q, k, v = (np.asarray(t, dtype="float64") for t in (q, k, v))
+    if k.shape[2] == 0:  # no keys to attend: 0 (as FlashAttention)
+        return np.zeros(q.shape[:3] + v.shape[3:])
     group = q.shape[1] // k.shape[1]
     k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -264,20 +388,23 @@ register(Operator("flash_attention", "softmax(Q K^T * scale [causal]) V; GQA/MQA
                   {"online_softmax": _fwd_kernel}, ATTENTION_TABLE, reference_attention, (3,), _ATT, ATTENTION_TUNE))
 register(Operator("flash_attention_varlen", "flash_attention over packed sequences of different lengths",
                   {"online_softmax": _varlen_kernel},
-                  (ConfigRule("block-serial", {"block_M": 32, "block_N": 32, "threads": 1}),
-                   ConfigRule("simt", {"block_M": 64, "block_N": 64, "warps": 4})),
+                  (ConfigRule("block-serial", {"block_M": 32, "block_N": 32, "stages": 1, "threads": 1}),
+                   ConfigRule("wgmma", {"block_M": 128, "block_N": 128, "stages": 2, "warps": 8, "fast_math": True,
+                                        "vector_bytes": 16}),
+                   ConfigRule("simt", {"block_M": 64, "block_N": 64, "stages": 2, "warps": 4, "vector_bytes": 16})),
                   reference_attention_varlen, (5,),
                   {"batch": 8, "heads": 16, "kv_heads": 16, "total_q": 16384, "total_kv": 16384, "dim": 128,
-                   "dtype": "float16", "causal": True, "max_seq_q": 4096, "scale": 1 / math.sqrt(128)},
-                  {"block_M": (64, 128), "block_N": (32, 64)}))
+                   "dtype": "float16", "causal": True, "max_seq_q": 4096, "max_seq_kv": 4096,
+                   "scale": 1 / math.sqrt(128)},
+                  {"block_M": (64, 128), "block_N": (32, 64, 128), "stages": (1, 2)}))
 register(Operator("attention_decode", "one query token per head against a KV cache (GQA groups per block)",
                   {"online_softmax": _decode_kernel},
-                  (ConfigRule("block-serial", {"block_H": 1, "block_N": 64, "stages": 1, "threads": 1}),
+                  (ConfigRule("block-serial", {"block_H": 2, "block_N": 64, "stages": 1, "threads": 1}),
                    ConfigRule("warp_size=64", {"block_H": 16, "block_N": 64, "stages": 1, "warps": 4}),
                    ConfigRule("simt", {"block_H": 16, "block_N": 64, "stages": 2, "warps": 4})),
                   reference_decode, (3,),
                   {"batch": 16, "heads": 32, "kv_heads": 8, "seq_kv": 8192, "dim": 128, "dtype": "float16",
-                   "scale": 1 / math.sqrt(128)},
+                   "scale": 1 / math.sqrt(128), "splits": 5},
                   {"block_N": (64, 128, 256), "stages": (1, 2, 3)}))
 
 
@@ -316,11 +443,16 @@ def flash_attention(q, k, v, is_causal: bool = False, scale: float | None = None
 
 
 def flash_attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_causal: bool = False,
-                           scale: float | None = None, target=None):
+                           scale: float | None = None, target=None, max_seqlen_k: int | None = None):
     """Attention over packed sequences: `q` (total_q, heads, dim), `k`, `v` (total_kv,
     kv_heads, dim); sequence b holds rows cu_seqlens_q[b]..cu_seqlens_q[b+1]-1 of q (and
     likewise of k, v); `cu_seqlens_*` are int32 of length batch + 1 on q's device;
-    `max_seqlen_q` bounds the query lengths (it sizes the grid)."""
+    `max_seqlen_q` and `max_seqlen_k` bound the lengths (they size the grid and the padded
+    keys): checked where `cu_seqlens_*` live on the host; on a device a longer sequence is
+    not covered past them, as in FlashAttention. `max_seqlen_k` left out:
+    `max_seqlen_q` when `cu_seqlens_k` is `cu_seqlens_q`, else read from `cu_seqlens_k`
+    (a copy to the host: pass it to avoid the wait). A query of a sequence without keys
+    gives 0."""
     dtype = check_dtype("flash_attention_varlen", "q", q, DTYPES)
     _same("flash_attention_varlen", dtype, k=k, v=v)
     if len(q.shape) != 3 or len(k.shape) != 3 or tuple(k.shape) != tuple(v.shape) or k.shape[2] != q.shape[2]:
@@ -333,18 +465,58 @@ def flash_attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
     tq, hq, d = (int(x) for x in q.shape)
     tk, hkv = int(k.shape[0]), int(k.shape[1])
     _heads("flash_attention_varlen", hq, hkv)
+    if max_seqlen_k is None:
+        max_seqlen_k = max_seqlen_q if cu_seqlens_k is cu_seqlens_q else _longest(cu_seqlens_k)
+    for name, value, cu in (("max_seqlen_q", max_seqlen_q, cu_seqlens_q), ("max_seqlen_k", max_seqlen_k, cu_seqlens_k)):
+        # lengths on the host are checked here; on a device that would cost a copy and a wait
+        longest = _longest(cu) if not _on_device(cu) else None
+        if int(value) < 0 or (longest is not None and longest > int(value)):
+            raise OpError(f"flash_attention_varlen: {name}={value}, but the longest sequence has "
+                          f"{longest if longest is not None else 'more'} rows; give the longest length")
     problem = {"batch": int(cu_seqlens_q.shape[0]) - 1, "heads": hq, "kv_heads": hkv, "total_q": tq,
                "total_kv": tk, "dim": d, "dtype": dtype, "causal": bool(is_causal), "max_seq_q": int(max_seqlen_q),
-               "scale": float(1 / math.sqrt(d) if scale is None else scale)}
+               "max_seq_kv": int(max_seqlen_k), "scale": float(1 / math.sqrt(d) if scale is None else scale)}
     tgt = target_for([q, k, v, cu_seqlens_q, cu_seqlens_k], target, "flash_attention_varlen")
     kernel, _, _ = kernel_for(get("flash_attention_varlen"), tgt, problem)
-    out = kernel(contiguous(q), contiguous(k), contiguous(v), contiguous(cu_seqlens_q), contiguous(cu_seqlens_k))
-    return out
+    # heads and dim as one axis: each tile is then the last two axes of a 2-D tensor (TMA's box)
+    out = kernel(contiguous(q).reshape(tq, hq * d), contiguous(k).reshape(tk, hkv * d),
+                 contiguous(v).reshape(tk, hkv * d), contiguous(cu_seqlens_q), contiguous(cu_seqlens_k))
+    return out.reshape(tq, hq, d)
 
 
-def attention_decode(q, k, v, scale: float | None = None, target=None):
+def _on_device(x) -> bool:
+    """Whether `x` lives off the host (a DLPack device type other than kDLCPU, 1): reading it
+    on the host would copy it and wait."""
+    from ..runtime.tensors import view_of
+
+    view = view_of(x)
+    return view is not None and view.device_type != 1
+
+
+def _longest(cu) -> int:
+    """The longest sequence of cumulative lengths `cu` (read on the host)."""
+    import numpy as np
+
+    host = cu.detach().cpu().numpy() if hasattr(cu, "detach") else np.asarray(cu)
+    return int(np.diff(host).max()) if host.size > 1 else 0
+
+
+def decode_splits(batch_heads: int, seq_kv: int, processors: int | None, num_splits: int | None = None) -> int:
+    """How many chunks the KV sequence of a decode step is cut into: `num_splits` when given,
+    else enough (batch x KV head x chunk) blocks for about four per processor, at most one
+    chunk per 64 keys (1 on a target that does not say how many processors it has)."""
+    if num_splits is not None:
+        return num_splits
+    if not processors:
+        return 1
+    return max(1, min(-(-4 * processors // batch_heads), -(-seq_kv // 64)))
+
+
+def attention_decode(q, k, v, scale: float | None = None, num_splits: int | None = None, target=None):
     """One decoding step: `q` (batch, heads, dim) against a KV cache `k`, `v` (batch,
-    kv_heads, seq_kv, dim); kv_heads dividing heads gives GQA. Returns (batch, heads, dim)."""
+    kv_heads, seq_kv, dim); kv_heads dividing heads gives GQA. Returns (batch, heads, dim).
+    The KV sequence is cut into `num_splits` chunks combined at the end (default: enough
+    to fill the device)."""
     dtype = check_dtype("attention_decode", "q", q, DTYPES)
     _same("attention_decode", dtype, k=k, v=v)
     if len(q.shape) != 3 or len(k.shape) != 4 or tuple(k.shape) != tuple(v.shape) \
@@ -354,8 +526,14 @@ def attention_decode(q, k, v, scale: float | None = None, target=None):
     b, hq, d = (int(x) for x in q.shape)
     hkv, s = int(k.shape[1]), int(k.shape[2])
     _heads("attention_decode", hq, hkv)
+    if s < 1:
+        raise OpError(f"attention_decode: the KV cache k {tuple(k.shape)} holds no keys (seq_kv = 0); "
+                      f"attention needs at least one")
+    if num_splits is not None and (not isinstance(num_splits, int) or num_splits < 1):
+        raise OpError(f"attention_decode: num_splits={num_splits!r}; give a positive int, or None for the default")
+    tgt = target_for([q, k, v], target, "attention_decode")
     problem = {"batch": b, "heads": hq, "kv_heads": hkv, "seq_kv": s, "dim": d, "dtype": dtype,
-               "scale": float(1 / math.sqrt(d) if scale is None else scale)}
-    kernel, _, _ = kernel_for(get("attention_decode"), target_for([q, k, v], target, "attention_decode"), problem)
+               "scale": float(1 / math.sqrt(d) if scale is None else scale),
+               "splits": decode_splits(b * hkv, s, tgt.capabilities.processor_count, num_splits)}
+    kernel, _, _ = kernel_for(get("attention_decode"), tgt, problem)
     return kernel(contiguous(q), contiguous(k), contiguous(v))
-

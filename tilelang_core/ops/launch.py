@@ -11,10 +11,13 @@ import json
 import threading
 from typing import Any, Mapping, Sequence
 
+from .. import env
+from ..plugin import get_plugin_manager, hooks_for
+from ..runtime.tensors import array_library, dtype_name, numpy_data_ptr, torch_device, view_of
 from .registry import Operator, resolve_config
 
 __all__ = ["OpError", "target_for", "kernel_for", "contiguous", "aligned", "library", "dtype_of", "check_dtype",
-           "tuned_configs", "store_tuned", "explain", "capture", "Captured"]
+           "tuned_configs", "store_tuned", "explain", "capture", "Captured", "pass_configs"]
 
 
 class OpError(ValueError):
@@ -22,18 +25,28 @@ class OpError(ValueError):
 
 
 def library(x: Any) -> str:
-    from ..runtime.tensors import view_of
-
+    found = array_library(type(x))  # a type lookup for exactly ndarray / Tensor
+    if found is not None:
+        return found
     view = view_of(x)
     if view is None:
         raise OpError(f"expected a NumPy array or a torch tensor, got {type(x).__name__}")
     return view.library
 
 
-def dtype_of(x: Any) -> str:
-    from ..runtime.tensors import dtype_name
+_DTYPE_NAMES: dict[Any, str] = {}
 
-    return dtype_name(x.dtype)
+
+def dtype_of(x: Any) -> str:
+    """Our name of `x`'s dtype (kept per dtype object: naming one costs microseconds)."""
+    dtype = x.dtype
+    try:
+        return _DTYPE_NAMES[dtype]
+    except KeyError:
+        name = _DTYPE_NAMES[dtype] = dtype_name(dtype)
+        return name
+    except TypeError:  # an unhashable dtype-like object
+        return dtype_name(dtype)
 
 
 def contiguous(x: Any) -> Any:
@@ -45,13 +58,20 @@ def contiguous(x: Any) -> Any:
     return np.ascontiguousarray(x)
 
 
+def _data_ptr(x: Any) -> int:
+    kind = array_library(type(x))
+    if kind == "numpy":
+        return numpy_data_ptr(x)
+    if kind == "torch":
+        return int(x.data_ptr())
+    return view_of(x).data_ptr
+
+
 def aligned(x: Any) -> Any:
     """`x` row-major with a 16-byte aligned data pointer (the 16-byte accesses of the vector
     kernels need it): `x` itself, or a copy of an offset view."""
-    from ..runtime.tensors import view_of
-
     x = contiguous(x)
-    if view_of(x).data_ptr % 16:
+    if _data_ptr(x) % 16:
         x = x.clone() if hasattr(x, "clone") else x.copy()
     return x
 
@@ -65,48 +85,70 @@ def check_dtype(op: str, arg: str, x: Any, allowed: Sequence[str]) -> str:
 
 
 _TARGETS: dict[tuple[int, str], Any] = {}
+_PARSED: dict[str, tuple[Any, Any]] = {}  # target string -> (plugin manager, target)
+
+
+def _device(x: Any) -> tuple[int, int] | None:
+    """(DLPack device type, index) of an array; None for what is no array."""
+    kind = array_library(type(x))
+    if kind == "numpy":
+        return (1, 0)
+    if kind == "torch":
+        return torch_device(x)
+    view = view_of(x)
+    return None if view is None else (view.device_type, view.device_index)
 
 
 def target_for(arrays: Sequence[Any], target: Any = None, op: str = "op"):
     """The target the operator runs on: `target` when given, else the usable target whose
     runtime takes tensors of the first array's device (DLPack device type), the highest
-    priority first. All arrays must live on one device."""
-    from .. import env
-    from ..plugin import get_plugin_manager, hooks_for
-    from ..runtime.tensors import view_of
+    priority first. All arrays must live on one device.
 
+    Kept per (device type, TILELANG_TARGET) and per target string: a call after the first
+    reads each array's device (a type lookup) and the environment, nothing more."""
     manager = get_plugin_manager()
     if target is not None:
-        return manager.parse_target(target)
-    views = [view_of(a) for a in arrays if a is not None]
-    devices = {(v.device_type, v.device_index) for v in views if v is not None}
+        if not isinstance(target, str):
+            return manager.parse_target(target)
+        kept = _PARSED.get(target)
+        if kept is None or kept[0] is not manager:  # parsed by this plugin manager only
+            kept = _PARSED[target] = (manager, manager.parse_target(target))
+        return kept[1]
+    devices = {d for d in map(_device, [a for a in arrays if a is not None]) if d is not None}
     if len(devices) > 1:
         raise OpError(f"{op}: the arrays live on different devices {sorted(devices)}; move them to one device")
     device_type = next(iter(devices))[0] if devices else 1
     key = (device_type, env.default_target())
-    if key not in _TARGETS:
-        candidates = []
-        preferred = env.default_target()
-        if preferred != "auto":
-            candidates.append(manager.parse_target(preferred))
-        for det in sorted(manager.detections(), key=lambda d: -d.priority):
-            if det.device and det.kind in manager.registry.kinds:
-                candidates.append(manager.parse_target(f"{det.kind}/{det.arch}"))
-        for tgt in candidates:
-            try:
-                runtime_type = hooks_for(tgt).runtime().dlpack_device_type
-            except Exception:  # noqa: BLE001 - a backend without a working runtime cannot take it
-                continue
-            if runtime_type == device_type:
-                _TARGETS[key] = tgt
-                break
-        else:
-            raise OpError(f"{op}: no usable target runs on tensors of DLPack device type {device_type}; "
-                          f"`tilelang backends` lists what is installed and usable here, or pass target=")
-    return _TARGETS[key]
+    found = _TARGETS.get(key)
+    if found is None:
+        found = _TARGETS[key] = _target_of_device(manager, device_type, op)
+    return found
+
+
+def _target_of_device(manager, device_type: int, op: str):
+    """The first usable target (TILELANG_TARGET, then detected devices by priority) whose
+    runtime takes tensors of `device_type`."""
+    candidates = []
+    preferred = env.default_target()
+    if preferred != "auto":
+        candidates.append(manager.parse_target(preferred))
+    for det in sorted(manager.detections(), key=lambda d: -d.priority):
+        if det.device and det.kind in manager.registry.kinds:
+            candidates.append(manager.parse_target(f"{det.kind}/{det.arch}"))
+    for tgt in candidates:
+        try:
+            runtime_type = hooks_for(tgt).runtime().dlpack_device_type
+        except Exception:  # noqa: BLE001 - a backend without a working runtime cannot take it
+            continue
+        if runtime_type == device_type:
+            return tgt
+    raise OpError(f"{op}: no usable target runs on tensors of DLPack device type {device_type}; "
+                  f"`tilelang backends` lists what is installed and usable here, or pass target=")
 
 
 _KERNELS: dict[tuple, tuple[Any, dict, str]] = {}
+# the same entries under (operator, target object, the problem's items): no freezing, no str()
+_RECENT: dict[tuple, tuple[Any, dict, str]] = {}
 _LOCK = threading.Lock()
 _CAPTURE = threading.local()
 
@@ -155,10 +197,19 @@ def kernel_for(op: Operator, target, problem: Mapping[str, Any]):
     if getattr(_CAPTURE, "active", False):
         _CAPTURE.recorder = _Recorder(op, target, problem)
         return _CAPTURE.recorder, {}, "capture"
+    try:  # a problem of scalars, built in one order by its operator: its items are the key
+        fast = (op.name, target, tuple(problem.items()))
+        hit = _RECENT.get(fast)
+    except TypeError:  # a list or a dict among the values
+        fast, hit = None, None
+    if hit is not None:
+        return hit
     key = (op.name, str(target), _freeze(problem))
     with _LOCK:
         hit = _KERNELS.get(key)
     if hit is not None:
+        if fast is not None:
+            _RECENT[fast] = hit
         return hit
     from ..jit.api import compile as compile_kernel
 
@@ -166,11 +217,19 @@ def kernel_for(op: Operator, target, problem: Mapping[str, Any]):
     config, source = resolve_config(op, target, problem, tuned)
     build = config["kernel"] if callable(config["kernel"]) else op.kernels[config["kernel"]]
     func = build(dict(problem), config)
-    kernel = compile_kernel(func, out_idx=list(op.outputs), target=target)
+    kernel = compile_kernel(func, out_idx=list(op.outputs), target=target, pass_configs=pass_configs(config))
     entry = (kernel, config, source)
     with _LOCK:
         _KERNELS[key] = entry
+    if fast is not None:
+        _RECENT[fast] = entry
     return entry
+
+
+def pass_configs(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The compile options a config asks for: "fast_math" (approximate exp2/division where the
+    backend's fast math keeps inf and NaN) turns on `tl.enable_fast_math`."""
+    return {"tl.enable_fast_math": True} if config.get("fast_math") else None
 
 
 def explain() -> list[dict[str, Any]]:
@@ -192,8 +251,6 @@ def _tuned_key(name: str, target, problem: Mapping[str, Any]) -> str:
 
 def _tuned_path():
     from pathlib import Path
-
-    from .. import env
 
     return Path(env.cache_dir()) / "ops" / "tuned.json"
 
@@ -228,3 +285,4 @@ def store_tuned(name: str, target, problem: Mapping[str, Any], config: Mapping[s
     with _LOCK:
         for key in [k for k in _KERNELS if k[0] == name and k[1] == str(target) and k[2] == _freeze(problem)]:
             del _KERNELS[key]
+        _RECENT.clear()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from .launch import OpError, capture, store_tuned
+from .launch import OpError, capture, pass_configs, store_tuned
 from .registry import get, resolve_config
 
 __all__ = ["tune", "tuning_candidate"]
@@ -66,11 +66,11 @@ def tune(name: str, *args: Any, warmup: int = 3, rep: int = 20, max_candidates: 
         raise OpError(f"tune {name}: the operator has no tuning space on {rec.target}")
     inputs = list(rec.inputs)
     reference = compile_kernel(op.kernels[base["kernel"]](rec.problem, base), out_idx=list(op.outputs),
-                               target=rec.target)
+                               target=rec.target, pass_configs=pass_configs(base))
     problem_items = tuple(sorted(rec.problem.items()))
     base_items = tuple(sorted(base.items()))
     result = (AutoTuner(tuning_candidate, configs)
-              .set_compile_args(out_idx=list(op.outputs), target=rec.target)
+              .set_compile_args(out_idx=list(op.outputs), target=rec.target, pass_configs=pass_configs(base))
               .set_profile_args(warmup=warmup, rep=rep, supply_prog=lambda params: inputs,
                                 ref_prog=lambda *ins: reference(*ins))
               .set_call_args(name, problem_items, base_items)
