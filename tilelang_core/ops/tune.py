@@ -31,7 +31,7 @@ def _candidates(op, base: dict, caps, limit: int) -> list[dict[str, Any]]:
     warp_size, max_threads = caps.warp_size, caps.max_threads_per_block
     simt = caps.execution_model == "simt"
     keys = [k for k in op.tune_space if k in base or (k == "warps" and simt and "threads" in base)]
-    out = []
+    out: list[dict[str, Any]] = [{}]  # the table's own config: tuning never keeps a slower one
     for values in itertools.product(*(op.tune_space[k] for k in keys)):
         changes = dict(zip(keys, values))
         if "warps" in changes:
@@ -39,7 +39,8 @@ def _candidates(op, base: dict, caps, limit: int) -> list[dict[str, Any]]:
             if threads > max_threads:
                 continue
             changes["threads"] = threads
-        out.append(changes)
+        if changes and changes != {k: base.get(k) for k in changes}:
+            out.append(changes)
     return out[:limit]
 
 
@@ -75,6 +76,9 @@ def tune(name: str, *args: Any, warmup: int = 3, rep: int = 20, max_candidates: 
                                 ref_prog=lambda *ins: reference(*ins))
               .set_call_args(name, problem_items, base_items)
               .run())
-    best = {k: v for k, v in result.config.items() if k in op.config_keys or k == "threads"}
+    # the winner's values of every key tuned (the table's own when it won), kept as tuned
+    chosen = {**base, **result.config}
+    best = {k: chosen[k] for k in set(op.tune_space) | {"threads"} | set(result.config)
+            if k in chosen and (k in op.config_keys or k == "threads")}
     store_tuned(name, rec.target, rec.problem, best)
     return {**base, **best}

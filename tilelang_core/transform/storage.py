@@ -45,7 +45,11 @@ def place_buffers(items, align: int = ALIGN) -> tuple[dict, int]:
 
 
 def _top_level(body) -> list:
-    while isinstance(body, tir.AttrStmt) and body.attr_key == "thread_extent":
+    """The kernel's statements under its launch attributes (and the `T.Kernel` keywords'
+    annotation, which changes no placement)."""
+    from ..ir.constants import ATTR_KERNEL_HINTS
+
+    while isinstance(body, tir.AttrStmt) and body.attr_key in ("thread_extent", ATTR_KERNEL_HINTS):
         body = body.body
     return list(body.seq) if isinstance(body, tir.SeqStmt) else [body]
 

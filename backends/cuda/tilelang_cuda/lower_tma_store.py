@@ -40,7 +40,7 @@ import tvm
 from tvm import tirx as tir
 
 from tilelang_core.codegen import sync_threads
-from tilelang_core.ir import ACCESS_READ, ACCESS_WRITE, ANN_NUM_STAGES, SCOPE_FRAGMENT, Region, TileOp, \
+from tilelang_core.ir import ACCESS_READ, ACCESS_WRITE, ANN_NUM_STAGES, ATTR_KERNEL_HINTS, SCOPE_FRAGMENT, Region, TileOp, \
     is_tile_op, make_call
 from tilelang_core.transform import launch_info, map_stmts, seq, shared_bytes, walk
 
@@ -113,9 +113,10 @@ def _store(op: TileOp, index: int, slab: int, tx) -> tir.Stmt:
 
 
 def _top_level(body, rewrite):
-    """`body` with the list of its top-level statements (under the launch attributes)
-    replaced by `rewrite(list)`."""
-    if isinstance(body, tir.AttrStmt) and body.attr_key == "thread_extent":
+    """`body` with the list of its top-level statements (under the launch attributes and the
+    `T.Kernel` keywords' annotation, as the core's `plan_storage` counts them) replaced by
+    `rewrite(list)`."""
+    if isinstance(body, tir.AttrStmt) and body.attr_key in ("thread_extent", ATTR_KERNEL_HINTS):
         return tir.AttrStmt(body.node, body.attr_key, body.value, _top_level(body.body, rewrite))
     items = list(body.seq) if isinstance(body, tir.SeqStmt) else [body]
     new = rewrite(items)
