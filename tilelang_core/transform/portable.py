@@ -22,7 +22,7 @@ from ..codegen import builtins
 from ..ir import Region, TileOp, dtype_of
 from ..ir.constants import SCOPE_LOCAL
 from .errors import TileLangCompileError
-from .irutil import const, in_bounds, is_global, loop_nest, region_indices, seq, squeeze_extents
+from .irutil import _is_zero, const, in_bounds, is_global, loop_nest, region_indices, seq, squeeze_extents
 
 __all__ = ["lower_portable", "PORTABLE_LOWERINGS", "reduce_init", "reduce_combine"]
 
@@ -144,16 +144,22 @@ def lower_gemm(op: TileOp, ctx) -> tir.Stmt:
     m, n, k = op.args[7:10]
     acc = str(c.buffer.dtype)
 
+    def matrix(region, row, col):
+        # the operand's matrix is its last two dims, whatever their extents (a 1 x K row of A
+        # is still indexed [row, k]); leading dims take their mins
+        out = list(region.mins)
+        out[-2] = row if _is_zero(out[-2]) else out[-2] + row
+        out[-1] = col if _is_zero(out[-1]) else out[-1] + col
+        return out
+
     def a_at(i, kk):
-        idx = (kk, i) if trans_a else (i, kk)
-        return _load(a.buffer, region_indices(a.mins, a.extents, list(idx)), acc)
+        return _load(a.buffer, matrix(a, kk, i) if trans_a else matrix(a, i, kk), acc)
 
     def b_at(kk, j):
-        idx = (j, kk) if trans_b else (kk, j)
-        return _load(b.buffer, region_indices(b.mins, b.extents, list(idx)), acc)
+        return _load(b.buffer, matrix(b, j, kk) if trans_b else matrix(b, kk, j), acc)
 
     def c_idx(i, j):
-        return region_indices(c.mins, c.extents, [i, j])
+        return matrix(c, i, j)
 
     i, j, kk = (tir.Var(n_, "int32") for n_ in ("i", "j", "k"))
     stmts = []
