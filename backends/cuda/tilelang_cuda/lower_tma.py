@@ -51,7 +51,7 @@ from .lower_pipeline import _key, _loads_buffers, _references, _restage, _statem
     consumers_fit, invariant_mins, reads_scalars_only, sync_placed
 from .lower_wgmma import WGMMA_OPERANDS, plan_wgmma, takes_wgmma
 
-__all__ = ["TENSOR_MAPS_ATTR", "ATTR_WARP_SPECIALIZED", "TensorMap", "TmaLoad", "plan_tma_load", "pipeline_tma_loads",
+__all__ = ["TENSOR_MAPS_ATTR", "ATTR_WARP_SPECIALIZED", "TensorMap", "TmaLoad", "plan_tma_load", "pipeline_tma_loads", "tma_dims",
            "specialize_warps", "tensor_maps_of"]
 
 TENSOR_MAPS_ATTR = "cuda.tensor_maps"
@@ -141,6 +141,24 @@ def _ints(values) -> list[int] | None:
     return out
 
 
+def tma_dims(buffer, element: int) -> tuple | None:
+    """The dims (outermost first; an int, or the name of a symbolic dim) of a tensor
+    parameter a TMA descriptor can describe, or None: contiguous (TMA computes the strides
+    from the shape), 2 to MAX_RANK dims, and every stride a static multiple of 16 bytes."""
+    shape = list(buffer.ty.shape)
+    if not 2 <= len(shape) <= MAX_RANK or len(buffer.ty.strides):
+        return None
+    inner = _ints(shape[1:])
+    if inner is None:
+        return None
+    stride = element
+    for dim in reversed(inner):  # the strides of dims 0 .. rank-2, in bytes
+        stride *= dim
+        if stride % 16 or stride >= 1 << 40:
+            return None
+    return tuple(int(d) if isinstance(d, tir.IntImm) else str(d.name) for d in shape)
+
+
 def plan_tma_load(op: TileOp, params: dict[int, int], operands: set, placed: dict,
                   placeable: set = frozenset()) -> TmaLoad | None:
     """The TMA plan of a `T.copy`, or None: the copy must move a whole 2-D shared tile placed
@@ -162,28 +180,19 @@ def plan_tma_load(op: TileOp, params: dict[int, int], operands: set, placed: dic
         return None
     rows, cols = tile_shape
     param = params.get(_key(src.buffer))
-    shape = list(src.buffer.ty.shape)
-    if param is None or not 2 <= len(shape) <= MAX_RANK or len(src.buffer.ty.strides):
-        return None  # TMA's strides are computed from the shape: contiguous tensors only
+    element = tvm.runtime.DataType(src.dtype).bits // 8
+    dims = tma_dims(src.buffer, element) if element in (1, 2, 4) else None
+    if param is None or dims is None:
+        return None
     extents = _ints(src.extents)
     if extents is None or extents[-2:] != [rows, cols] or any(e != 1 for e in extents[:-2]):
         return None
     if not all(reads_scalars_only(m) for m in src.mins):
         return None  # a start read from memory other than a scalar (the loop checks it stays put)
-    element = tvm.runtime.DataType(src.dtype).bits // 8
-    inner = _ints(shape[1:])
-    if inner is None or element not in (1, 2, 4):
-        return None
-    stride = element
-    for dim in reversed(inner):  # the strides of dims 0 .. rank-2, in bytes
-        stride *= dim
-        if stride % 16 or stride >= 1 << 40:
-            return None
     tile = wgmma_tile(rows, cols, element)
     if tile is None or rows > MAX_BOX or tile.slab > MAX_BOX:
         return None
-    dims = tuple(int(d) if isinstance(d, tir.IntImm) else str(d.name) for d in shape)
-    box = (1,) * (len(shape) - 2) + (rows, tile.slab)
+    box = (1,) * (len(dims) - 2) + (rows, tile.slab)
     return TmaLoad(op, src, dst, rows, cols, tile.slab, TensorMap(param, src.dtype, dims, box, tile.width))
 
 

@@ -46,7 +46,7 @@ from tilelang_core.transform import launch_info, map_stmts, seq, shared_bytes, w
 
 from .lower_layout import SHARED_LAYOUTS
 from .lower_pipeline import SWIZZLES, _key, _loads_buffers, _whole, sync_placed
-from .lower_tma import MAX_RANK, TENSOR_MAPS_ATTR, TensorMap, _extern, tensor_maps_of
+from .lower_tma import TENSOR_MAPS_ATTR, TensorMap, _extern, tensor_maps_of, tma_dims
 
 __all__ = ["MAX_BOX_ELEMENTS", "lower_tma_stores", "plan_tma_store", "stage_fragment_stores"]
 
@@ -77,25 +77,16 @@ def plan_tma_store(op: TileOp, params: dict[int, int], laid_out: set, swizzled: 
     if element not in (1, 2, 4, 8) or rows > MAX_BOX_ELEMENTS or cols > MAX_BOX_ELEMENTS or cols * element % 16:
         return None
     param = params.get(_key(dst.buffer))
-    shape = list(dst.buffer.ty.shape)
-    if param is None or not 2 <= len(shape) <= MAX_RANK or len(dst.buffer.ty.strides):
-        return None  # TMA's strides come from the shape: contiguous tensors only
+    dims = tma_dims(dst.buffer, element)
+    if param is None or dims is None:
+        return None
     extents = [int(e) if isinstance(e, tir.IntImm) else None for e in dst.extents]
     if extents[-2:] != [rows, cols] or any(e != 1 for e in extents[:-2]):
         return None
     if any(_loads_buffers(m) for m in dst.mins):
         return None
-    inner = [int(d) if isinstance(d, tir.IntImm) else None for d in shape[1:]]
-    if None in inner:
-        return None
-    stride = element
-    for dim in reversed(inner):  # the strides of dims 0 .. rank-2, in bytes
-        stride *= dim
-        if stride % 16 or stride >= 1 << 40:
-            return None
-    dims = tuple(int(d) if isinstance(d, tir.IntImm) else str(d.name) for d in shape)
     slab, width = (placement.slab, placement.width) if placement is not None else (cols, 0)
-    return TensorMap(param, src.dtype, dims, (1,) * (len(shape) - 2) + (rows, slab), width), slab
+    return TensorMap(param, src.dtype, dims, (1,) * (len(dims) - 2) + (rows, slab), width), slab
 
 
 def _store(op: TileOp, index: int, slab: int, tx) -> tir.Stmt:
