@@ -1,36 +1,38 @@
-"""Epilogue stores through TMA (`cp.async.bulk.tensor`, shared -> global) on Hopper.
+"""Stores through TMA (`cp.async.bulk.tensor`, shared -> global) on Hopper.
 
 `lower_tma_stores` runs after `lower_tma.pipeline_tma_loads` and takes each `T.copy(shared,
 global)` that
 
-- moves a whole 2-D shared tile of R x C elements (R, C <= 256, a row a multiple of 16
-  bytes) in its plain row-major placement (no swizzle or layout was planned for it),
+- moves a whole 2-D tile of R x C elements (R, C <= 256, a row a multiple of 16 bytes) of
+  dynamic shared memory (1024-byte aligned), in its plain row-major placement or in the
+  swizzled one this pass gave it (below),
 - into a box of a contiguous tensor parameter of the same dtype (the region's last two
-  extents are R and C, the others 1) whose every stride is a static multiple of 16 bytes,
+  extents are R and C, the others 1; `lower_tma.tma_dims`: every stride a static multiple of
+  16 bytes),
 - and runs on every thread of the block (it is not inside an `if`, a `T.Parallel` or a
-  thread-bound loop).
+  thread-bound loop), without `disable_tma=True`.
 
 Such a copy becomes, in a region that places its own barriers:
 
     every thread: fence.proxy.async          # its writes to the tile, visible to TMA
     barrier                                  # every write landed
-    thread 0: tma_store(map, tile, coords); commit; wait until the tile was read
+    thread 0: tma_store(map, box, coords) per box; commit; wait until the tile was read
     barrier                                  # nobody writes the tile before that
 
-One instruction moves the tile; elements of the box outside the tensor are not written
-(TMA clips them), so a ragged edge tile stays correct.
+Elements of a box outside the tensor are not written (TMA clips them), so a ragged edge tile
+stays correct. The tensor maps join the loads' (`TENSOR_MAPS_ATTR`); in a warp-specialized
+kernel the barriers become the consumers' named barrier (`specialize_warps`).
 
-An epilogue `T.copy(C, global)` at the top level of the kernel, C the accumulator of a wgmma
-`T.gemm` (a GEMM's `T.copy(C_local, C[...])`), is first staged through a new shared tile, as TileLang's examples
-write it by hand: `T.copy(C_local, C_stage); T.copy(C_stage, C[...])`, when the store of the
-tile is one TMA can do, no cp.async pipeline is left to lower (it would add stages this
-count cannot see), and the kernel's shared memory (`shared_bytes`: the tile takes the bytes
-of buffers that are dead by then, such as the main loop's stages) stays within
-`shared_memory_optin`. Threads store 4 to 8 bytes at a time, 16 bytes of a row apart in a
-wgmma accumulator; TMA stores whole rows: 0.86-0.87x -> 0.91-0.92x cuBLAS at 4096^3 on the
-H100 (`bench/gemm.py`, 2026-11-26). The tensor maps join the loads'
-(`TENSOR_MAPS_ATTR`); in a warp-specialized kernel the barriers become the consumers' named
-barrier (`specialize_warps`). `tl.disable_tma_lower` turns this off with the loads.
+First, `stage_fragment_stores` rewrites an epilogue `T.copy(C, global)` at the top level of
+the kernel, C the accumulator of a wgmma `T.gemm`, into `T.copy(C, C_stage); T.copy(C_stage,
+global)`, as TileLang's examples write it by hand. C_stage takes wgmma's swizzled slabs
+(no bank conflicts from the accumulator's layout; one TMA box per slab). It applies when the
+store can be a TMA store, no cp.async pipeline is left to lower (it would add stages the
+count below cannot see), and the kernel's shared memory (`shared_bytes`: C_stage takes the
+bytes of buffers dead by then, such as the main loop's stages) stays within
+`shared_memory_optin`. Why: a wgmma accumulator stores 4 bytes per thread at a time, rows
+apart; TMA stores whole rows. `bench/gemm.py` at 4096^3 on the H100: 0.86-0.87x -> 0.91-0.92x
+cuBLAS (2026-11-26). `tl.disable_tma_lower` turns both off, with the loads.
 """
 from __future__ import annotations
 
