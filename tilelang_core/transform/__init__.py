@@ -14,7 +14,8 @@ Names resolve on first access, so importing this package loads no pass.
 - `T.ws` thread ranges (`thread_ranges`): `ranges_of`;
 - shared-memory placement as the core plans it (`storage`): `place_buffers`,
   `ATTR_SHARED_LIFETIMES` (a printer that lays out its own shared memory, e.g. Metal's), and
-  `shared_bytes` (what a kernel needs, for a pass that adds a shared buffer);
+  `shared_bytes` (what a kernel needs, for a pass that adds a shared buffer) and
+  `map_top_level` (the statements its lifetimes count in, for placing such a buffer);
 - variable ranges a pass knows (`guards`): `VAR_RANGES`, the `ctx.facts` key under which a pass
   that binds a variable records {var: extent} (value in [0, extent)), so later passes prove
   bounds guards away;
@@ -43,6 +44,7 @@ _PUBLIC = {
     "ranges_of": "thread_ranges",
     "place_buffers": "storage",
     "shared_bytes": "storage",
+    "map_top_level": "storage",
     "ATTR_SHARED_LIFETIMES": "storage",
     "VAR_RANGES": "guards",
     **{name: "tiled_gemm" for name in ("plan_tiled_gemm", "infer_tiled_gemm_layout", "feeds_from_another_layout",

@@ -18,7 +18,7 @@ from ..ir import dtype_bytes, source_of
 from .errors import CapabilityError
 from .irutil import walk
 
-__all__ = ["plan_storage", "buffer_bytes", "place_buffers", "shared_bytes", "SHARED_SCOPES", "ATTR_SHARED_LIFETIMES"]
+__all__ = ["plan_storage", "buffer_bytes", "place_buffers", "shared_bytes", "map_top_level", "SHARED_SCOPES", "ATTR_SHARED_LIFETIMES"]
 
 ATTR_SHARED_LIFETIMES = "tl.shared_lifetimes"
 ALIGN = 16
@@ -44,14 +44,24 @@ def place_buffers(items, align: int = ALIGN) -> tuple[dict, int]:
     return offsets, (total + align - 1) // align * align
 
 
-def _top_level(body) -> list:
-    """The kernel's statements under its launch attributes (and the `T.Kernel` keywords'
-    annotation, which changes no placement)."""
+def map_top_level(body, rewrite):
+    """`body` with the list of the kernel's top-level statements (those under its launch
+    attributes and the `T.Kernel` keywords' annotation, which changes no placement) replaced
+    by `rewrite(list)`. Lifetimes count in these statements: a pass that adds a shared buffer
+    at the top level uses this to place it where `plan_storage` will count it."""
     from ..ir.constants import ATTR_KERNEL_HINTS
 
-    while isinstance(body, tir.AttrStmt) and body.attr_key in ("thread_extent", ATTR_KERNEL_HINTS):
-        body = body.body
-    return list(body.seq) if isinstance(body, tir.SeqStmt) else [body]
+    if isinstance(body, tir.AttrStmt) and body.attr_key in ("thread_extent", ATTR_KERNEL_HINTS):
+        return tir.AttrStmt(body.node, body.attr_key, body.value, map_top_level(body.body, rewrite))
+    new = rewrite(list(body.seq) if isinstance(body, tir.SeqStmt) else [body])
+    return new[0] if len(new) == 1 else tir.SeqStmt(new)
+
+
+def _top_level(body) -> list:
+    """The kernel's top-level statements (`map_top_level`)."""
+    found: list = []
+    map_top_level(body, lambda items: found.extend(items) or items)
+    return found
 
 
 def _lifetimes(func: tir.PrimFunc) -> dict[int, tuple[int, int]]:

@@ -42,18 +42,15 @@ import tvm
 from tvm import tirx as tir
 
 from tilelang_core.codegen import sync_threads
-from tilelang_core.ir import ACCESS_READ, ACCESS_WRITE, ANN_NUM_STAGES, ATTR_KERNEL_HINTS, SCOPE_FRAGMENT, Region, TileOp, \
+from tilelang_core.ir import ACCESS_READ, ACCESS_WRITE, ANN_NUM_STAGES, SCOPE_FRAGMENT, Region, TileOp, \
     is_tile_op, make_call
-from tilelang_core.transform import launch_info, map_stmts, seq, shared_bytes, walk
+from tilelang_core.transform import launch_info, map_stmts, map_top_level, seq, shared_bytes, walk
 
 from .lower_layout import SHARED_LAYOUTS
 from .lower_pipeline import SWIZZLES, _key, _loads_buffers, _whole, sync_placed
-from .lower_tma import TENSOR_MAPS_ATTR, TensorMap, _extern, tensor_maps_of, tma_dims
+from .lower_tma import MAX_BOX, TENSOR_MAPS_ATTR, TensorMap, _extern, tensor_maps_of, tma_dims
 
-__all__ = ["MAX_BOX_ELEMENTS", "lower_tma_stores", "plan_tma_store", "stage_fragment_stores"]
-
-MAX_BOX_ELEMENTS = 256  # cuTensorMapEncodeTiled: every box dimension is at most 256 elements
-
+__all__ = ["lower_tma_stores", "plan_tma_store", "stage_fragment_stores"]
 
 def plan_tma_store(op: TileOp, params: dict[int, int], laid_out: set, swizzled: dict | None = None) \
         -> tuple[TensorMap, int] | None:
@@ -76,7 +73,7 @@ def plan_tma_store(op: TileOp, params: dict[int, int], laid_out: set, swizzled: 
         return None
     rows, cols = tile
     element = tvm.runtime.DataType(src.dtype).bits // 8
-    if element not in (1, 2, 4, 8) or rows > MAX_BOX_ELEMENTS or cols > MAX_BOX_ELEMENTS or cols * element % 16:
+    if element not in (1, 2, 4, 8) or rows > MAX_BOX or cols > MAX_BOX or cols * element % 16:
         return None
     param = params.get(_key(dst.buffer))
     dims = tma_dims(dst.buffer, element)
@@ -103,17 +100,6 @@ def _store(op: TileOp, index: int, slab: int, tx) -> tir.Stmt:
     issue = seq([*stores, _extern("tl::tma_store_commit"), _extern("tl::tma_store_wait_read")])
     return sync_placed(seq([_extern("tl::fence_proxy_async"), tir.Evaluate(sync_threads()),
                             tir.IfThenElse(tx == 0, issue, None), tir.Evaluate(sync_threads())]))
-
-
-def _top_level(body, rewrite):
-    """`body` with the list of its top-level statements (under the launch attributes and the
-    `T.Kernel` keywords' annotation, as the core's `plan_storage` counts them) replaced by
-    `rewrite(list)`."""
-    if isinstance(body, tir.AttrStmt) and body.attr_key in ("thread_extent", ATTR_KERNEL_HINTS):
-        return tir.AttrStmt(body.node, body.attr_key, body.value, _top_level(body.body, rewrite))
-    items = list(body.seq) if isinstance(body, tir.SeqStmt) else [body]
-    new = rewrite(items)
-    return new[0] if len(new) == 1 else tir.SeqStmt(new)
 
 
 def _pipelines_left(func) -> bool:
@@ -172,11 +158,11 @@ def stage_fragment_stores(func: tir.PrimFunc, ctx, params: dict[int, int], swizz
                                  span=stmt.span)
             rows, cols = (int(d) for d in src.buffer.ty.shape)
             tile = wgmma_tile(rows, cols, tvm.runtime.DataType(dst.dtype).bits // 8)
-            placement = {_key(stage): tile} if tile is not None and rows <= MAX_BOX_ELEMENTS else {}
+            placement = {_key(stage): tile} if tile is not None and rows <= MAX_BOX else {}
             if plan_tma_store(TileOp.from_stmt(store), params, set(), placement) is None:
                 continue
             trial = out[:index] + [tir.AllocBuffer(stage), fill, store] + out[index + 1:]
-            if shared_bytes(func.with_body(_top_level(func.body, lambda _: trial))) > limit:
+            if shared_bytes(func.with_body(map_top_level(func.body, lambda _: trial))) > limit:
                 continue
             out = trial
             if placement:
@@ -187,7 +173,7 @@ def stage_fragment_stores(func: tir.PrimFunc, ctx, params: dict[int, int], swizz
                 swizzled.update(placement)
         return out
 
-    return func.with_body(_top_level(func.body, rewrite))
+    return func.with_body(map_top_level(func.body, rewrite))
 
 
 def lower_tma_stores(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
