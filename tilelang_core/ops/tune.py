@@ -78,7 +78,7 @@ def tune(name: str, *args: Any, warmup: int = 3, rep: int = 20, max_candidates: 
               .run())
     # the winner's values of every key tuned (the table's own when it won), kept as tuned
     chosen = {**base, **result.config}
-    best = {k: chosen[k] for k in set(op.tune_space) | {"threads"} | set(result.config)
+    best = {k: chosen[k] for k in (*op.tune_space, "threads")
             if k in chosen and (k in op.config_keys or k == "threads")}
     store_tuned(name, rec.target, rec.problem, best)
     return {**base, **best}

@@ -15,6 +15,7 @@ from __future__ import annotations
 from tvm import tirx as tir
 
 from ..ir import dtype_bytes, source_of
+from ..ir.constants import ATTR_KERNEL_HINTS
 from .errors import CapabilityError
 from .irutil import walk
 
@@ -44,24 +45,26 @@ def place_buffers(items, align: int = ALIGN) -> tuple[dict, int]:
     return offsets, (total + align - 1) // align * align
 
 
-def map_top_level(body, rewrite):
-    """`body` with the list of the kernel's top-level statements (those under its launch
-    attributes and the `T.Kernel` keywords' annotation, which changes no placement) replaced
-    by `rewrite(list)`. Lifetimes count in these statements: a pass that adds a shared buffer
-    at the top level uses this to place it where `plan_storage` will count it."""
-    from ..ir.constants import ATTR_KERNEL_HINTS
+def _wraps(stmt) -> bool:
+    """A launch attribute or the `T.Kernel` keywords' annotation (which changes no placement):
+    the kernel's top-level statements are under these."""
+    return isinstance(stmt, tir.AttrStmt) and stmt.attr_key in ("thread_extent", ATTR_KERNEL_HINTS)
 
-    if isinstance(body, tir.AttrStmt) and body.attr_key in ("thread_extent", ATTR_KERNEL_HINTS):
+
+def map_top_level(body, rewrite):
+    """`body` with the list of the kernel's top-level statements replaced by `rewrite(list)`.
+    Lifetimes count in these statements: a pass that adds a shared buffer at the top level
+    uses this to place it where `plan_storage` will count it."""
+    if _wraps(body):
         return tir.AttrStmt(body.node, body.attr_key, body.value, map_top_level(body.body, rewrite))
     new = rewrite(list(body.seq) if isinstance(body, tir.SeqStmt) else [body])
     return new[0] if len(new) == 1 else tir.SeqStmt(new)
 
 
 def _top_level(body) -> list:
-    """The kernel's top-level statements (`map_top_level`)."""
-    found: list = []
-    map_top_level(body, lambda items: found.extend(items) or items)
-    return found
+    while _wraps(body):
+        body = body.body
+    return list(body.seq) if isinstance(body, tir.SeqStmt) else [body]
 
 
 def _lifetimes(func: tir.PrimFunc) -> dict[int, tuple[int, int]]:
