@@ -125,3 +125,33 @@ def test_a_layout_draws_as_svg_and_png(tmp_path):
     assert "threads 0,1,2,3 slot 0" in rows.draw(tmp_path / "rows.svg").read_text()
     with pytest.raises(ValueError, match="svg or .png"):
         acc.draw(tmp_path / "acc.pdf")
+
+
+def test_window_of_an_accumulator_keeps_each_threads_slots():
+    # mma.sync's C over 2 x 1 warps, 64 x 64: a warp's 32 rows are 2 m16 blocks of 8 n8 blocks,
+    # so columns 16..31 sit in the same 8 slots (n8 blocks 2 and 3 of both row blocks) of every thread
+    acc = mma_accumulator(2, 1, 64, 64).check()
+    win = acc.window((0, 16), (64, 16))
+    assert win.shape == (64, 16) and win.threads == 64 and win.slots == acc.slots * 16 // 64
+    for t in (0, 37, 63):
+        for s in range(win.slots):
+            r, c = (int(i) for i in win.element_of(t, s))
+            source = int(win.source_slots[s])
+            assert (r, c + 16) == tuple(int(i) for i in acc.element_of(t, source))
+    # slots 8..11 and 40..43 are not one run: the window takes constant slots only
+    assert not win.symbolic_slots and list(win.source_slots) == [8, 9, 10, 11, 12, 13, 14, 15,
+                                                                 40, 41, 42, 43, 44, 45, 46, 47]
+    # one row block per warp: columns 16..31 are slots 8..15, one run, symbolic slots kept
+    one = mma_accumulator(4, 1, 64, 64).check().window((0, 16), (64, 16))
+    assert one.symbolic_slots and list(one.source_slots) == list(range(8, 16))
+    # columns 16..31 of a 2 x 2 warp grid are held by half of the warps only
+    with pytest.raises(FragmentError, match="different slots"):
+        mma_accumulator(2, 2, 64, 64).check().window((0, 16), (64, 16))
+
+
+def test_window_refuses_what_threads_hold_in_different_slots():
+    f = cyclic_fragment((16, 32), 64, vector=4).check()
+    with pytest.raises(FragmentError, match="different slots"):
+        f.window((0, 0), (1, 32))  # row 0: threads 0..7 hold it, the others do not
+    with pytest.raises(FragmentError, match="not inside"):
+        f.window((0, 24), (16, 16))

@@ -83,6 +83,9 @@ class PassConfigKey:
 
     TL_DISABLE_FAST_MATH = "tl.disable_fast_math"
     TL_DEBUG_DUMP = "tl.debug_dump"
+    # ours: a backend may run a kernel's tiles on persistent blocks (one per processor); this
+    # keeps one tile per block
+    TL_DISABLE_PERSISTENT = "tl.disable_persistent"
 
 
 for _name, _key in _TILELANG_KEYS.items():
@@ -92,6 +95,7 @@ for _name, _key in _TILELANG_KEYS.items():
 _MEANINGFUL: dict[str, tuple[str, Any]] = {
     PassConfigKey.TL_DISABLE_TMA_LOWER: ("disable_tma", bool),
     PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: ("disable_warp_specialized", bool),
+    PassConfigKey.TL_DISABLE_PERSISTENT: ("disable_persistent", bool),
     PassConfigKey.TL_DISABLE_WGMMA: ("disable_wgmma", bool),
     PassConfigKey.TL_ENABLE_FAST_MATH: ("fast_math", bool),
     PassConfigKey.TL_DISABLE_FAST_MATH: ("fast_math", lambda v: not bool(v)),
@@ -107,6 +111,7 @@ class CompileOptions:
     fast_math: bool = False
     disable_tma: bool = False
     disable_warp_specialized: bool = False
+    disable_persistent: bool = False  # one tile per block, never persistent blocks
     disable_wgmma: bool = False  # a target's warpgroup matrix instructions are not used
     debug_dump: bool = False
     extra_flags: tuple[str, ...] = ()

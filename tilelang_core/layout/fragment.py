@@ -264,6 +264,35 @@ class Fragment:
         projected.check()
         return projected
 
+    def window(self, starts: Sequence[int], extents: Sequence[int]) -> "Fragment":
+        """The layout of the sub-tile `[starts, starts + extents)` (e.g. 64 of an accumulator's
+        256 columns): thread `t` holds the window's elements it held, in slot order; slot `s`
+        of the window is slot `source_slots[s]` of self. Raises FragmentError unless every
+        thread holds its window elements in the same slots of self."""
+        starts, extents = [int(x) for x in starts], [int(x) for x in extents]
+        if len(starts) != len(self.shape) or len(extents) != len(self.shape) or any(
+                lo < 0 or n < 1 or lo + n > d for lo, n, d in zip(starts, extents, self.shape)):
+            raise FragmentError(f"{self.name}: window {starts} + {extents} is not inside shape {self.shape}")
+        table = self.table()
+        lo, hi = np.array(starts, np.int64), np.array(starts, np.int64) + np.array(extents, np.int64)
+        inside = np.all((table >= lo) & (table < hi), axis=-1) if self.shape else np.ones(table.shape[:2], bool)
+        if not (inside == inside[:1]).all():
+            raise FragmentError(f"{self.name}: threads hold the window {starts} + {extents} in different slots")
+        src_slots = np.nonzero(inside[0])[0].astype(np.int64)
+        if not len(src_slots):
+            raise FragmentError(f"{self.name}: no thread holds the window {starts} + {extents}")
+        base = self
+
+        def element_of(t, s):
+            idx = base.element_of(t, _lookup(src_slots, s))
+            return tuple(i - o if o else i for i, o in zip(idx, starts))
+
+        windowed = Fragment(extents, self.threads, len(src_slots), element_of,
+                            f"{self.name}.window({tuple(starts)}, {tuple(extents)})",
+                            symbolic_slots=_affine_fit(src_slots) is not None and self.symbolic_slots)
+        windowed.source_slots = src_slots
+        return windowed.check()
+
     def replica_bits(self) -> int | None:
         """The thread-index bits that tell the holders of an element apart, when the holders
         of every element are `t ^ m` for all `m` made of those bits (t the first holder);

@@ -12,7 +12,7 @@ from tvm import ir as _ir
 from tvm import tirx as tir
 
 from ..ir.source import source_of
-from ..layout import Fragment, FragmentLayouts, cyclic_fragment
+from ..layout import Fragment, FragmentError, FragmentLayouts, cyclic_fragment
 
 __all__ = ["Access", "Nest", "make_nest", "parallel_nest", "scan_nests", "nest_layout", "access_slots",
            "evaluate_index", "fragment_layout_fits", "full_rank", "projection_dims", "fragment_accesses",
@@ -189,7 +189,47 @@ def nest_layout(nest: Nest, layouts: FragmentLayouts, threads: int | None = None
                     access_slots(layout, nest.loop_vars, r.indices, layouts.get(r.buffer)) is not None
                     for r in registers):
                 return layout
-    return cyclic_fragment(nest.extents, threads)
+    window = _window_layout(nest, layouts)
+    return window if window is not None else cyclic_fragment(nest.extents, threads)
+
+
+def _window_offsets(access: Access, nest: Nest) -> list[int] | None:
+    """The constant offsets when `access` indexes its buffer by the nest's variables plus
+    constants, in order, inside the buffer (`acc[i, j + 64]` in an `i, j` nest: [0, 64])."""
+    if len(access.indices) != len(nest.loop_vars) or None in nest.extents:
+        return None
+    offsets = []
+    for index, var, extent, dim in zip(access.indices, nest.loop_vars, nest.extents, access.buffer.shape):
+        if isinstance(index, tir.Var) and index.same_as(var):
+            offset = 0
+        elif isinstance(index, tir.Add) and index.a.same_as(var) and isinstance(index.b, tir.IntImm):
+            offset = int(index.b)
+        elif isinstance(index, tir.Add) and index.b.same_as(var) and isinstance(index.a, tir.IntImm):
+            offset = int(index.a)
+        else:
+            return None
+        if not isinstance(dim, tir.IntImm) or offset < 0 or offset + extent > int(dim):
+            return None
+        offsets.append(offset)
+    return offsets
+
+
+def _window_layout(nest: Nest, layouts: FragmentLayouts) -> Fragment | None:
+    """For a nest over a window of a register fragment (a written one first): that
+    fragment's layout restricted to the window (`Fragment.window`), so the fragment stays
+    local (a copy of an accumulator's columns 64..127); else None."""
+    for want_write in (True, False):
+        for acc in nest.accesses:
+            if acc.write != want_write or not layouts.in_registers(acc.buffer):
+                continue
+            offsets = _window_offsets(acc, nest)
+            if offsets is None:
+                continue
+            try:
+                return layouts.get(acc.buffer).window(offsets, nest.extents)
+            except FragmentError:
+                continue
+    return None
 
 
 def evaluate_index(expr, env: dict):

@@ -393,11 +393,13 @@ class _Partitioner:
         if layout.replicate > 1 and (nest.effects or shared_writes):
             bits = layout.replica_bits()
             guard = tir.EQ(tir.bitwise_and(self.tid, const(bits)), const(0))
-        identity = all(s == list(range(layout.slots)) for s in slots_of.values())
+        # each register access reads slot r + shift in iteration slot r (shift 0: the nest's own
+        # layout; else a window of the fragment, `Fragment.window`)
+        shifts = {k: s[0] if s == list(range(s[0], s[0] + layout.slots)) else None for k, s in slots_of.items()}
         loop_vars = nest.loop_vars
-        if identity and layout.symbolic_slots and layout.slots > 1:
+        if None not in shifts.values() and layout.symbolic_slots and layout.slots > 1:
             r = tir.Var("r", "int32")
-            inner = self.nest_body(body, {k: r for k in slots_of}, guard)
+            inner = self.nest_body(body, {k: r + shift if shift else r for k, shift in shifts.items()}, guard)
             inner = substitute(inner, dict(zip(loop_vars, _as_exprs(layout.element_of(self.tid, r)))))
             kind = tir.ForKind.UNROLLED if layout.slots <= _UNROLL_LIMIT else tir.ForKind.SERIAL
             return tir.For(r, const(0), const(layout.slots), kind, inner, annotations=self.partitioned(),

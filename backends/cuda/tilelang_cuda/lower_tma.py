@@ -42,13 +42,14 @@ from tvm import tirx as tir
 from tilelang_core.codegen import sync_group, sync_threads
 from tilelang_core.ir import Region, TileOp, collect_tile_ops, is_tile_op, make_call
 from tilelang_core.ir import ANN_NUM_STAGES, ATTR_SYNC_RESUME, SCOPE_BARRIER
-from tilelang_core.transform import analyzer, map_stmts, seq, substitute
+from tilelang_core.transform import analyzer, map_stmts, seq, shared_bytes, substitute
 from tilelang_core.transform import launch_info
 
 from .layout_wgmma import wgmma_tile
 from .lower_layout import SHARED_LAYOUTS
 from .lower_pipeline import _key, _loads_buffers, _references, _restage, _statements, _user_synchronized, _whole, \
     consumers_fit, invariant_mins, reads_scalars_only, sync_placed
+from .lower_persistent import PERSISTENT, persist, plan_persistent
 from .lower_wgmma import WGMMA_OPERANDS, plan_wgmma, takes_wgmma
 
 __all__ = ["TENSOR_MAPS_ATTR", "ATTR_WARP_SPECIALIZED", "TensorMap", "TmaLoad", "plan_tma_load", "pipeline_tma_loads", "tma_dims",
@@ -222,15 +223,23 @@ class _TmaPipeline:
     """The rewrite of one eligible loop (module docstring)."""
 
     def __init__(self, loop: tir.For, stages: int, loads: list[TmaLoad], consumers: list, map_index, tx,
-                 warps: int, lag: int):
+                 warps: int, lag: int, base=None):
         self.loop, self.stages, self.loads, self.consumers = loop, stages, loads, consumers
         self.map_index, self.tx, self.warps, self.lag = map_index, tx, warps, lag
+        # iterations run through the stages before this run of the loop (a persistent block's
+        # earlier tiles, `lower_persistent`); None: none
+        self.base = base
         self.barriers = tir.decl_buffer((2 * stages,), "uint64", name="tma_barriers", scope=SCOPE_BARRIER)
         self.staged = {}
         for load in loads:
             buf = load.dst.buffer
             self.staged[_key(buf)] = tir.decl_buffer((stages, load.rows, load.cols), str(buf.ty.dtype),
                                                      name=buf.name, scope=str(buf.ty.storage_scope))
+
+    def _count(self, it) -> tir.PrimExpr:
+        """Iteration `it` of this run counted over every run of the loop: what picks its stage
+        and the parity of its barrier phase."""
+        return it if self.base is None else self.base + it
 
     def _bar(self, index) -> tir.PrimExpr:
         return tir.address_of(tir.BufferLoad(self.barriers, [_i32(index)]))
@@ -258,7 +267,7 @@ class _TmaPipeline:
         return seq(stmts)
 
     def _consumer(self, stmt: tir.Stmt, it) -> tir.Stmt:
-        stmt = _restage(stmt, self.staged, tir.floormod(it, self.stages))
+        stmt = _restage(stmt, self.staged, tir.floormod(self._count(it), self.stages))
         if not self.lag:
             return stmt
         # the one gemm of the loop: commit, then wait until one group is pending
@@ -266,19 +275,22 @@ class _TmaPipeline:
         return tir.Evaluate(make_call("gemm", *call.args, tir.const(1, "int32")), span=stmt.span)
 
     def _wait_full(self, it) -> tir.Stmt:
-        return _extern("tl::mbarrier_wait", self.full(tir.floormod(it, self.stages)),
-                       tir.floormod(tir.floordiv(it, self.stages), 2))
+        g = self._count(it)
+        return _extern("tl::mbarrier_wait", self.full(tir.floormod(g, self.stages)),
+                       tir.floormod(tir.floordiv(g, self.stages), 2))
 
-    def _release(self, it) -> tir.Stmt:
+    def _release(self, it, lag=None) -> tir.Stmt:
         """Lane 0 of each consumer warp releases the stage of iteration it - lag."""
+        lag = self.lag if lag is None else lag
         lane0 = tir.EQ(tir.floormod(self.tx, WARP), 0)
         return tir.IfThenElse(lane0, _extern("tl::mbarrier_arrive",
-                                             self.empty(tir.floormod(it - self.lag, self.stages))), None)
+                                             self.empty(tir.floormod(self._count(it) - lag, self.stages))), None)
 
     def _reuse(self, j) -> tir.Stmt:
         """Wait until the consumers released the previous use (j - S) of iteration j's stage."""
-        return _extern("tl::mbarrier_wait", self.empty(tir.floormod(j, self.stages)),
-                       tir.floormod(tir.floordiv(j - self.stages, self.stages), 2))
+        g = self._count(j)
+        return _extern("tl::mbarrier_wait", self.empty(tir.floormod(g, self.stages)),
+                       tir.floormod(tir.floordiv(g - self.stages, self.stages), 2))
 
     def _iteration(self, it, first: bool, refill: bool) -> list:
         """Consumer iteration `it` (counted from 0); `first` when it is the peeled iteration 0
@@ -315,7 +327,10 @@ class _TmaPipeline:
                        annotations=keep or None, span=loop.span)
         cond = tir.GE(n, 1)
         body = seq([first, rest]) if analyzer().can_prove(cond) else tir.IfThenElse(cond, seq([first, rest]), None)
-        return seq([body, _extern("tl::wgmma_wait<0>")])
+        drained = [body, _extern("tl::wgmma_wait<0>")]
+        if self.base is not None:  # a later run of the loop refills the last stage too
+            drained.append(self._release(n - 1, lag=0))
+        return seq(drained)
 
     def _init(self) -> list:
         init = [_extern("tl::mbarrier_init", self.full(s), tir.const(1, "uint32")) for s in range(self.stages)]
@@ -332,8 +347,8 @@ class _TmaPipeline:
         n = loop.extent
         j = tir.Var(f"{loop.loop_var.name}_load", "int32")
         producer = tir.For(j, tir.const(0, "int32"), n, tir.ForKind.SERIAL, seq([
-            tir.IfThenElse(tir.GE(j, stages), self._reuse(j), None),
-            self.issue(j, tir.floormod(j, stages)),
+            tir.IfThenElse(tir.GE(self._count(j), stages), self._reuse(j), None),
+            self.issue(j, tir.floormod(self._count(j), stages)),
         ]))
         region = seq([
             *self._init(),
@@ -437,8 +452,6 @@ def pipeline_tma_loads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
 
     walk(func.body, lambda a: scopes.__setitem__(_key(a.buffer), str(a.buffer.ty.storage_scope)), (tir.AllocBuffer,))
     outside = _references(func.body)
-    maps: list[TensorMap] = []
-    replaced: dict[int, object] = {}
     found = ctx.facts.setdefault("pipelines", [])
 
     # warp specialization: one more warp issues the loads of one top-level pipelined loop
@@ -446,54 +459,73 @@ def pipeline_tma_loads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         and threads + loading_threads(caps, threads) <= caps.max_threads_per_block \
         and not _has_thread_groups(func.body)
     top_level = _top_level_loops(func.body)
-    found_ws: list = []
+    plan = plan_persistent(func, ctx, top_level) if specialize else None
 
-    def map_index(m: TensorMap) -> int:
-        if m not in maps:
-            maps.append(m)
-        return maps.index(m)
+    def rewrite(plan):
+        maps: list[TensorMap] = []
+        replaced: dict[int, object] = {}
+        found_ws: list = []
 
-    def on_for(loop: tir.For):
-        if ANN_NUM_STAGES not in loop.annotations or int(loop.annotations[ANN_NUM_STAGES]) < 2:
-            return loop
-        if any(k in loop.annotations for k in ("tl_pipeline_order", "tl_pipeline_stage")) \
-                or _user_synchronized(loop.body):
-            return loop
-        split = _split(loop, params, operands, placed, scopes, placeable)
-        if split is None:
-            return loop
-        loads, consumers = split
-        inside = _references(loop.body)
-        if any(outside.get(_key(load.dst.buffer)) != inside.get(_key(load.dst.buffer)) for load in loads):
-            return loop  # a loaded tile is used outside the loop
-        ops = [TileOp.from_stmt(s) for s in consumers if is_tile_op(s)]
-        lag = int(len(consumers) == 1 and len(ops) == 1 and _takes_wgmma(ops[0], ctx, threads, operands))
-        stages = int(loop.annotations[ANN_NUM_STAGES])
-        pipe = _TmaPipeline(loop, stages, loads, consumers, map_index, tx, threads // 32, lag)
-        if specialize and _key(loop) in top_level and not found_ws:
-            found_ws.append(loop)
-            stmt = pipe.build_specialized(threads, loading_threads(caps, threads))
-        else:
-            stmt = pipe.build()
-        for load in loads:
-            _place(load, placed, swizzles)
-            key, staged = _key(load.dst.buffer), pipe.staged[_key(load.dst.buffer)]
-            placed[_key(staged)] = placed[key]
-            operands.add(_key(staged))
-            replaced[key] = staged
-        found.append((loop.loop_var.name, stages))
-        return stmt
+        def map_index(m: TensorMap) -> int:
+            if m not in maps:
+                maps.append(m)
+            return maps.index(m)
 
-    body = map_stmts(func.body, (tir.For,), on_for)
-    if not replaced:
-        return func
+        def on_for(loop: tir.For):
+            if ANN_NUM_STAGES not in loop.annotations or int(loop.annotations[ANN_NUM_STAGES]) < 2:
+                return loop
+            if any(k in loop.annotations for k in ("tl_pipeline_order", "tl_pipeline_stage")) \
+                    or _user_synchronized(loop.body):
+                return loop
+            split = _split(loop, params, operands, placed, scopes, placeable)
+            if split is None:
+                return loop
+            loads, consumers = split
+            inside = _references(loop.body)
+            if any(outside.get(_key(load.dst.buffer)) != inside.get(_key(load.dst.buffer)) for load in loads):
+                return loop  # a loaded tile is used outside the loop
+            ops = [TileOp.from_stmt(s) for s in consumers if is_tile_op(s)]
+            lag = int(len(consumers) == 1 and len(ops) == 1 and _takes_wgmma(ops[0], ctx, threads, operands))
+            stages = int(loop.annotations[ANN_NUM_STAGES])
+            pipe = _TmaPipeline(loop, stages, loads, consumers, map_index, tx, threads // 32, lag)
+            if specialize and _key(loop) in top_level and not found_ws:
+                found_ws.append(loop)
+                if plan is not None:
+                    pipe.base = plan.base(int(loop.extent))
+                stmt = pipe.build_specialized(threads, loading_threads(caps, threads))
+            else:
+                stmt = pipe.build()
+            for load in loads:
+                _place(load, placed, swizzles)
+                key, staged = _key(load.dst.buffer), pipe.staged[_key(load.dst.buffer)]
+                placed[_key(staged)] = placed[key]
+                operands.add(_key(staged))
+                replaced[key] = staged
+            found.append((loop.loop_var.name, stages))
+            return stmt
 
-    def on_alloc(a: tir.AllocBuffer):
-        new = replaced.get(_key(a.buffer))
-        return a if new is None else tir.AllocBuffer(new)
+        body = map_stmts(func.body, (tir.For,), on_for)
+        if not replaced:
+            return func, False
 
-    body = map_stmts(body, (tir.AllocBuffer,), on_alloc)
-    return func.with_body(body).with_attr(TENSOR_MAPS_ATTR, json.dumps([m.to_dict() for m in maps]))
+        def on_alloc(a: tir.AllocBuffer):
+            new = replaced.get(_key(a.buffer))
+            return a if new is None else tir.AllocBuffer(new)
+
+        body = map_stmts(body, (tir.AllocBuffer,), on_alloc)
+        out = func.with_body(body).with_attr(TENSOR_MAPS_ATTR, json.dumps([m.to_dict() for m in maps]))
+        return out, bool(found_ws)
+
+    if plan is not None:
+        before = len(found)
+        out, specialized = rewrite(plan)
+        if specialized:
+            persistent = persist(out, plan)
+            if shared_bytes(persistent) <= caps.shared_memory_optin:
+                ctx.facts[PERSISTENT] = plan
+                return persistent
+        del found[before:]  # built again below, one tile per block
+    return rewrite(None)[0]
 
 
 # ---------------------------------------------------------------------------- warp specialization
@@ -604,16 +636,9 @@ def _top_level(stmt, marker) -> tuple[list, list]:
     """The kernel's top-level statements in order, looking through annotations that wrap
     the rest of the body and hold the pipeline (`T.annotate_layout`'s), and those
     annotations, outermost first."""
-    from tilelang_core.transform import walk
-
-    def holds(node) -> bool:
-        found = []
-        walk(node, lambda a: found.append(a) if a.same_as(marker) else None, (tir.AttrStmt,))
-        return bool(found)
-
     items, wrappers = [], []
     for child in _children(stmt):
-        if isinstance(child, tir.AttrStmt) and not child.same_as(marker) and holds(child):
+        if isinstance(child, tir.AttrStmt) and not child.same_as(marker) and _holds(child, marker):
             inner, more = _top_level(child.body, marker)
             items += inner
             wrappers += [child, *more]
@@ -681,29 +706,74 @@ def _values_for_loaders(before: list, producer: tir.Stmt) -> list:
     return chosen
 
 
-def _split_roles(items: list, marker, consumers: int, loaders: int) -> tir.Stmt:
-    """The kernel's top-level statements `items` as one role branch (`specialize_warps`)."""
-    if not any(s.same_as(marker) for s in items):
-        raise AssertionError("a warp-specialized pipeline must be a top-level statement of the kernel")
+def _holds(node, marker) -> bool:
+    from tilelang_core.transform import walk
+
+    found = []
+    walk(node, lambda a: found.append(a) if a.same_as(marker) else None, (tir.AttrStmt,))
+    return bool(found)
+
+
+def _pipeline_roles(marker, consumers: int) -> tuple[list, list, tir.Stmt, tir.Stmt]:
+    """(allocations, set-up, consumer part, loading part) of the pipeline region `marker`."""
+    *head, roles = _children(marker.body.body)  # inside ATTR_SYNC_PLACED
+    allocs = [h for h in head if isinstance(h, tir.AllocBuffer)]
+    setup = [h for h in head if not isinstance(h, tir.AllocBuffer)]
+    return allocs, setup, sync_placed(_consumer_barriers(roles.then_case, consumers)), roles.else_case
+
+
+def _tile_loop_roles(loop: tir.For, marker, consumers: int) -> tuple[list, list, tir.Stmt, tir.Stmt]:
+    """(allocations, set-up, consumer loop, loading loop) of a persistent block's tile loop that
+    holds the pipeline: both roles walk the same tiles; the pipeline's set-up runs once,
+    before the loop; the names the loop body binds are bound in both copies."""
+    inner, wrappers = _top_level(loop.body, marker)
+    decls, setup, consumer, producer = _roles(inner, marker, consumers)
+    allocs = [d for d in decls if isinstance(d, (tir.AllocBuffer, tir.DeclBuffer))]
+    binds = [d for d in decls if not isinstance(d, (tir.AllocBuffer, tir.DeclBuffer))]
+
+    def copy(body: list) -> tir.Stmt:
+        body = seq([*binds, *body])
+        for attr in reversed(wrappers):
+            body = tir.AttrStmt(attr.node, attr.attr_key, attr.value, body)
+        return tir.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, annotations=loop.annotations,
+                       span=loop.span)
+
+    return allocs, setup, copy(consumer), copy([producer])
+
+
+def _roles(items: list, marker, consumers: int) -> tuple[list, list, list, tir.Stmt]:
+    """(declarations, set-up, consumer statements, loading statement) of the statements `items`,
+    one of which holds the pipeline region `marker` (itself, or a persistent tile loop)."""
+    from .lower_persistent import is_tile_loop
+
     decls, setup, consumer, producer = [], [], [], None
-    before: list = []  # the top-level statements that run before the pipeline
+    before: list = []  # the statements that run before the pipeline
     for stmt in items:
-        if producer is None and not stmt.same_as(marker):
+        here = stmt.same_as(marker) or (is_tile_loop(stmt) and _holds(stmt, marker))
+        if producer is None and not here:
             before.append(stmt)
-        if stmt.same_as(marker):
-            region = _children(marker.body.body)  # inside ATTR_SYNC_PLACED
-            *head, roles = region
-            decls += [h for h in head if isinstance(h, tir.AllocBuffer)]
-            setup += [h for h in head if not isinstance(h, tir.AllocBuffer)]
-            consumer.append(sync_placed(_consumer_barriers(roles.then_case, consumers)))
-            producer = roles.else_case
+        if here:
+            allocs, head, part, producer = _pipeline_roles(marker, consumers) if stmt.same_as(marker) \
+                else _tile_loop_roles(stmt, marker, consumers)
+            decls += allocs
+            setup += head
+            consumer.append(part)
         elif _declares(stmt) and _pure(stmt):
             decls.append(stmt)
         else:
             consumer.append(_consumer_barriers(stmt, consumers))
+    if producer is None:
+        raise AssertionError("a warp-specialized pipeline must be a top-level statement of the kernel "
+                             "(or of a persistent block's tile loop)")
     shared_values = _values_for_loaders(before, producer)
     if shared_values:
         producer = seq([*shared_values, producer])
+    return decls, setup, consumer, producer
+
+
+def _split_roles(items: list, marker, consumers: int, loaders: int) -> tir.Stmt:
+    """The kernel's top-level statements `items` as one role branch (`specialize_warps`)."""
+    decls, setup, consumer, producer = _roles(items, marker, consumers)
     split = register_split(consumers, loaders)
     if split is not None:
         consumer.insert(0, _extern(f"tl::setmaxnreg_inc<{split[0]}>"))

@@ -124,56 +124,110 @@ def _wgmma_accumulators(func, ctx) -> set:
     return found
 
 
+def _staged(stmt, op: TileOp, chunks: int, params: dict[int, int]):
+    """(stage buffer, its placement or None, [statements]) storing the fragment copy `op`
+    through a shared stage tile in `chunks` column chunks (fill, then store, per chunk), or
+    None where the store of a chunk cannot be a TMA store."""
+    from .layout_wgmma import wgmma_tile
+
+    src, dst = op.regions[:2]
+    rows, cols = (int(d) for d in src.buffer.ty.shape)
+    width = cols // chunks
+    stage = tir.decl_buffer((rows, width), dst.dtype, name=f"{src.buffer.name}_stage", scope="shared.dyn")
+    tile = wgmma_tile(rows, width, tvm.runtime.DataType(dst.dtype).bits // 8)
+    placement = {_key(stage): tile} if tile is not None and rows <= MAX_BOX else {}
+    stmts = []
+    for chunk in range(chunks):
+        col = tir.const(chunk * width, "int32")
+        part = Region(src.buffer, (src.mins[0], src.mins[1] + col), (src.extents[0], width), ACCESS_READ) \
+            if chunks > 1 else src
+        out = Region(dst.buffer, (*dst.mins[:-1], dst.mins[-1] + col), (*dst.extents[:-1], width), ACCESS_WRITE) \
+            if chunks > 1 else dst
+        store = tir.Evaluate(make_call("copy", Region.full(stage, ACCESS_READ).to_call(), out.to_call()),
+                             span=stmt.span)
+        if plan_tma_store(TileOp.from_stmt(store), params, set(), placement) is None:
+            return None
+        stmts += [tir.Evaluate(make_call("copy", part.to_call(), Region.full(stage, ACCESS_WRITE).to_call()),
+                               span=stmt.span), store]
+    return stage, tile if placement else None, stmts
+
+
 def stage_fragment_stores(func: tir.PrimFunc, ctx, params: dict[int, int], swizzled: dict) -> tir.PrimFunc:
     """Each top-level `T.copy(fragment, global)` that can end in a TMA store, staged through
     a shared tile (module docstring); the others as they were. A stage tile whose rows are
     32, 64 or a multiple of 128 bytes gets wgmma's swizzled placement (the threads' writes
     from the accumulator then meet no bank conflicts; TMA unswizzles), recorded in
-    `SHARED_LAYOUTS` and in `swizzled`."""
-    from .layout_wgmma import wgmma_tile
+    `SHARED_LAYOUTS` and in `swizzled`.
+
+    In a persistent block's tile loop (`lower_persistent`) the copy is one of the loop's
+    statements, and the stage tile cannot take the main loop's bytes (the loading threads
+    fill the next tile's stages meanwhile): there the tile may hold a part of the columns,
+    stored in turn (2, 4, ... chunks, the fewest that fit)."""
     from .lower_layout import SharedLayout
+    from .lower_persistent import is_tile_loop
     from .lower_wgmma import _index_map
 
     if _pipelines_left(func):
         return func
     limit = ctx.caps.shared_memory_optin
     accumulators = _wgmma_accumulators(func, ctx)
+    top: list = []
+    map_top_level(func.body, lambda items: top.extend(items) or items)
 
-    def rewrite(items):
-        out = list(items)
-        for index in reversed(range(len(out))):
-            stmt = out[index]
-            if not is_tile_op(stmt, "copy"):
-                continue
-            op = TileOp.from_stmt(stmt)
-            src, dst = op.regions[:2]
-            if src.scope != SCOPE_FRAGMENT or _key(src.buffer) not in accumulators or dst.scope != "global" \
-                    or op.hints.get("disable_tma") or not _whole(src) or len(src.buffer.ty.shape) != 2:
-                continue
-            stage = tir.decl_buffer(tuple(src.buffer.ty.shape), dst.dtype, name=f"{src.buffer.name}_stage",
-                                    scope="shared.dyn")
-            whole = Region.full(stage, ACCESS_WRITE)
-            fill = tir.Evaluate(make_call("copy", src.to_call(), whole.to_call()), span=stmt.span)
-            store = tir.Evaluate(make_call("copy", Region.full(stage, ACCESS_READ).to_call(), dst.to_call()),
-                                 span=stmt.span)
-            rows, cols = (int(d) for d in src.buffer.ty.shape)
-            tile = wgmma_tile(rows, cols, tvm.runtime.DataType(dst.dtype).bits // 8)
-            placement = {_key(stage): tile} if tile is not None and rows <= MAX_BOX else {}
-            if plan_tma_store(TileOp.from_stmt(store), params, set(), placement) is None:
-                continue
-            trial = out[:index] + [tir.AllocBuffer(stage), fill, store] + out[index + 1:]
-            if shared_bytes(func.with_body(map_top_level(func.body, lambda _: trial))) > limit:
-                continue
-            out = trial
-            if placement:
-                line = op.source
-                ctx.facts.setdefault(SHARED_LAYOUTS, {})[_key(stage)] = SharedLayout(
-                    _index_map(tile), (tile.rows, tile.cols), (tile.rows, tile.cols), True,
-                    f"TMA store at line {line[1]}" if line else "TMA store")
-                swizzled.update(placement)
-        return out
+    def fits(items) -> bool:
+        return shared_bytes(func.with_body(map_top_level(func.body, lambda _: items))) <= limit
 
-    return func.with_body(map_top_level(func.body, rewrite))
+    def candidate(stmt) -> TileOp | None:
+        if not is_tile_op(stmt, "copy"):
+            return None
+        op = TileOp.from_stmt(stmt)
+        src, dst = op.regions[:2]
+        if src.scope != SCOPE_FRAGMENT or _key(src.buffer) not in accumulators or dst.scope != "global" \
+                or op.hints.get("disable_tma") or not _whole(src) or len(src.buffer.ty.shape) != 2:
+            return None
+        return op
+
+    def accept(op, stage, tile) -> None:
+        if tile is not None:
+            line = op.source
+            ctx.facts.setdefault(SHARED_LAYOUTS, {})[_key(stage)] = SharedLayout(
+                _index_map(tile), (tile.rows, tile.cols), (tile.rows, tile.cols), True,
+                f"TMA store at line {line[1]}" if line else "TMA store")
+            swizzled[_key(stage)] = tile
+
+    for index in reversed(range(len(top))):
+        stmt = top[index]
+        op = candidate(stmt)
+        if op is not None:
+            staged = _staged(stmt, op, 1, params)
+            if staged is None:
+                continue
+            stage, tile, stmts = staged
+            trial = top[:index] + [tir.AllocBuffer(stage), *stmts] + top[index + 1:]
+            if fits(trial):
+                top = trial
+                accept(op, stage, tile)
+        elif is_tile_loop(stmt):
+            inner = list(stmt.body.seq) if isinstance(stmt.body, tir.SeqStmt) else [stmt.body]
+            for j in reversed(range(len(inner))):
+                op = candidate(inner[j])
+                cols = int(op.regions[0].buffer.ty.shape[1]) if op is not None else 0
+                chunks = 1
+                while op is not None and cols % chunks == 0 and cols // chunks >= 8:
+                    staged = _staged(inner[j], op, chunks, params)
+                    if staged is not None:
+                        stage, tile, stmts = staged
+                        body = inner[:j] + stmts + inner[j + 1:]
+                        loop = tir.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, seq(body),
+                                       annotations=stmt.annotations, span=stmt.span)
+                        trial = [tir.AllocBuffer(stage)] + top[:index] + [loop] + top[index + 1:]
+                        if fits(trial):
+                            top, inner, stmt = trial, body, loop
+                            index += 1
+                            accept(op, stage, tile)
+                            break
+                    chunks *= 2
+    return func.with_body(map_top_level(func.body, lambda _: top))
 
 
 def lower_tma_stores(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
