@@ -41,7 +41,7 @@ MIRROR = Path("/work/.mirror/tile-ai+tilelang/repo")
 MANIFEST = "manifest.json"
 SHAPE = dict(batch=8, heads=16, seq=4096, dim=128)
 # (block_M, block_N, num_stages, threads): the example's tuned config and others
-CONFIGS = [(128, 128, 2, 256), (128, 32, 2, 128), (64, 64, 2, 128), (128, 64, 2, 128)]
+CONFIGS = [(128, 128, 2, 256), (128, 128, 3, 256), (128, 32, 2, 128), (64, 64, 2, 128), (128, 64, 2, 128)]
 # GQA decode: batch, query heads, kv heads, kv length, dim; (block_N, block_H, num_stages,
 # threads) of `attention_decode.gqa_decode`
 DECODE = dict(batch=16, heads=32, groups=8, seqlen_kv=8192, dim=128)
@@ -85,7 +85,7 @@ def export(out: Path, arch: str, checkout: Path, quick: bool, engine: str = "def
     mha = _load_factory(_example_source(checkout, "examples/flash_attention/example_mha_fwd_bhsd.py"),
                         "def flashattn", "def ref_program", out, "example_mha_fwd_bhsd")
     entries = []
-    configs = CONFIGS[:1] if quick else CONFIGS
+    configs = CONFIGS[:2] if quick else CONFIGS
     chosen = list(ENGINES) if engine == "all" else engine.split(",")
     engines = [(f"_{e}" if len(chosen) > 1 else "", ENGINES[e]) for e in chosen]
     for causal, (suffix, configs_of), (bm, bn, stages, threads) in itertools.product((False, True), engines, configs):

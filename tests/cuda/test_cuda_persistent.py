@@ -98,9 +98,32 @@ def _causal_like(n_blocks=8):
     return main
 
 
-def test_uneven_work_keeps_the_hardware_scheduler():
-    script = lower(_causal_like(), _small_target(2), CompileOptions()).script()
-    assert "tl::tma_load" in script and "cuda.persistent_tiles" not in script
+def _gemm_and_more(n_blocks=8):
+    """A pipelined loop whose consumers run more than the gemm (as FlashAttention's softmax)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((n_blocks * 64, 128), "float16"), B: T.Tensor((128, 64), "float16"),
+             C: T.Tensor((n_blocks * 64, 64), "float32")):
+        with T.Kernel(n_blocks, threads=128) as bx:
+            A_s = T.alloc_shared((64, 32), "float16")
+            B_s = T.alloc_shared((32, 64), "float16")
+            C_l = T.alloc_fragment((64, 64), "float32")
+            T.clear(C_l)
+            for ko in T.Pipelined(4, num_stages=2):
+                T.copy(A[bx * 64, ko * 32], A_s)
+                T.copy(B[ko * 32, 0], B_s)
+                T.gemm(A_s, B_s, C_l)
+                for i, j in T.Parallel(64, 64):
+                    C_l[i, j] = C_l[i, j] * 0.5
+            T.copy(C_l, C[bx * 64, 0])
+
+    return main
+
+
+def test_uneven_work_or_more_than_a_gemm_keeps_one_tile_per_block():
+    for kernel in (_causal_like(), _gemm_and_more()):
+        script = lower(kernel, _small_target(2), CompileOptions()).script()
+        assert "tl::tma_load" in script and "cuda.persistent_tiles" not in script
 
 
 def test_h100_gemm_form():

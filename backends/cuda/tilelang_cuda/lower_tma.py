@@ -25,7 +25,11 @@ warp), and with `lag` L (1 when the consumers are one wgmma gemm, else 0):
 
 A stage is loaded again only after every warp released it, and read only after its bytes
 landed; with L = 1 the tensor cores work on iteration it while iteration it - 1's wgmma
-drains. The tensor maps the loads use (`TensorMap`) are recorded on the PrimFunc as
+drains. When the kernel qualifies for persistent blocks (`lower_persistent.plan_persistent`),
+the warp-specialized pipeline counts its iterations over the tiles a block has done (`wave *
+n + it` picks the stage and the phase; the consumers also release the last stage of a tile)
+and the kernel takes the persistent form, if it still fits the shared memory.
+The tensor maps the loads use (`TensorMap`) are recorded on the PrimFunc as
 `TENSOR_MAPS_ATTR` (JSON): the codegen appends one `const __grid_constant__` parameter per map
 and the runtime builds them per call (`cuTensorMapEncodeTiled`). The result sits in an
 `ATTR_SYNC_PLACED` region: the core adds no barrier in it.
@@ -50,7 +54,7 @@ from .lower_layout import SHARED_LAYOUTS
 from .lower_pipeline import _key, _loads_buffers, _references, _restage, _statements, _user_synchronized, _whole, \
     consumers_fit, invariant_mins, reads_scalars_only, sync_placed
 from .lower_persistent import PERSISTENT, persist, plan_persistent
-from .lower_wgmma import WGMMA_OPERANDS, plan_wgmma, takes_wgmma
+from .lower_wgmma import WGMMA_OPERANDS, plan_wgmma, proxy_fence, takes_wgmma
 
 __all__ = ["TENSOR_MAPS_ATTR", "ATTR_WARP_SPECIALIZED", "TensorMap", "TmaLoad", "plan_tma_load", "pipeline_tma_loads", "tma_dims",
            "specialize_warps", "tensor_maps_of"]
@@ -215,6 +219,18 @@ def _i32(value) -> tir.PrimExpr:
     return tir.const(value, "int32") if isinstance(value, int) else value
 
 
+def _fenced_gemms(stmt: tir.Stmt) -> tir.Stmt:
+    """`stmt` with each `T.gemm` marked as reading tiles fenced before the loop (args 10 and
+    11: wait for every group, issue no proxy fence; `lower_wgmma`)."""
+    def on_eval(e: tir.Evaluate):
+        if is_tile_op(e, "gemm") and len(e.value.args) == 10:
+            return tir.Evaluate(make_call("gemm", *e.value.args, tir.const(0, "int32"), tir.const(1, "int32")),
+                                span=e.span)
+        return e
+
+    return map_stmts(stmt, (tir.Evaluate,), on_eval)
+
+
 class _NotTaken(Exception):
     pass
 
@@ -269,7 +285,7 @@ class _TmaPipeline:
     def _consumer(self, stmt: tir.Stmt, it) -> tir.Stmt:
         stmt = _restage(stmt, self.staged, tir.floormod(self._count(it), self.stages))
         if not self.lag:
-            return stmt
+            return _fenced_gemms(stmt)
         # the one gemm of the loop: commit, then wait until one group is pending
         call = stmt.value
         return tir.Evaluate(make_call("gemm", *call.args, tir.const(1, "int32")), span=stmt.span)
@@ -320,8 +336,12 @@ class _TmaPipeline:
         var, lo, n = loop.loop_var, loop.min, loop.extent
         keep = {k: v for k, v in loop.annotations.items() if k not in _PIPELINE_KEYS}
         if not self.lag:
-            return tir.For(var, lo, n, tir.ForKind.SERIAL, seq(self._iteration(var - lo, False, refill)),
-                           annotations=keep or None, span=loop.span)
+            # the consumers write no shared memory: one proxy fence before the loop covers the
+            # generic-proxy writes (a tile loaded before it by cp.async or by threads) that its
+            # gemms read (`_fenced_gemms`); TMA's writes need none
+            return seq([proxy_fence(), tir.For(var, lo, n, tir.ForKind.SERIAL,
+                                                seq(self._iteration(var - lo, False, refill)),
+                                                annotations=keep or None, span=loop.span)])
         first = substitute(seq(self._iteration(tir.const(0, "int32"), True, refill)), {var: lo})
         rest = tir.For(var, lo + 1, n - 1, tir.ForKind.SERIAL, seq(self._iteration(var - lo, False, refill)),
                        annotations=keep or None, span=loop.span)
@@ -465,6 +485,7 @@ def pipeline_tma_loads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         maps: list[TensorMap] = []
         replaced: dict[int, object] = {}
         found_ws: list = []
+        persisted: list = []
 
         def map_index(m: TensorMap) -> int:
             if m not in maps:
@@ -490,8 +511,9 @@ def pipeline_tma_loads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             pipe = _TmaPipeline(loop, stages, loads, consumers, map_index, tx, threads // 32, lag)
             if specialize and _key(loop) in top_level and not found_ws:
                 found_ws.append(loop)
-                if plan is not None:
+                if plan is not None and lag:  # the GEMM form (lower_persistent)
                     pipe.base = plan.base(int(loop.extent))
+                    persisted.append(loop)
                 stmt = pipe.build_specialized(threads, loading_threads(caps, threads))
             else:
                 stmt = pipe.build()
@@ -514,16 +536,17 @@ def pipeline_tma_loads(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
 
         body = map_stmts(body, (tir.AllocBuffer,), on_alloc)
         out = func.with_body(body).with_attr(TENSOR_MAPS_ATTR, json.dumps([m.to_dict() for m in maps]))
-        return out, bool(found_ws)
+        return out, bool(persisted)
 
     if plan is not None:
         before = len(found)
-        out, specialized = rewrite(plan)
-        if specialized:
-            persistent = persist(out, plan)
-            if shared_bytes(persistent) <= caps.shared_memory_optin:
-                ctx.facts[PERSISTENT] = plan
-                return persistent
+        out, counted = rewrite(plan)
+        if not counted:  # no loop took the persistent count: `out` is the one-tile-per-block form
+            return out
+        persistent = persist(out, plan)
+        if shared_bytes(persistent) <= caps.shared_memory_optin:
+            ctx.facts[PERSISTENT] = plan
+            return persistent
         del found[before:]  # built again below, one tile per block
     return rewrite(None)[0]
 

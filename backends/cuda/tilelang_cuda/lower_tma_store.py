@@ -32,7 +32,10 @@ count below cannot see), and the kernel's shared memory (`shared_bytes`: C_stage
 bytes of buffers dead by then, such as the main loop's stages) stays within
 `shared_memory_optin`. Why: a wgmma accumulator stores 4 bytes per thread at a time, rows
 apart; TMA stores whole rows. `bench/gemm.py` at 4096^3 on the H100: 0.86-0.87x -> 0.91-0.92x
-cuBLAS (2026-11-26). `tl.disable_tma_lower` turns both off, with the loads.
+cuBLAS (2026-11-26). In a persistent block's tile loop the stage tile cannot reuse the main
+loop's bytes (the loaders fill the next tile's stages meanwhile), so it may hold a chunk of the
+columns, stored in turn (the fewest chunks that fit). `tl.disable_tma_lower` turns both off,
+with the loads.
 """
 from __future__ import annotations
 

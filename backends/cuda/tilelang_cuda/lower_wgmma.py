@@ -335,6 +335,9 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
     # leave up to that many groups in flight after this one
     pending = op.int_arg(10) if len(op.args) > 10 else 0
     wait = _extern(f"tl::wgmma_wait<{pending}>")
+    # `fenced` (set by the TMA pipeline for the gemms of a loop that writes no shared memory):
+    # the pipeline fenced the tiles' generic-proxy writes once, before its loop
+    fenced = len(op.args) > 11 and op.int_arg(11)
 
     def per_thread(thread):
         body = []
@@ -350,7 +353,7 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
             fence_acc,
             # the tiles' writers fence too (after their cp.async wait); this one covers writers
             # that could not (cp.async completing on an mbarrier); TMA-fed gemms need none
-            *([] if pending else [_extern("tl::fence_proxy_async")]),
+            *([] if pending or fenced else [_extern("tl::fence_proxy_async")]),
             _extern("tl::wgmma_fence"),
             _loop(kk, plan.k_steps, _loop(mi, t.mi, _loop(ni, t.ni, mma))),
             _extern("tl::wgmma_commit"),

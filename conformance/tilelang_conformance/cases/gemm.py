@@ -168,6 +168,11 @@ gemm_case("pipelined.tma", "T.Pipelined over tiles a matrix descriptor can read 
           ("float16", "float32"), ("tma", "setmaxnreg", "tme", "async_barrier"), M=300, N=264, K=200, bM=128,
           bN=128, bK=64, stages=3, threads=256)
 
+gemm_case("persistent", "more output tiles than an H100 has SMs (12 x 12 tiles of 64x64, ragged M and N) through "
+          "T.Pipelined: where a warp-specialized pipeline's tiles run on persistent blocks (one per processor), "
+          "each block walks several tiles, its loading warpgroup running ahead into the next tile's stages",
+          ("float16", "float32"), M=750, N=760, K=72, bM=64, bN=64, bK=32, stages=2, threads=128)
+
 gemm_case("two_warps", "float16 GEMM issued by two warps (64 threads, 64x64x32 tiles): too few threads for a "
           "warpgroup instruction, so warp-level matrix instructions take it on every target that has them, their "
           "operands loaded from shared memory by ldmatrix where the target declares it",
