@@ -48,6 +48,33 @@ def _softmax_scale(problem: dict) -> tuple[float, bool]:
     return (scale * LOG2E, False) if scale > 0 else (LOG2E, True)
 
 
+@T.macro
+def _online_softmax_step(s, p, o, m, m_prev, alpha, l, row_sum, c, scale, prescale):  # noqa: E741
+    """One key tile of the online softmax, after the scores `s` (rows x keys, masked ones
+    -inf) were computed: `m` becomes the running row maximum (`m_prev` the one before),
+    `alpha` = exp2(m_prev * c - m * c) the factor on what came before, `s` the tile's
+    exp2(s * c - m * c) (the scores times `scale` first when `prescale`: see
+    `_softmax_scale`), `l` the running row sum, `p` the tile in the inputs' dtype, and the
+    output accumulator `o` rescaled by `alpha`; the caller adds p @ V to `o`."""
+    rows, cols = s.shape
+    width = o.shape[1]
+    if prescale:  # a masked score stays -inf (times a negative scale it would be +inf)
+        for i, j in T.Parallel(rows, cols):
+            s[i, j] = T.if_then_else(s[i, j] == -T.infinity("float32"), s[i, j], s[i, j] * scale)
+    T.copy(m, m_prev)
+    T.reduce_max(s, m, dim=1, clear=False)
+    for i in T.Parallel(rows):
+        alpha[i] = T.exp2(m_prev[i] * c - m[i] * c)
+    for i, j in T.Parallel(rows, cols):
+        s[i, j] = T.exp2(s[i, j] * c - m[i] * c)
+    T.reduce_sum(s, row_sum, dim=1)
+    for i in T.Parallel(rows):
+        l[i] = l[i] * alpha[i] + row_sum[i]
+    T.copy(s, p)
+    for i, j in T.Parallel(rows, width):
+        o[i, j] = o[i, j] * alpha[i]
+
+
 def _fwd_kernel(problem: dict, config: dict):
     B, Hq, Hkv, Sq, Skv, D, dtype, causal = (problem[k] for k in (
         "batch", "heads", "kv_heads", "seq_q", "seq_kv", "dim", "dtype", "causal"))
@@ -94,21 +121,7 @@ def _fwd_kernel(problem: dict, config: dict):
                 else:
                     T.clear(s)
                 T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                if prescale:  # a masked score stays -inf (times a negative scale it would be +inf)
-                    for i, j in T.Parallel(bM, bN):
-                        s[i, j] = T.if_then_else(s[i, j] == -T.infinity("float32"), s[i, j], s[i, j] * scale)
-                T.copy(m, m_prev)
-                T.reduce_max(s, m, dim=1, clear=False)
-                for i in T.Parallel(bM):
-                    alpha[i] = T.exp2(m_prev[i] * c - m[i] * c)
-                for i, j in T.Parallel(bM, bN):
-                    s[i, j] = T.exp2(s[i, j] * c - m[i] * c)
-                T.reduce_sum(s, row_sum, dim=1)
-                for i in T.Parallel(bM):
-                    l[i] = l[i] * alpha[i] + row_sum[i]
-                T.copy(s, p)
-                for i, j in T.Parallel(bM, D):
-                    o[i, j] = o[i, j] * alpha[i]
+                _online_softmax_step(s, p, o, m, m_prev, alpha, l, row_sum, c, scale, prescale)
                 T.copy(V[bz, by // group, k * bN, 0], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
             for i in T.Parallel(bM):  # 1 / l, and 0 for a row without keys (seq_kv 0), as FlashAttention
@@ -215,21 +228,7 @@ def _varlen_kernel(problem: dict, config: dict):
                     else:
                         T.clear(s)
                 T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                if prescale:  # a masked score stays -inf
-                    for i, j in T.Parallel(bM, bN):
-                        s[i, j] = T.if_then_else(s[i, j] == -T.infinity("float32"), s[i, j], s[i, j] * scale)
-                T.copy(m, m_prev)
-                T.reduce_max(s, m, dim=1, clear=False)
-                for i in T.Parallel(bM):
-                    alpha[i] = T.exp2(m_prev[i] * c - m[i] * c)
-                for i, j in T.Parallel(bM, bN):
-                    s[i, j] = T.exp2(s[i, j] * c - m[i] * c)
-                T.reduce_sum(s, row_sum, dim=1)
-                for i in T.Parallel(bM):
-                    l[i] = l[i] * alpha[i] + row_sum[i]
-                T.copy(s, p)
-                for i, j in T.Parallel(bM, D):
-                    o[i, j] = o[i, j] * alpha[i]
+                _online_softmax_step(s, p, o, m, m_prev, alpha, l, row_sum, c, scale, prescale)
                 T.copy(V_pad[bz * Lk + k * bN:bz * Lk + k * bN + bN, by // group * D:by // group * D + D], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
             for i in T.Parallel(bM):  # 1 / l, and 0 for a sequence without keys, as FlashAttention
@@ -306,21 +305,7 @@ def _decode_kernel(problem: dict, config: dict):
                 else:
                     T.clear(s)
                 T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                if prescale:  # a masked score stays -inf
-                    for i, j in T.Parallel(bH, bN):
-                        s[i, j] = T.if_then_else(s[i, j] == -T.infinity("float32"), s[i, j], s[i, j] * scale)
-                T.copy(m, m_prev)
-                T.reduce_max(s, m, dim=1, clear=False)
-                for i in T.Parallel(bH):
-                    alpha[i] = T.exp2(m_prev[i] * c - m[i] * c)
-                for i, j in T.Parallel(bH, bN):
-                    s[i, j] = T.exp2(s[i, j] * c - m[i] * c)
-                T.reduce_sum(s, row_sum, dim=1)
-                for i in T.Parallel(bH):
-                    l[i] = l[i] * alpha[i] + row_sum[i]
-                T.copy(s, p)
-                for i, j in T.Parallel(bH, D):
-                    o[i, j] = o[i, j] * alpha[i]
+                _online_softmax_step(s, p, o, m, m_prev, alpha, l, row_sum, c, scale, prescale)
                 T.copy(V[bz, bx, bs * chunk + k * bN, 0], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(bH, D):
