@@ -37,6 +37,8 @@ for _path in (REPO, Path(__file__).resolve().parent):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+from attention import _time  # noqa: E402  (bench/attention.py: CUDA events, median of `rep` calls)
+
 MANIFEST = "manifest.json"
 PROBLEM = {"batch": 16, "heads": 32, "kv_heads": 8, "seq_kv": 8192, "dim": 128, "dtype": "float16",
            "scale": 1 / math.sqrt(128), "splits": 0}
@@ -57,6 +59,7 @@ VARIANTS = {
 }
 SPLIT_ALONE = ("table", "before")  # also exported as the split launch alone
 ATOL, RTOL = 5e-4, 1e-2
+DEVICE = "cuda"  # where the inputs live (a CPU smoke test of this script sets "cpu")
 
 
 # ---------------------------------------------------------------------------- export
@@ -71,9 +74,9 @@ def variant_config(target, changes: dict) -> dict:
     return {**config, **changes}
 
 
-def export(out: Path, arch: str, only: list[str] | None = None) -> list[dict]:
-    """Compile the variants (`only`: those names) for cuda/`arch` and export each to out/NAME;
-    write the manifest. :returns: the manifest's entries."""
+def export(out: Path, target: str, only: list[str] | None = None) -> list[dict]:
+    """Compile the variants (`only`: those names) for `target` (e.g. "cuda/sm_90a") and
+    export each to out/NAME; write the manifest. :returns: the manifest's entries."""
     import tilelang_core
     from tilelang_core import ops
     from tilelang_core.ops.attention import _fit, decode_chunk, decode_splits
@@ -81,7 +84,7 @@ def export(out: Path, arch: str, only: list[str] | None = None) -> list[dict]:
     from tilelang_core.plugin import get_plugin_manager
     from tilelang_core.transform.launches import split_launches
 
-    target = get_plugin_manager().parse_target(f"cuda/{arch}")
+    target = get_plugin_manager().parse_target(target)
     problem = {**PROBLEM, "processors": target.capabilities.processor_count or 0}
     build = ops.get("attention_decode").kernels["online_softmax"]
     unknown = sorted(set(only or ()) - set(VARIANTS))
@@ -115,25 +118,30 @@ def export(out: Path, arch: str, only: list[str] | None = None) -> list[dict]:
         entries.append(entry)
         print(f"exported {name}: {splits} splits of {chunk} keys, {entry['threads']} threads, "
               f"{split_launch.shared_memory // 1024} KB shared, in {time.perf_counter() - start:.1f} s", flush=True)
-    (out / MANIFEST).write_text(json.dumps({"arch": arch, "problem": problem, "variants": entries}, indent=1))
+    (out / MANIFEST).write_text(json.dumps({"target": str(target), "problem": problem, "variants": entries}, indent=1))
     return entries
 
 
 # ---------------------------------------------------------------------------- run
 
 
+def _sync(torch) -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
 def _poisoned(torch, shapes) -> None:
     """Fill freed allocator blocks of these (shape, dtype name) sizes with NaN, so the
     workspaces the next call allocates start poisoned."""
-    blocks = [torch.full(shape, float("nan"), dtype=getattr(torch, dtype), device="cuda") for shape, dtype in shapes]
-    torch.cuda.synchronize()
+    blocks = [torch.full(shape, float("nan"), dtype=getattr(torch, dtype), device=DEVICE) for shape, dtype in shapes]
+    _sync(torch)
     del blocks
 
 
 def _inputs(torch, problem: dict):
     b, h, g, s, d = (problem[k] for k in ("batch", "heads", "kv_heads", "seq_kv", "dim"))
-    q = torch.randn(b, h, d, device="cuda", dtype=torch.float16)
-    k, v = (torch.randn(b, g, s, d, device="cuda", dtype=torch.float16) for _ in range(2))
+    q = torch.randn(b, h, d, device=DEVICE, dtype=torch.float16)
+    k, v = (torch.randn(b, g, s, d, device=DEVICE, dtype=torch.float16) for _ in range(2))
     return q, k, v
 
 
@@ -151,25 +159,24 @@ def _check(torch, kernel, entry: dict, problem: dict) -> tuple[bool, float]:
     o = torch.full_like(q, float("nan"))
     _poisoned(torch, entry["workspaces"])
     kernel(q, k, v, o)
-    torch.cuda.synchronize()
+    _sync(torch)
     err = (o.float() - ref).abs()
     good = bool(torch.isfinite(o).all()) and bool((err <= ATOL + RTOL * ref.abs()).all())
     return good, float(err.max())
 
 
 def run(out: Path, warmup: int, rep: int, rounds: int) -> int:
-    sys.modules["tvm"] = None  # the runtime half must not need the compiler
+    """Check and time every variant exported to `out`. :returns: the exit status."""
     import torch
 
     import tilelang_core
-    from attention import _time  # bench/attention.py: CUDA events, median of `rep` calls
     from tilelang_core.plugin import get_plugin_manager
 
     manager = get_plugin_manager()
     if "cuda" not in manager.registry.kinds:  # a bare machine: the backend from this checkout
         sys.path.insert(0, str(REPO / "backends" / "cuda"))
         manager.register_module("cuda", "tilelang_cuda.plugin")
-    if not torch.cuda.is_available():
+    if DEVICE == "cuda" and not torch.cuda.is_available():
         print("no CUDA device here")
         return 2
     manifest = json.loads((out / MANIFEST).read_text())
@@ -186,7 +193,7 @@ def run(out: Path, warmup: int, rep: int, rounds: int) -> int:
         fns = {"ours": lambda: kernel(q, k, v, o), "sdpa": lambda: _sdpa(q, k, v, problem["scale"])}
         if "split_alone" in entry:  # the split launch alone, on workspaces allocated once
             alone = tilelang_core.load(out / entry["split_alone"])
-            spaces = [torch.empty(shape, dtype=getattr(torch, dtype), device="cuda")
+            spaces = [torch.empty(shape, dtype=getattr(torch, dtype), device=DEVICE)
                       for shape, dtype in entry["workspaces"]]
             fns["split launch"] = lambda: alone(q, k, v, o, *spaces)
         samples = {name: [] for name in fns}
@@ -214,7 +221,8 @@ def run(out: Path, warmup: int, rep: int, rounds: int) -> int:
         print(f"| {r['name']} | {changes} | {e['splits']} x {e['chunk']} | {e['threads']} | {e['shared_memory'] // 1024} "
               f"| {r['ours_ms']:.4f} | {r['gbs']:.1f} | {r['sdpa_ms']:.4f} | **{r['ratio']:.2f}** | {split} "
               f"| {r['err']:.1e}{'' if r['ok'] else ' MISMATCH'} |")
-    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}; memory-bound floor 0.9x")
+    device = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
+    print(f"device: {device}, torch {torch.__version__}; memory-bound floor 0.9x")
     return 0 if ok else 1
 
 
@@ -231,8 +239,9 @@ def main(argv=None) -> int:
     if not (args.export or args.run):
         parser.error("give --export DIR and/or --run DIR")
     if args.export:
-        export(args.export, args.arch, [n for n in args.only.split(",") if n] or None)
+        export(args.export, f"cuda/{args.arch}", [n for n in args.only.split(",") if n] or None)
     if args.run:
+        sys.modules["tvm"] = None  # the runtime half must not need the compiler
         return run(args.run, args.warmup, args.rep, args.rounds)
     return 0
 

@@ -1,6 +1,7 @@
 """bench/decode_variants.py without a GPU: the export writes each chosen variant (both
 launches), the split launch alone where asked, and a manifest the run reads; the table
-variant is what `ops.attention_decode` runs on sm_90a, `before` the config it replaced."""
+variant is what `ops.attention_decode` runs on sm_90a, `before` the config it replaced; the
+run checks and times what was exported (on the CPU backend, at a small problem)."""
 from __future__ import annotations
 
 import importlib.util
@@ -26,7 +27,7 @@ def test_export_writes_the_variants_and_the_manifest(bench, tmp_path):
     from tilelang_core.ops.registry import resolve_config
     from tilelang_core.plugin import get_plugin_manager
 
-    entries = bench.export(tmp_path, "sm_90a", ["table", "before"])
+    entries = bench.export(tmp_path, "cuda/sm_90a", ["table", "before"])
     manifest = json.loads((tmp_path / bench.MANIFEST).read_text())
     assert [e["name"] for e in manifest["variants"]] == ["table", "before"] == [e["name"] for e in entries]
     table, before = manifest["variants"]
@@ -45,4 +46,32 @@ def test_export_writes_the_variants_and_the_manifest(bench, tmp_path):
 
 def test_unknown_variant_is_refused(bench, tmp_path):
     with pytest.raises(SystemExit, match="unknown variants \\['nope'\\]"):
-        bench.export(tmp_path, "sm_90a", ["nope"])
+        bench.export(tmp_path, "cuda/sm_90a", ["nope"])
+
+
+def test_run_checks_and_times_the_exports_on_the_cpu(bench, monkeypatch, tmp_path, capsys):
+    """Export for the CPU at a small ragged problem, then the run as on the GPU (its CUDA event
+    timer stood in for by the wall clock): every variant checked against SDPA, timed, tabled;
+    a variant that computes something else is reported as a mismatch (exit status 1)."""
+    import time
+
+    def wall_ms(fn, warmup, rep):
+        start = time.perf_counter()
+        fn()
+        return (time.perf_counter() - start) * 1e3
+
+    pytest.importorskip("torch")
+    monkeypatch.setattr(bench, "DEVICE", "cpu")
+    monkeypatch.setattr(bench, "_time", wall_ms)
+    monkeypatch.setattr(bench, "PROBLEM", {**bench.PROBLEM, "batch": 2, "heads": 8, "kv_heads": 2, "seq_kv": 300,
+                                           "dim": 32})
+    bench.export(tmp_path, "cpu", ["table", "n64_s2"])
+    assert bench.run(tmp_path, 0, 1, 1) == 0
+    out = capsys.readouterr().out
+    assert "| table |" in out and "| n64_s2 |" in out and "MISMATCH" not in out, out
+    # a negative control: the manifest's scale no longer the one the kernels were built with
+    manifest = json.loads((tmp_path / bench.MANIFEST).read_text())
+    manifest["problem"]["scale"] *= 2
+    (tmp_path / bench.MANIFEST).write_text(json.dumps(manifest))
+    assert bench.run(tmp_path, 0, 1, 1) == 1
+    assert "MISMATCH" in capsys.readouterr().out
