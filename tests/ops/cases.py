@@ -344,6 +344,9 @@ CASES = {
     "attention_decode.splits3": attention_decode(8, 2, 200, 32, 3),
     "attention_decode.mha.splits7": attention_decode(4, 4, 33, 16, 7, -0.2),
     "attention_decode.group3.long": attention_decode(6, 2, 1000, 16, 4),
+    # fewer keys than a tile (MQA), and one split of several tiles (MHA, ragged)
+    "attention_decode.mqa.short": attention_decode(8, 1, 5, 64),
+    "attention_decode.mha.splits1": attention_decode(4, 4, 150, 32, 1),
 }
 
 

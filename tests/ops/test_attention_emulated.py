@@ -66,15 +66,24 @@ def test_varlen_on_hopper_with_empty_sequences():
     assert (got[5:40] == 0).all()  # the sequence without keys
 
 
-def test_decode_on_hopper_in_splits():
-    """Three chunks, the last one ragged, combined by the second launch."""
-    batch, heads, kv_heads, seq, dim = 1, 4, 2, 300, 16
+@pytest.mark.parametrize("heads, kv_heads, seq, requested", [
+    # three chunks, the last one ragged (at 32-key tiles: 7 tiles in chunks of 3, so the last
+    # chunk has a tile wholly past the keys)
+    (4, 2, 210, 3),
+    # MQA, a group of 3 padded to the 16 rows of an mma tile, fewer keys than one tile, one split
+    (3, 1, 20, 1),
+])
+def test_decode_on_hopper_in_splits(heads, kv_heads, seq, requested):
+    """The sm_90a kernel (one warp per block) over chunks of the keys, combined by the
+    second launch; workspaces poisoned."""
+    batch, dim = 1, 16
     problem = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_kv": seq, "dim": dim, "dtype": "float16",
-               "scale": 1 / math.sqrt(dim), "splits": 3}
+               "scale": 1 / math.sqrt(dim), "splits": requested}
     target = get_plugin_manager().parse_target("cuda/sm_90a")
     config, _ = resolve_config(ops.get("attention_decode"), target, problem)
-    _, splits = decode_chunk(seq, 3, _fit(config["block_N"], seq))
-    assert splits == 3
+    assert config["threads"] == 32  # the row max and sum of the scores by shuffles within the warp
+    _, splits = decode_chunk(seq, requested, _fit(config["block_N"], seq))
+    assert splits == requested
     rng = np.random.default_rng(4)
     q = rng.standard_normal((batch, heads, dim)).astype(np.float16)
     k, v = (rng.standard_normal((batch, kv_heads, seq, dim)).astype(np.float16) for _ in range(2))
@@ -82,6 +91,7 @@ def test_decode_on_hopper_in_splits():
     lse = np.full((batch, heads, splits), np.nan, np.float32)
     partial = np.full((batch, heads, splits, dim), np.nan, np.float32)
     _run("attention_decode", problem, q, k, v, out, lse, partial)
+    assert not np.isnan(out).any()
     assert np.abs(out.astype(np.float64) - ops.get("attention_decode").reference(q, k, v)).max() < 1e-2
 
 

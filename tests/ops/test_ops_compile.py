@@ -285,3 +285,21 @@ def test_varlen_and_decode_pipeline_on_hopper():
     assert split.grid[0] * split.grid[1] * split.grid[2] >= 4 * target.capabilities.processor_count
     assert combine.grid[:2] == (decode.example["heads"], decode.example["batch"])
     assert "cp_async_wait_all" not in text and "tl::cp_async_wait<" in text, text
+
+
+def test_decode_keeps_the_scores_in_registers_on_hopper():
+    """At the bench's problem: one warp per block, so the row max and sum of the score tile
+    are warp shuffles (no shared score buffer, one barrier per key tile: with 4 warps the
+    tile's keys were spread over warps and every reduction went through shared memory), and
+    four blocks fit in an SM's shared memory (H100: 228 KB an SM, 1 KB kept per block)."""
+    target = _target("cuda/sm_90a")
+    decode = ops.get("attention_decode")
+    kernel, config, _ = kernel_for(decode, target, decode.example)
+    split = kernel.meta.launches[0]
+    assert split.block[0] == target.capabilities.warp_size and config["fast_math"]
+    assert 4 * (split.shared_memory + 1024) <= 228 * 1024, split.shared_memory
+    text = kernel.get_kernel_source()
+    start = text.index("  for (int32_t k = 0;")
+    main_loop = text[start:text.index("\n  }\n", start)]  # to the loop's closing brace
+    assert "__shfl_xor_sync" in main_loop and "float* s = " not in text, main_loop
+    assert main_loop.count("__syncthreads()") == 1, main_loop

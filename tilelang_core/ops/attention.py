@@ -48,6 +48,33 @@ def _softmax_scale(problem: dict) -> tuple[float, bool]:
     return (scale * LOG2E, False) if scale > 0 else (LOG2E, True)
 
 
+@T.macro
+def _online_softmax_step(s, p, o, m, m_prev, alpha, l, row_sum, c, scale, prescale):  # noqa: E741
+    """One key tile of the online softmax, after the scores `s` (rows x keys, masked ones
+    -inf) were computed: `m` becomes the running row maximum (`m_prev` the one before),
+    `alpha` = exp2(m_prev * c - m * c) the factor on what came before, `s` the tile's
+    exp2(s * c - m * c) (the scores times `scale` first when `prescale`: see
+    `_softmax_scale`), `l` the running row sum, `p` the tile in the inputs' dtype, and the
+    output accumulator `o` rescaled by `alpha`; the caller adds p @ V to `o`."""
+    rows, cols = s.shape
+    width = o.shape[1]
+    if prescale:  # a masked score stays -inf (times a negative scale it would be +inf)
+        for i, j in T.Parallel(rows, cols):
+            s[i, j] = T.if_then_else(s[i, j] == -T.infinity("float32"), s[i, j], s[i, j] * scale)
+    T.copy(m, m_prev)
+    T.reduce_max(s, m, dim=1, clear=False)
+    for i in T.Parallel(rows):
+        alpha[i] = T.exp2(m_prev[i] * c - m[i] * c)
+    for i, j in T.Parallel(rows, cols):
+        s[i, j] = T.exp2(s[i, j] * c - m[i] * c)
+    T.reduce_sum(s, row_sum, dim=1)
+    for i in T.Parallel(rows):
+        l[i] = l[i] * alpha[i] + row_sum[i]
+    T.copy(s, p)
+    for i, j in T.Parallel(rows, width):
+        o[i, j] = o[i, j] * alpha[i]
+
+
 def _fwd_kernel(problem: dict, config: dict):
     B, Hq, Hkv, Sq, Skv, D, dtype, causal = (problem[k] for k in (
         "batch", "heads", "kv_heads", "seq_q", "seq_kv", "dim", "dtype", "causal"))
@@ -94,21 +121,7 @@ def _fwd_kernel(problem: dict, config: dict):
                 else:
                     T.clear(s)
                 T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                if prescale:  # a masked score stays -inf (times a negative scale it would be +inf)
-                    for i, j in T.Parallel(bM, bN):
-                        s[i, j] = T.if_then_else(s[i, j] == -T.infinity("float32"), s[i, j], s[i, j] * scale)
-                T.copy(m, m_prev)
-                T.reduce_max(s, m, dim=1, clear=False)
-                for i in T.Parallel(bM):
-                    alpha[i] = T.exp2(m_prev[i] * c - m[i] * c)
-                for i, j in T.Parallel(bM, bN):
-                    s[i, j] = T.exp2(s[i, j] * c - m[i] * c)
-                T.reduce_sum(s, row_sum, dim=1)
-                for i in T.Parallel(bM):
-                    l[i] = l[i] * alpha[i] + row_sum[i]
-                T.copy(s, p)
-                for i, j in T.Parallel(bM, D):
-                    o[i, j] = o[i, j] * alpha[i]
+                _online_softmax_step(s, p, o, m, m_prev, alpha, l, row_sum, c, scale, prescale)
                 T.copy(V[bz, by // group, k * bN, 0], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
             for i in T.Parallel(bM):  # 1 / l, and 0 for a row without keys (seq_kv 0), as FlashAttention
@@ -215,21 +228,7 @@ def _varlen_kernel(problem: dict, config: dict):
                     else:
                         T.clear(s)
                 T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                if prescale:  # a masked score stays -inf
-                    for i, j in T.Parallel(bM, bN):
-                        s[i, j] = T.if_then_else(s[i, j] == -T.infinity("float32"), s[i, j], s[i, j] * scale)
-                T.copy(m, m_prev)
-                T.reduce_max(s, m, dim=1, clear=False)
-                for i in T.Parallel(bM):
-                    alpha[i] = T.exp2(m_prev[i] * c - m[i] * c)
-                for i, j in T.Parallel(bM, bN):
-                    s[i, j] = T.exp2(s[i, j] * c - m[i] * c)
-                T.reduce_sum(s, row_sum, dim=1)
-                for i in T.Parallel(bM):
-                    l[i] = l[i] * alpha[i] + row_sum[i]
-                T.copy(s, p)
-                for i, j in T.Parallel(bM, D):
-                    o[i, j] = o[i, j] * alpha[i]
+                _online_softmax_step(s, p, o, m, m_prev, alpha, l, row_sum, c, scale, prescale)
                 T.copy(V_pad[bz * Lk + k * bN:bz * Lk + k * bN + bN, by // group * D:by // group * D + D], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
             for i in T.Parallel(bM):  # 1 / l, and 0 for a sequence without keys, as FlashAttention
@@ -254,15 +253,23 @@ def decode_chunk(seq_kv: int, splits: int, block_N: int) -> tuple[int, int]:
 
 
 def _decode_kernel(problem: dict, config: dict):
-    """Flash decoding: the KV sequence is cut into `splits` chunks; a block takes the `group`
-    query heads of one KV head (its rows) over one chunk and writes its normalised output and
-    log2-sum-exp to workspaces; a second launch, one block per (batch, query head), combines
-    the chunks. Enough (KV head, chunk) blocks fill the device at small batch x heads."""
+    """Flash decoding: the KV sequence is cut into chunks; a block takes the `group` query
+    heads of one KV head (its rows, padded to `block_H`) over one chunk and writes its
+    normalised output and log2-sum-exp to workspaces; a second launch, one block per (batch,
+    query head), combines the chunks.
+
+    The split count is the problem's "splits" when nonzero, else `decode_splits` with the
+    config's "blocks_per_processor" (default 4) and the problem's "processors". On a GPU the
+    config's one warp per block keeps the score tile's row max and sum in registers (warp
+    shuffles); with several warps the key columns of a tile are spread over warps and the
+    reductions go through shared memory."""
     B, Hq, Hkv, S, D, dtype = (problem[k] for k in ("batch", "heads", "kv_heads", "seq_kv", "dim", "dtype"))
     group = Hq // Hkv
     bH = max(config["block_H"], 1 << (group - 1).bit_length())
     bN = _fit(config["block_N"], S)
-    chunk, splits = decode_chunk(S, problem["splits"], bN)
+    requested = decode_splits(B * Hkv, S, problem.get("processors"), problem["splits"] or None,
+                              config.get("blocks_per_processor", 4))
+    chunk, splits = decode_chunk(S, requested, bN)
     c, prescale = _softmax_scale(problem)
     scale = problem["scale"]
     ragged = chunk * splits != S  # the last chunk ends past the keys: its tail is masked
@@ -298,21 +305,7 @@ def _decode_kernel(problem: dict, config: dict):
                 else:
                     T.clear(s)
                 T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                if prescale:  # a masked score stays -inf
-                    for i, j in T.Parallel(bH, bN):
-                        s[i, j] = T.if_then_else(s[i, j] == -T.infinity("float32"), s[i, j], s[i, j] * scale)
-                T.copy(m, m_prev)
-                T.reduce_max(s, m, dim=1, clear=False)
-                for i in T.Parallel(bH):
-                    alpha[i] = T.exp2(m_prev[i] * c - m[i] * c)
-                for i, j in T.Parallel(bH, bN):
-                    s[i, j] = T.exp2(s[i, j] * c - m[i] * c)
-                T.reduce_sum(s, row_sum, dim=1)
-                for i in T.Parallel(bH):
-                    l[i] = l[i] * alpha[i] + row_sum[i]
-                T.copy(s, p)
-                for i, j in T.Parallel(bH, D):
-                    o[i, j] = o[i, j] * alpha[i]
+                _online_softmax_step(s, p, o, m, m_prev, alpha, l, row_sum, c, scale, prescale)
                 T.copy(V[bz, bx, bs * chunk + k * bN, 0], V_s)
                 T.gemm(p, V_s, o, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(bH, D):
@@ -399,14 +392,20 @@ register(Operator("flash_attention_varlen", "flash_attention over packed sequenc
                   {"block_M": (64, 128), "block_N": (32, 64, 128), "stages": (1, 2)}))
 register(Operator("attention_decode", "one query token per head against a KV cache (GQA groups per block)",
                   {"online_softmax": _decode_kernel},
-                  (ConfigRule("block-serial", {"block_H": 2, "block_N": 64, "stages": 1, "threads": 1}),
+                  # block_H 1: MHA's one query row per block (2 padded it: 1.8x slower on the CPU)
+                  (ConfigRule("block-serial", {"block_H": 1, "block_N": 64, "stages": 1, "threads": 1}),
                    ConfigRule("warp_size=64", {"block_H": 16, "block_N": 64, "stages": 1, "warps": 4}),
-                   # block_N 128, 3 stages: the best of ops.tune's 9 on the H100 (2026-11-26)
+                   # one warp: the scores' row max and sum by shuffles (4 warps split a tile's keys,
+                   # and the reductions went through shared memory: 0.55x SDPA on the H100);
+                   # 32-key tiles, 3 stages: 52 KB shared, 4 blocks per SM, no spills (ptxas);
+                   # fast_math: exp2 as one ex2.approx.ftz (NVRTC keeps inf and NaN)
+                   ConfigRule("mma.sync", {"block_H": 16, "block_N": 32, "stages": 3, "warps": 1, "fast_math": True,
+                                           "blocks_per_processor": 8}),
                    ConfigRule("simt", {"block_H": 16, "block_N": 128, "stages": 3, "warps": 4})),
                   reference_decode, (3,),
                   {"batch": 16, "heads": 32, "kv_heads": 8, "seq_kv": 8192, "dim": 128, "dtype": "float16",
-                   "scale": 1 / math.sqrt(128), "splits": 5},
-                  {"block_N": (64, 128, 256), "stages": (1, 2, 3)}))
+                   "scale": 1 / math.sqrt(128), "splits": 0, "processors": 132},
+                  {"block_N": (32, 64), "stages": (2, 3, 4), "blocks_per_processor": (4, 8, 16)}))
 
 
 # -- calls ----------------------------------------------------------------------------------
@@ -502,15 +501,17 @@ def _longest(cu) -> int:
     return int(np.diff(host).max()) if host.size > 1 else 0
 
 
-def decode_splits(batch_heads: int, seq_kv: int, processors: int | None, num_splits: int | None = None) -> int:
+def decode_splits(batch_heads: int, seq_kv: int, processors: int | None, num_splits: int | None = None,
+                  blocks_per_processor: int = 4) -> int:
     """How many chunks the KV sequence of a decode step is cut into: `num_splits` when given,
-    else enough (batch x KV head x chunk) blocks for about four per processor, at most one
-    chunk per 64 keys (1 on a target that does not say how many processors it has)."""
+    else enough (batch x KV head x chunk) blocks for about `blocks_per_processor` per
+    processor, at most one chunk per 64 keys (1 on a target that does not say how many
+    processors it has). `decode_chunk` then rounds it to whole tiles."""
     if num_splits is not None:
         return num_splits
     if not processors:
         return 1
-    return max(1, min(-(-4 * processors // batch_heads), -(-seq_kv // 64)))
+    return max(1, min(-(-blocks_per_processor * processors // batch_heads), -(-seq_kv // 64)))
 
 
 def attention_decode(q, k, v, scale: float | None = None, num_splits: int | None = None, target=None):
@@ -533,8 +534,9 @@ def attention_decode(q, k, v, scale: float | None = None, num_splits: int | None
     if num_splits is not None and (not isinstance(num_splits, int) or num_splits < 1):
         raise OpError(f"attention_decode: num_splits={num_splits!r}; give a positive int, or None for the default")
     tgt = target_for([q, k, v], target, "attention_decode")
+    # splits 0: the kernel's config chooses them for the target's processor count
     problem = {"batch": b, "heads": hq, "kv_heads": hkv, "seq_kv": s, "dim": d, "dtype": dtype,
                "scale": float(1 / math.sqrt(d) if scale is None else scale),
-               "splits": decode_splits(b * hkv, s, tgt.capabilities.processor_count, num_splits)}
+               "splits": num_splits or 0, "processors": tgt.capabilities.processor_count or 0}
     kernel, _, _ = kernel_for(get("attention_decode"), tgt, problem)
     return kernel(contiguous(q), contiguous(k), contiguous(v))
