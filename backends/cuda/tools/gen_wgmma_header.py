@@ -2,7 +2,8 @@
 
 wgmma names every accumulator register in the instruction, so each N of m64nNkK is its own
 asm statement; this script spells them out (`python backends/cuda/tools/gen_wgmma_header.py`).
-f16/bf16 take transpose arguments; tf32, fp8 and s8 read both operands K-major only.
+f16/bf16 take transpose arguments; tf32, fp8 and s8 read both operands K-major only (tf32 and
+f16/bf16 also take A from registers).
 """
 from __future__ import annotations
 
@@ -40,6 +41,10 @@ HEAD = """\
 //       elements (row 16 * (t / 32) + (t % 32) / 4 + 8 * (j % 2), columns 2 * (t % 4) +
 //       8 * (j / 2) + {0, 1}) for register j (PTX ISA "Register fragments, wgmma .m64nNk16 A").
 //       The registers must not change until the wait_group that completes the instruction.
+//   wgmma_m64n{N}k8_rs_f32_tf32(d, a, desc_b, scale_d)
+//       tf32 with A from registers: a[0..3] of thread t are float32 words of A at row
+//       16 * (t / 32) + (t % 32) / 4 + 8 * (j % 2), column (t % 4) + 4 * (j / 2) for register j
+//       (PTX ISA "Register fragments, wgmma .m64nNk8 A"); B (N x 8) K-major.
 //       D's fragment (PTX ISA "Register fragments, wgmma .m64nNk16 D"): thread t of the warp
 //       group holds d[i] at row 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2),
 //       column 8 * (i / 4) + 2 * (t % 4) + i % 2.
@@ -146,6 +151,25 @@ def rs_wrapper(n: int, kind: str) -> str:
     )
 
 
+def rs_tf32_wrapper(n: int) -> str:
+    regs = n // 2
+    d_list = ", ".join(f"%{i}" for i in range(regs))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    a0, b, s = regs, regs + 4, regs + 5
+    a_list = ", ".join(f"%{a0 + j}" for j in range(4))
+    words = ", ".join(f'"r"(__float_as_uint(a[{j}]))' for j in range(4))
+    return (
+        f"TL_DEVICE void wgmma_m64n{n}k8_rs_f32_tf32(float* d, const float* a, uint64_t desc_b, int scale_d) {{\n"
+        f"  asm volatile(\n"
+        f'      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\n"\n'
+        f'      "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 "\n'
+        f'      "{{{d_list}}}, {{{a_list}}}, %{b}, p, 1, 1;\\n}}\\n"\n'
+        f"      : {outs}\n"
+        f'      : {words}, "l"(desc_b), "r"(scale_d));\n'
+        f"}}\n"
+    )
+
+
 def main() -> None:
     body = [HEAD]
     for kind in TYPES:
@@ -154,6 +178,8 @@ def main() -> None:
     for kind in TYPES:
         for n in NS:
             body.append(rs_wrapper(n, kind))
+    for n in NS:
+        body.append(rs_tf32_wrapper(n))
     for kind, (_, _, ns) in K_MAJOR.items():
         for n in ns:
             body.append(k_major_wrapper(n, kind))
