@@ -115,4 +115,3 @@ def test_batched_gemm_stores_its_tile_through_tma():
     want = a.astype(np.float64) @ b
     assert np.isfinite(c).all(), "elements never written"
     assert np.abs(c.astype(np.float64) - want).max() <= 1e-2 * np.abs(want).max()
-
