@@ -445,3 +445,25 @@ def test_tf32_operand_rounding_on_the_gpu(wgmma):
     want = 32.0 if wgmma else 32.0 * (1 + 2.0 ** -10)
     assert (c[:, 0] == want).all(), (c[:, 0].unique(), want)
     assert (c[:, 1:] == 0).all()
+
+
+@pytest.mark.gpu
+def test_swapped_tf32_gemm_on_the_gpu():
+    """float32 A (M, K) @ B (K, N) on the H100's swapped wgmma (B^T from registers, TMA-fed,
+    3 wgmma groups in flight while the next k-step's registers load): every element within
+    the TF32 bound of the float64 product, none left poisoned (what the emulator cannot see:
+    a register rewritten while a wgmma still reads it)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("needs an sm_90 GPU through torch")
+    M, N, K = 512, 384, 1024
+    kernel = tilelang_core.compile(gemm_kernel(M, N, K, 128, 128, 32, "float32", stages=4, threads=256),
+                                   target="cuda/sm_90a", cache=False)
+    assert "k8_rs_f32_tf32(" in kernel.get_kernel_source()
+    a, b = torch.randn(M, K, device="cuda"), torch.randn(K, N, device="cuda")
+    c = torch.full((M, N), float("nan"), device="cuda")
+    kernel(a, b, c)
+    truncate = lambda x: (x.view(torch.int32) & -8192).view(torch.float32).double()  # noqa: E731
+    at, bt = truncate(a), truncate(b)
+    bound = (2 * (K + 2) * 2.0 ** -24 + 1.01 * 2.0 ** -9) * (at.abs() @ bt.abs())
+    assert torch.isfinite(c).all() and ((c.double() - at @ bt).abs() <= bound).all()
