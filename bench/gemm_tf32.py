@@ -38,7 +38,7 @@ for _path in (REPO, REPO / "backends" / "cuda", Path(__file__).resolve().parent)
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from gemm import _ensure_cuda_backend, _time_ms  # noqa: E402  (bench/gemm.py)
+from gemm import _time_ms, gpu_torch  # noqa: E402  (bench/gemm.py)
 
 MANIFEST = "manifest.json"
 SIZES = (4096, 8192)
@@ -121,15 +121,11 @@ def _check(torch, a, b_kn, c) -> tuple[bool, float]:
 
 
 def run(root: Path, only: str | None) -> int:
-    sys.modules["tvm"] = None  # the runtime half must not need the compiler
-    import torch
-
-    if not torch.cuda.is_available():
-        print("no CUDA device: nothing to run")
+    torch = gpu_torch()
+    if torch is None:
         return 2
     import tilelang_core
 
-    _ensure_cuda_backend()
     torch.backends.cuda.matmul.allow_tf32 = True  # cuBLAS at TF32: what precision "high" allows
     manifest = json.loads((root / MANIFEST).read_text())
     print(f"device: {torch.cuda.get_device_name()} (kernels built for {manifest['arch']}), torch {torch.__version__}")

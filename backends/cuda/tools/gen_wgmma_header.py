@@ -133,39 +133,26 @@ def k_major_wrapper(n: int, kind: str) -> str:
 
 
 def rs_wrapper(n: int, kind: str) -> str:
+    """A from registers: 16-bit kinds pack two elements a register and take B's transpose; tf32
+    passes four float32 words and reads B K-major only."""
+    tf32 = kind == "tf32"
     regs = n // 2
     d_list = ", ".join(f"%{i}" for i in range(regs))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
     a0, b, s, tb = regs, regs + 4, regs + 5, regs + 6
     a_list = ", ".join(f"%{a0 + j}" for j in range(4))
+    words = ", ".join(f'"r"(__float_as_uint(a[{j}]))' if tf32 else f'"r"(a[{j}])' for j in range(4))
+    k, a_type = (8, "float") if tf32 else (16, "uint32_t")
+    trans, trans_in = ("", "") if tf32 else (f", %{tb}", ', "n"(TB)')
     return (
-        f"template <int TB>\n"
-        f"TL_DEVICE void wgmma_m64n{n}k16_rs_f32_{kind}(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {{\n"
+        ("" if tf32 else "template <int TB>\n")
+        + f"TL_DEVICE void wgmma_m64n{n}k{k}_rs_f32_{kind}(float* d, const {a_type}* a, uint64_t desc_b, int scale_d) {{\n"
         f"  asm volatile(\n"
         f'      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\n"\n'
-        f'      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} "\n'
-        f'      "{{{d_list}}}, {{{a_list}}}, %{b}, p, 1, 1, %{tb};\\n}}\\n"\n'
+        f'      "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{kind} "\n'
+        f'      "{{{d_list}}}, {{{a_list}}}, %{b}, p, 1, 1{trans};\\n}}\\n"\n'
         f"      : {outs}\n"
-        f'      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));\n'
-        f"}}\n"
-    )
-
-
-def rs_tf32_wrapper(n: int) -> str:
-    regs = n // 2
-    d_list = ", ".join(f"%{i}" for i in range(regs))
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
-    a0, b, s = regs, regs + 4, regs + 5
-    a_list = ", ".join(f"%{a0 + j}" for j in range(4))
-    words = ", ".join(f'"r"(__float_as_uint(a[{j}]))' for j in range(4))
-    return (
-        f"TL_DEVICE void wgmma_m64n{n}k8_rs_f32_tf32(float* d, const float* a, uint64_t desc_b, int scale_d) {{\n"
-        f"  asm volatile(\n"
-        f'      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\n"\n'
-        f'      "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 "\n'
-        f'      "{{{d_list}}}, {{{a_list}}}, %{b}, p, 1, 1;\\n}}\\n"\n'
-        f"      : {outs}\n"
-        f'      : {words}, "l"(desc_b), "r"(scale_d));\n'
+        f'      : {words}, "l"(desc_b), "r"(scale_d){trans_in});\n'
         f"}}\n"
     )
 
@@ -179,7 +166,7 @@ def main() -> None:
         for n in NS:
             body.append(rs_wrapper(n, kind))
     for n in NS:
-        body.append(rs_tf32_wrapper(n))
+        body.append(rs_wrapper(n, "tf32"))
     for kind, (_, _, ns) in K_MAJOR.items():
         for n in ns:
             body.append(k_major_wrapper(n, kind))
