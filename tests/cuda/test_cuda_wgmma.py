@@ -284,6 +284,40 @@ def test_swapped_tf32_negative_control_wrong_register_fragment(monkeypatch):
     assert np.abs(c - ref).max() > 1.0
 
 
+def test_swapped_tf32_gemm_keeps_the_users_placement_of_b():
+    """B of the swapped form is read with plain loads: a placement the user gave it (row k
+    rotated by 4 k % 8 floats) stays, its tiles then come through cp.async (a TMA box writes only the
+    swizzled placement), and the result is right; A's tile, read by descriptor, still takes
+    the wgmma placement."""
+    from tilelang_core import language as T
+
+    M, N, K, bk = 128, 128, 64, 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            A_s = T.alloc_shared((M, bk), "float32")
+            B_s = T.alloc_shared((bk, N), "float32")
+            C_f = T.alloc_fragment((M, N), "float32")
+            T.annotate_layout({B_s: T.Layout((bk, N), lambda k, n: (k, (n + 4 * (k % 8)) % N))})
+            T.clear(C_f)
+            for ko in T.Pipelined(K // bk, num_stages=2):
+                T.copy(A[0, ko * bk], A_s)
+                T.copy(B[ko * bk, 0], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C)
+
+    lowered = lower(main, _target("sm_90a"), CompileOptions())
+    script = lowered.script()
+    assert "k8_rs_f32_tf32\"" in script and "cp_async" in script and "tma_load" not in script
+    rng = np.random.default_rng(14)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    run_kernel(lowered, a, b, c)
+    at, bt = _truncate_tf32(a).astype(np.float64), _truncate_tf32(b).astype(np.float64)
+    assert (np.abs(c - at @ bt) <= 2 * (K + 2) * 2.0 ** -24 * (np.abs(at) @ np.abs(bt))).all()
+
+
 def test_tf32_rs_gemm_reads_a_from_registers_in_emulator():
     """A float32 A fragment times B (N, K) K-major: wgmma imposes the tf32 A fragment on A
     (mma.sync has no float32 A from registers) and the rs form passes A's slots as the

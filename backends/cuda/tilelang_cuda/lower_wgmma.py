@@ -14,7 +14,8 @@ that a descriptor can read (`layout_wgmma.wgmma_tile`); the pass config
   swizzled placement the descriptors need, through the same machinery as `T.annotate_layout`
   (`ctx.facts[SHARED_LAYOUTS]`): every access, cp.async copies included, goes to the
   swizzled place. A tile that already has the user's placement cannot be read by a
-  descriptor: that is a compile error naming the fix.
+  descriptor: that is a compile error naming the fix (B of the swapped form, read by plain
+  loads, keeps the user's placement).
 - The lowering, per thread of the warpgroup: `wgmma.fence`, for each k-step (32 bytes of K:
   16 f16/bf16, 8 tf32 or 32 fp8/s8 elements) and each
   of its instructions a descriptor pair and one `wgmma.mma_async`, then `commit_group` and
@@ -295,7 +296,9 @@ def place_wgmma_operands(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             key = region.buffer.__chandle__()
             origin = f"T.gemm on wgmma at line {line[1]}" if line else "T.gemm on wgmma"
             old = placed.get(key)
-            if old is not None and not old.origin.startswith("T.gemm on wgmma"):
+            # the swapped form reads B with plain loads: any placement serves (it then keeps cp.async)
+            if old is not None and not old.origin.startswith("T.gemm on wgmma") and \
+                    not (plan.swap and region is op.regions[1]):
                 raise TileLangCompileError(
                     f"T.gemm on wgmma reads {region.buffer.name} through a matrix descriptor, which needs its own "
                     f"swizzled placement, but {old.origin} places it otherwise; drop the annotation, or keep "
