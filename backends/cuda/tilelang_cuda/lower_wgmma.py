@@ -57,8 +57,7 @@ from .layout_wgmma import K_MAJOR_ONLY, WARPGROUP, WGMMA_DTYPES, WarpgroupTiling
     tf32_a_element, tf32_a_layout, transposed_accumulator_layout, wgmma_accumulator_layout, wgmma_k, wgmma_tile
 
 __all__ = ["WgmmaPlan", "WGMMA_OPERANDS", "has_wgmma", "plan_wgmma", "accumulator_of", "rs_layouts", "takes_wgmma",
-           "wgmma_layouts",
-           "place_wgmma_operands", "lower_wgmma", "needs_proxy_fence", "proxy_fence"]
+           "wgmma_layouts", "place_wgmma_operands", "lower_wgmma", "needs_proxy_fence", "proxy_fence"]
 
 WGMMA_OPERANDS = "cuda.wgmma_operands"  # ctx.facts key: handles of shared tiles wgmma reads
 SHARED_SCOPES = ("shared", "shared.dyn")
