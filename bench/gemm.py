@@ -188,16 +188,25 @@ def _wall_us(torch, fn, calls: int = 2000) -> float:
     return (time.perf_counter() - start) / calls * 1e6
 
 
-def run(root: Path, only: str | None) -> int:
-    sys.modules["tvm"] = None  # the runtime half must not need the compiler
+def gpu_torch():
+    """torch, on a machine with a CUDA device, with the CUDA backend registered and TVM kept
+    out (the runtime half must not need the compiler); None without a device."""
+    sys.modules["tvm"] = None
     import torch
 
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to run")
+        return None
+    _ensure_cuda_backend()
+    return torch
+
+
+def run(root: Path, only: str | None) -> int:
+    torch = gpu_torch()
+    if torch is None:
         return 2
     import tilelang_core
 
-    _ensure_cuda_backend()
     manifest = json.loads((root / MANIFEST).read_text())
     print(f"device: {torch.cuda.get_device_name()}  (kernels built for {manifest['arch']}), "
           f"torch {torch.__version__}")

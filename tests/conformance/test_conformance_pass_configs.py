@@ -182,9 +182,10 @@ def test_matrix_cases_compile_on_the_older_path_of_sm_90a(sm90a, name, conforman
 
 def test_wgmma_is_credited_only_by_cases_whose_source_uses_it():
     """The `wgmma` claim of cuda/sm_90a lists the cases that name it (A and B K-major, one
-    warpgroup), and each of their CUDA sources calls a wgmma of its dtype; `mma.sync` keeps the
-    dtype cases (B as (K, N)), whose tf32/fp8/s8 GEMMs wgmma cannot take, and drops the
-    K-major ones. Rendered without a toolchain."""
+    warpgroup; and the float32 dtype case, B as (K, N), which wgmma's tf32 form takes swapped),
+    and each of their CUDA sources calls a wgmma of its dtype; `mma.sync` keeps the other dtype
+    cases of B as (K, N) whose GEMMs wgmma cannot take (s8), and drops the wgmma ones.
+    Rendered without a toolchain."""
     from tilelang_conformance.build import render
     from tilelang_conformance.case import registry
     from tilelang_conformance.probes import cases_for, claims_for
@@ -194,12 +195,13 @@ def test_wgmma_is_credited_only_by_cases_whose_source_uses_it():
     claims = {c.capability: c.cases for c in claims_for(target.capabilities, cases)}
     kmajor = {"float16": "f32_f16<", "float32": "k8_f32_tf32(", "int8": "k32_s32_s8(",
               "float8_e4m3fn": "k32_f32_e4m3(", "float8_e5m2": "k32_f32_e5m2("}
-    assert set(claims["wgmma"]) == {f"gemm.kmajor.{d}" for d in kmajor}
+    assert set(claims["wgmma"]) == {f"gemm.kmajor.{d}" for d in kmajor} | {"gemm.dtype.float32"}
     for dtype, call in kmajor.items():
         source = render(registry()[f"gemm.kmajor.{dtype}"].spec(target).build_program(), target).source
         assert call in source and "tl::mma_m16n8k" not in source, dtype
     assert not any(name.startswith("gemm.kmajor.") for name in claims["mma.sync"])
-    for dtype in ("float32", "int8"):  # B (K, N): warp-level MMA on sm_90a
-        assert f"gemm.dtype.{dtype}" in claims["mma.sync"]
-        source = render(registry()[f"gemm.dtype.{dtype}"].spec(target).build_program(), target).source
-        assert "wgmma" not in source and "tl::mma_m16n8k" in source, dtype
+    source = render(registry()["gemm.dtype.float32"].spec(target).build_program(), target).source
+    assert "k8_rs_f32_tf32(" in source and "tl::mma_m16n8k" not in source  # B (K, N): swapped
+    assert "gemm.dtype.float32" not in claims["mma.sync"] and "gemm.dtype.int8" in claims["mma.sync"]
+    source = render(registry()["gemm.dtype.int8"].spec(target).build_program(), target).source
+    assert "wgmma" not in source and "tl::mma_m16n8k" in source and "cp_async" in source  # B (K, N): mma.sync

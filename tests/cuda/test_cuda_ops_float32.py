@@ -2,8 +2,9 @@
 
 "highest" (FMA loops, no matrix units): run in the TIR emulator at a ragged size (partial
 tiles on every side, bias and relu), and its SASS at the bench's size (cp.async slabs,
-16-byte shared reads, 16 FFMA per read, no local memory). "high" with B as (N, K): wgmma
-tf32, in the wgmma emulator through cp.async (K rows not 16-byte aligned) and through TMA."""
+16-byte shared reads, 16 FFMA per read, no local memory). "high": wgmma tf32, B as (N, K)
+by descriptors and B as (K, N) swapped (C^T = B^T A^T), in the wgmma emulator through
+cp.async (K rows not 16-byte aligned) and through TMA."""
 from __future__ import annotations
 
 import re
@@ -73,22 +74,27 @@ def _truncate(x):
     return (x.view("uint32") & np.uint32(0xFFFFE000)).view("float32")
 
 
-@pytest.mark.parametrize("M, N, K, loads", [(70, 52, 45, "cp.async"), (130, 72, 64, "tma")])
-def test_tf32_gemm_on_wgmma_in_the_emulator(M, N, K, loads):
-    """precision "high", B (N, K): wgmma tf32 with bias and relu at ragged sizes; the result
-    is the float32 sum of products of truncated operands (within the float32 bound)."""
-    op, problem, func, target = _kernel(M, N, K, False, True, bias=True, fma=False)
+@pytest.mark.parametrize("M, N, K, loads, tb", [(70, 52, 45, "cp.async", True), (130, 72, 64, "tma", True),
+                                               (70, 52, 45, "cp.async", False), (70, 36, 44, "tma", False)])
+def test_tf32_gemm_on_wgmma_in_the_emulator(M, N, K, loads, tb):
+    """precision "high" with bias and relu at ragged sizes: B (N, K) on wgmma tf32 by
+    descriptors, B (K, N) swapped (C^T = B^T A^T, B^T from registers; the table's transposed
+    tile); the result is the float32 sum of products of truncated operands (within the
+    float32 bound)."""
+    op, problem, func, target = _kernel(M, N, K, False, tb, bias=True, fma=False)
     lowered = lower(func, target, CompileOptions())
-    assert "k8_f32_tf32" in lowered.script()
+    assert ("k8_f32_tf32" if tb else "k8_rs_f32_tf32") in lowered.script()
+    assert "mma_m16n8k8" not in lowered.script()
     tma = lowered.attrs is not None and "cuda.tensor_maps" in lowered.attrs
     assert tma is (loads == "tma")  # TMA needs 16-byte aligned rows (K % 4 == 0)
     rng = np.random.default_rng()
-    a, b = rng.standard_normal((M, K)).astype("float32"), rng.standard_normal((N, K)).astype("float32")
+    a = rng.standard_normal((M, K)).astype("float32")
+    b = rng.standard_normal((N, K) if tb else (K, N)).astype("float32")
     bias = rng.standard_normal(N).astype("float32")
     c = np.full((1, M, N), np.nan, "float32")
     (run_tma_kernel if tma else run_wgmma_kernel)(lowered, a[None], b[None], bias, c)
     at, bt = _truncate(a), _truncate(b)
-    ref = op.reference(at, bt, trans_b=True, bias=bias, activation="relu")
-    magnitude = op.reference(np.abs(at), np.abs(bt), trans_b=True, bias=np.abs(bias))
+    ref = op.reference(at, bt, trans_b=tb, bias=bias, activation="relu")
+    magnitude = op.reference(np.abs(at), np.abs(bt), trans_b=tb, bias=np.abs(bias))
     assert not np.isnan(c).any(), "elements never written"
     assert (np.abs(c[0] - ref) <= 2 * (K + 2) * 2.0 ** -24 * magnitude).all()

@@ -116,10 +116,12 @@ def test_disable_wgmma_keeps_mma_sync():
     assert ops.get("HMMA", 0) >= 32 and ops.get("HGMMA", 0) == 0
 
 
-@pytest.mark.parametrize("dtype", ["int8", "float32"])
-def test_k_major_only_dtypes_keep_mma_sync_for_mn_major_operands(dtype):
-    """tf32 and s8 wgmma read both operands K-major: B as (K, N) (or A as (K, M)) stays on mma.sync."""
-    for trans_a, trans_b in ((False, False), (True, True)):
+@pytest.mark.parametrize("dtype, mn_major", [("int8", ((False, False), (True, True))),
+                                             ("float32", ((True, False), (True, True)))])
+def test_k_major_only_dtypes_keep_mma_sync_for_mn_major_operands(dtype, mn_major):
+    """tf32 and s8 wgmma read both operands K-major: an MN-major A (K, M) stays on mma.sync, and
+    so does an s8 B (K, N); a float32 B (K, N) takes the swapped form (below)."""
+    for trans_a, trans_b in mn_major:
         func = gemm_kernel(256, 256, 256, 128, 128, 32, dtype, trans_a=trans_a, trans_b=trans_b, stages=3)
         script = lower(func, _target("sm_90a"), CompileOptions()).script()
         assert "wgmma" not in script and "tl::mma_m16n8k" in script, (trans_a, trans_b)
@@ -197,6 +199,176 @@ def test_tf32_wgmma_negative_control_wrong_k_step(monkeypatch):
     assert "k8_f32_tf32\"" in script
     ref = _truncate_tf32(a).astype(np.float64) @ _truncate_tf32(b).astype(np.float64).T
     assert np.abs(c - ref).max() > 1.0
+
+
+# -- tf32 from registers: the swapped form (B as (K, N)) and the rs form --------------------
+
+
+def test_tf32_register_fragment_is_the_ptx_one():
+    """`tf32_a_element` against the PTX ISA's wgmma .m64nNk8 A figure for 32-bit types, read
+    as CuTe writes it (ALayout_64x8: thread (4, 8, 4) : (64, 1, 16), value (2, 2) : (8, 256),
+    into a column-major 64 x 8 tile); the block layouts cover their tiles once; the tf32 A
+    layout of warpgroups stacked along M is mma.sync's A layout with the warps stacked along M
+    (so layout inference's mma.sync constraint gives wgmma its registers)."""
+    from tilelang_cuda.layout import a_operand_layout, choose_warps, mma_instruction
+    from tilelang_cuda.layout_wgmma import tf32_a_element, tf32_a_layout, transposed_accumulator_layout
+
+    for t in range(128):
+        for j in range(4):
+            index = 64 * (t % 4) + (t // 4) % 8 + 16 * (t // 32) + 8 * (j % 2) + 256 * (j // 2)
+            assert tf32_a_element(t, j) == (index % 64, index // 64), (t, j)
+    for layout in (tf32_a_layout(128, 32, 2), transposed_accumulator_layout(choose_warpgroups(128, 256, 2))):
+        seen = np.zeros(layout.shape, int)
+        for t in range(layout.threads):
+            for slot in range(layout.slots):
+                seen[layout.element_of(t, slot)] += 1
+        assert (seen == 1).all()
+    d = wgmma_accumulator_layout(choose_warpgroups(128, 256, 2))
+    transposed = transposed_accumulator_layout(choose_warpgroups(128, 256, 2))
+    assert transposed.shape == (256, 128) and transposed.element_of(37, 5) == d.element_of(37, 5)[::-1]
+    mma = a_operand_layout(choose_warps(128, 256, 8, policy=1), mma_instruction("float32", "float32"), 32)
+    assert tf32_a_layout(128, 32, 2) == mma
+    assert tf32_a_layout(128, 32, 2) != a_operand_layout(choose_warps(128, 256, 8, policy=0),
+                                                         mma_instruction("float32", "float32"), 32)
+
+
+def _swapped_run(M, N, K, rng, **kw):
+    """Lower a float32 gemm with B as (K, N) for sm_90a and run it in the emulator, C poisoned
+    with NaN; (C, A, B, script)."""
+    options = CompileOptions.from_pass_configs(kw.pop("pass_configs", None))
+    lowered = lower(gemm_kernel(M, N, K, dtype="float32", **kw), _target("sm_90a"), options)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    if lowered.attrs is not None and "cuda.tensor_maps" in lowered.attrs:
+        run_tma_kernel(lowered, a, b, c)
+    else:
+        run_kernel(lowered, a, b, c)
+    return c, a, b, lowered.script()
+
+
+@pytest.mark.parametrize("case", [
+    dict(),  # TMA loads on a lag-1 pipeline, one warpgroup, B's tile in 128-byte slabs
+    dict(bm=128, bn=128, threads=256),  # 2 warpgroups split N (C^T's rows)
+    dict(bm=64, bn=256, bk=16, threads=256, relu=True),  # 2 m64 blocks a warpgroup; 64B-swizzled A
+    dict(stages=2, pass_configs={"tl.disable_tma_lower": True}),  # cp.async-fed
+])
+def test_swapped_tf32_gemm_in_emulator(case):
+    """float32 A (M, K) @ B (K, N) on wgmma tf32 as C^T = B^T A^T: every element of C is the
+    product of the operands with their 13 low mantissa bits dropped (within float32 summation's
+    bound), not that of the unrounded operands, and none is left poisoned."""
+    args = dict(bm=128, bn=128, bk=32, threads=128, stages=3)
+    args.update(case)
+    relu = args.get("relu", False)
+    M, N, K = 128, 256, 64
+    c, a, b, script = _swapped_run(M, N, K, np.random.default_rng(11), **args)
+    assert "k8_rs_f32_tf32\"" in script and "tl::mma_m16n8k" not in script
+    at, bt = _truncate_tf32(a).astype(np.float64), _truncate_tf32(b).astype(np.float64)
+    ref = np.maximum(at @ bt, 0) if relu else at @ bt
+    bound = 2 * (K + 2) * 2.0 ** -24 * (np.abs(at) @ np.abs(bt))
+    assert not np.isnan(c).any() and (np.abs(c - ref) <= bound).all()
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    assert not (np.abs(c - (np.maximum(exact, 0) if relu else exact)) <= bound).all()
+
+
+def test_swapped_tf32_negative_control_wrong_register_fragment(monkeypatch):
+    """The emulator catches a swapped lowering that loads B^T into registers in the wrong
+    fragment order (k halves and row halves exchanged)."""
+    import tilelang_cuda.lower_wgmma as lw
+
+    fragment = lw.tf32_a_element
+    monkeypatch.setattr(lw, "tf32_a_element", lambda t, j: fragment(t, (j % 2) * 2 + j // 2))
+    c, a, b, script = _swapped_run(128, 128, 32, np.random.default_rng(12), bm=128, bn=128, bk=32, threads=128,
+                                   stages=1)
+    assert "k8_rs_f32_tf32\"" in script
+    ref = _truncate_tf32(a).astype(np.float64) @ _truncate_tf32(b).astype(np.float64)
+    assert np.abs(c - ref).max() > 1.0
+
+
+def test_swapped_tf32_gemm_keeps_the_users_placement_of_b():
+    """B of the swapped form is read with plain loads: a placement the user gave it (row k
+    rotated by 4 k % 8 floats) stays, its tiles then come through cp.async (a TMA box writes only the
+    swizzled placement), and the result is right; A's tile, read by descriptor, still takes
+    the wgmma placement."""
+    from tilelang_core import language as T
+
+    M, N, K, bk = 128, 128, 64, 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            A_s = T.alloc_shared((M, bk), "float32")
+            B_s = T.alloc_shared((bk, N), "float32")
+            C_f = T.alloc_fragment((M, N), "float32")
+            T.annotate_layout({B_s: T.Layout((bk, N), lambda k, n: (k, (n + 4 * (k % 8)) % N))})
+            T.clear(C_f)
+            for ko in T.Pipelined(K // bk, num_stages=2):
+                T.copy(A[0, ko * bk], A_s)
+                T.copy(B[ko * bk, 0], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C)
+
+    lowered = lower(main, _target("sm_90a"), CompileOptions())
+    script = lowered.script()
+    assert "k8_rs_f32_tf32\"" in script and "cp_async" in script and "tma_load" not in script
+    rng = np.random.default_rng(14)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    run_kernel(lowered, a, b, c)
+    at, bt = _truncate_tf32(a).astype(np.float64), _truncate_tf32(b).astype(np.float64)
+    assert (np.abs(c - at @ bt) <= 2 * (K + 2) * 2.0 ** -24 * (np.abs(at) @ np.abs(bt))).all()
+
+
+def test_tf32_rs_gemm_reads_a_from_registers_in_emulator():
+    """A float32 A fragment times B (N, K) K-major: wgmma imposes the tf32 A fragment on A
+    (mma.sync has no float32 A from registers) and the rs form passes A's slots as the
+    instruction's registers."""
+    from tilelang_core import language as T
+
+    M, N, K = 128, 64, 32
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float32"), B: T.Tensor((N, K), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=256) as _:
+            A_s = T.alloc_shared((M, K), "float32")
+            B_s = T.alloc_shared((N, K), "float32")
+            A_f = T.alloc_fragment((M, K), "float32")
+            C_f = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.copy(A_s, A_f)
+            T.clear(C_f)
+            T.gemm(A_f, B_s, C_f, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+            T.copy(C_f, C)
+
+    lowered = lower(main, _target("sm_90a"), CompileOptions())
+    assert "k8_rs_f32_tf32\"" in lowered.script() and "mma_m16n8k8" not in lowered.script()
+    rng = np.random.default_rng(13)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((N, K)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    run_kernel(lowered, a, b, c)
+    at, bt = _truncate_tf32(a).astype(np.float64), _truncate_tf32(b).astype(np.float64)
+    assert (np.abs(c - at @ bt.T) <= 2 * (K + 2) * 2.0 ** -24 * (np.abs(at) @ np.abs(bt).T)).all()
+
+
+def test_swapped_tf32_gemm_compiles_to_hgmma_from_registers():
+    """The gemm operator's float32 a @ b on sm_90a (precision "high"): the table's transposed
+    tile (256 x 128, a loading warpgroup, TMA), HGMMA 64x256x8 TF32 with A from registers
+    loaded by LDS, no mma.sync, no local memory; the register loads of k-step kk wait for the
+    previous call's group kk only (`DEPBAR.LE gsb0, 0x3`: 3 groups stay in flight)."""
+    from tilelang_core import ops
+    from tilelang_core.ops.launch import kernel_for
+    from tilelang_cuda.compile import disassemble
+
+    op = ops.get("gemm")
+    problem = {**op.example, "M": 2048, "N": 2048, "K": 2048, "dtype": "float32"}
+    kernel, config, _ = kernel_for(op, _target("sm_90a"), problem)
+    source = kernel.get_kernel_source()
+    assert "wgmma_m64n256k8_rs_f32_tf32(" in source and "tl::tma_load(" in source and "setmaxnreg" in source
+    sass = disassemble(kernel.binary)
+    ops_ = _sass_ops(kernel)
+    assert "HGMMA.64x256x8.F32.TF32 R" in sass and ops_.get("HMMA", 0) == 0 and ops_.get("LDS", 0) >= 16
+    assert ops_.get("LDL", 0) == 0 and ops_.get("STL", 0) == 0
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x3" in sass
 
 
 @pytest.mark.parametrize("dtype", ["int8", "float8_e4m3fn", "float8_e5m2"])
@@ -307,3 +479,25 @@ def test_tf32_operand_rounding_on_the_gpu(wgmma):
     want = 32.0 if wgmma else 32.0 * (1 + 2.0 ** -10)
     assert (c[:, 0] == want).all(), (c[:, 0].unique(), want)
     assert (c[:, 1:] == 0).all()
+
+
+@pytest.mark.gpu
+def test_swapped_tf32_gemm_on_the_gpu():
+    """float32 A (M, K) @ B (K, N) on the H100's swapped wgmma (B^T from registers, TMA-fed,
+    3 wgmma groups in flight while the next k-step's registers load): every element within
+    the TF32 bound of the float64 product, none left poisoned (what the emulator cannot see:
+    a register rewritten while a wgmma still reads it)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("needs an sm_90 GPU through torch")
+    M, N, K = 512, 384, 1024
+    kernel = tilelang_core.compile(gemm_kernel(M, N, K, 128, 128, 32, "float32", stages=4, threads=256),
+                                   target="cuda/sm_90a", cache=False)
+    assert "k8_rs_f32_tf32(" in kernel.get_kernel_source()
+    a, b = torch.randn(M, K, device="cuda"), torch.randn(K, N, device="cuda")
+    c = torch.full((M, N), float("nan"), device="cuda")
+    kernel(a, b, c)
+    truncate = lambda x: (x.view(torch.int32) & -8192).view(torch.float32).double()  # noqa: E731
+    at, bt = truncate(a), truncate(b)
+    bound = (2 * (K + 2) * 2.0 ** -24 + 1.01 * 2.0 ** -9) * (at.abs() @ bt.abs())
+    assert torch.isfinite(c).all() and ((c.double() - at @ bt).abs() <= bound).all()

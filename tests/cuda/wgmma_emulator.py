@@ -31,6 +31,11 @@ written here independently of the lowering's layout functions:
   (64 x 16) from registers: a[j] (j = 0..3) of thread t holds, low half first, A's elements
   at row 16 (t / 32) + (t % 32) / 4 + 8 (j % 2), columns 2 (t % 4) + 8 (j / 2) + {0, 1}
   ("Register fragments", wgmma .m64nNk16 A, 16-bit types).
+- `tl::wgmma_m64n{N}k8_rs_f32_tf32(d, a, desc_b, scale_d)`: tf32 with A (64 x 8) from
+  registers: a[j] (j = 0..3, float32 words) of thread t holds A's element at row
+  16 (t / 32) + (t % 32) / 4 + 8 (j % 2), column (t % 4) + 4 (j / 2) ("Register fragments",
+  wgmma .m64nNk8 A, 32-bit types; CuTe's ALayout_64x8); B K-major; the 13 low mantissa bits
+  of every operand are dropped, as for tiles in shared memory.
 - `wgmma.fence`, `commit_group`, `wait_group`, `fence.proxy.async` and the operand fences are
   ordering only: the emulated wgmma completes when the warpgroup issues it.
 """
@@ -50,6 +55,7 @@ _NO_OPS = ("tl::wgmma_fence", "tl::wgmma_commit", "tl::wgmma_wait", "tl::fence_p
 _WIDTH = {1: 128, 2: 64, 3: 32}
 _WGMMA = re.compile(r"tl::wgmma_m64n(\d+)k16_f32_(f16|bf16)<(\d), (\d)>")
 _WGMMA_RS = re.compile(r"tl::wgmma_m64n(\d+)k16_rs_f32_(f16|bf16)<(\d)>")
+_WGMMA_RS_TF32 = re.compile(r"tl::wgmma_m64n(\d+)k8_rs_f32_tf32")
 _WGMMA_K_MAJOR = re.compile(r"tl::wgmma_m64n(\d+)k(\d+)_(f32|s32)_(tf32|e4m3|e5m2|s8)")
 _BYTES = {"f16": 2, "bf16": 2, "tf32": 4, "e4m3": 1, "e5m2": 1, "s8": 1}
 
@@ -117,7 +123,7 @@ class _Machine3(_Machine):
     def extern(self, name: str, args, th):
         if name.startswith(_NO_OPS):
             return
-        if _WGMMA.fullmatch(name) or _WGMMA_RS.fullmatch(name) or _WGMMA_K_MAJOR.fullmatch(name):
+        if any(r.fullmatch(name) for r in (_WGMMA, _WGMMA_RS, _WGMMA_RS_TF32, _WGMMA_K_MAJOR)):
             yield ("wg", name, args)
             return
         yield from super().extern(name, args, th)
@@ -150,9 +156,26 @@ class _Machine3(_Machine):
         assert not np.isnan(out).any(), "wgmma rs: some element of A held by no thread"
         return out
 
+    def register_operand_tf32(self, lane_args) -> np.ndarray:
+        """The (64, 8) tf32 A operand the warpgroup's threads hold in registers (module doc)."""
+        out = np.full((64, 8), np.nan)
+        for t, args in enumerate(lane_args):
+            words = np.ascontiguousarray(args[1].array.reshape(-1)[args[1].index:args[1].index + 4], np.float32)
+            for j, word in enumerate(words.view(np.uint8).reshape(4, 4)):
+                out[16 * (t // 32) + (t % 32) // 4 + 8 * (j % 2), t % 4 + 4 * (j // 2)] = _decode(word, "tf32")
+        assert not np.isnan(out).any(), "wgmma rs tf32: some element of A held by no thread"
+        return out
+
     def wgmma(self, name: str, lane_args) -> None:
         rs, k_major = _WGMMA_RS.fullmatch(name), _WGMMA_K_MAJOR.fullmatch(name)
-        if k_major:
+        rs_tf32 = _WGMMA_RS_TF32.fullmatch(name)
+        if rs_tf32:
+            n, kind, tb = rs_tf32.group(1), "tf32", "0"
+            descs = {(int(a[2]), int(a[3])) for a in lane_args}
+            assert len(descs) == 1, "wgmma: the threads of a warpgroup give different descriptors or scale-d"
+            desc_b, scale = descs.pop()
+            a = self.register_operand_tf32(lane_args)
+        elif k_major:
             n, _, _, kind = k_major.groups()
             ta = tb = "0"
             descs = {(int(a[1]), int(a[2]), int(a[3])) for a in lane_args}

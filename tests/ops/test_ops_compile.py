@@ -226,20 +226,21 @@ def test_backend_config_reaches_the_kernel(fresh_manager):
 
 
 @pytest.mark.parametrize("name, call, wgmma", [
-    ("gemm", lambda a, p, t: ops.gemm(a, a, precision=p, target=t), False),
+    ("gemm", lambda a, p, t: ops.gemm(a, a, precision=p, target=t), True),
     ("gemm", lambda a, p, t: ops.gemm(a, a, trans_a=True, trans_b=True, bias=a[0], activation="relu", precision=p,
                                       target=t), False),
     ("gemm", lambda a, p, t: ops.gemm(a, a, trans_b=True, precision=p, target=t), True),
-    ("batched_gemm", lambda a, p, t: ops.batched_gemm(a[None], a[None], precision=p, target=t), False),
-    ("grouped_gemm", lambda a, p, t: ops.grouped_gemm(a, np.stack([a, a]), [40, 56], precision=p, target=t), False),
+    ("batched_gemm", lambda a, p, t: ops.batched_gemm(a[None], a[None], precision=p, target=t), True),
+    ("grouped_gemm", lambda a, p, t: ops.grouped_gemm(a, np.stack([a, a]), [40, 56], precision=p, target=t), True),
     ("conv2d", lambda a, p, t: ops.conv2d(a.reshape(2, 3, 32, 48), a.reshape(-1)[:135].reshape(5, 3, 3, 3), padding=1,
                                           precision=p, target=t), True),
 ])
 def test_float32_precision_picks_the_multiply_on_hopper(name, call, wgmma):
-    """sm_90a runs float32 T.gemm on the TF32 units: wgmma tf32 where both operands are K-major
-    (A (M, K), B (N, K): gemm with trans_b, conv2d's im2col tile and weights), else mma.sync
-    (operands rounded by cvt.rna); "highest" multiplies with FMA loops (no matrix
-    instruction, no TF32 in the source)."""
+    """sm_90a runs float32 T.gemm on the TF32 units: wgmma tf32 where A is (M, K): B (N, K)
+    (gemm with trans_b, conv2d's im2col tile and weights) by descriptors, B (K, N) (plain
+    gemm, batched and grouped gemm) swapped, C^T = B^T A^T with B^T from registers; else
+    (A as (K, M)) mma.sync (operands rounded by cvt.rna); "highest" multiplies with FMA
+    loops (no matrix instruction, no TF32 in the source)."""
     from tilelang_core.ops.launch import capture
 
     target = _target("cuda/sm_90a")

@@ -40,9 +40,13 @@ GEMM_TABLE = (
     ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1,
                                 **_FMA_SERIAL}),
     # 4 stages: with sm_90a's epilogue through shared memory and a TMA store, 0.92-0.94x cuBLAS
-    # at 4096^3 against 0.79-0.89x with 3 (bench/gemm.py on the H100, 2026-11-26)
+    # at 4096^3 against 0.79-0.89x with 3 (bench/gemm.py on the H100, 2026-11-26).
+    # "tf32_nn_transposed_tile": float32 with B as (K, N) on TF32 units runs as C^T = B^T A^T
+    # (tf32 wgmma reads B only K-major), so the instructions' M runs along the tile's N: the
+    # tile is block_N x block_M (256 x 128: one m64n256 per warpgroup, B^T's register loads
+    # 16 KB a k-tile instead of 32 KB)
     ConfigRule("wgmma", {"block_M": 128, "block_N": 256, "block_K": 64, "stages": 4, "warps": 8,
-                         "epilogue": "registers", **_FMA}),
+                         "epilogue": "registers", "tf32_nn_transposed_tile": True, **_FMA}),
     ConfigRule("mma.sync", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 3, "warps": 4, **_FMA}),
     ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA}),
 )
@@ -138,6 +142,8 @@ def _gemm_kernel(problem: dict, config: dict):
     fma = problem.get("fma", False)
     if fma:
         return _gemm_fma_kernel(problem, config)
+    if dtype == "float32" and not ta and not tb and config.get("tf32_nn_transposed_tile"):
+        config = {**config, "block_M": config["block_N"], "block_N": config["block_M"]}
     bM, bN, bK = _tile(config, M, N, K, dtype, fma)
     threads, stages = _launch(config, fma)
     a_shape = (B, K, M) if ta else (B, M, K)

@@ -9,6 +9,14 @@ Every index function takes Python ints and TIR expressions alike (`+ - * // %` a
     row = 16 * (t // 32) + (t % 32) // 4 + 8 * ((i // 2) % 2)
     col = 8 * (i // 4) + 2 * (t % 4) + i % 2
 
+**tf32 A fragment** (PTX ISA "Register fragments", wgmma .m64nNk8 A, 32-bit types; CuTe's
+`ALayout_64x8`): register `j` (0..3) of thread `t` holds one float32 word at
+
+    row = 16 * (t // 32) + (t % 32) // 4 + 8 * (j % 2)
+    col = (t % 4) + 4 * (j // 2)
+
+which is mma.sync m16n8k8's tf32 A fragment with the 4 warps stacked along M.
+
 **Shared tiles** (PTX ISA "Shared memory matrix layout", CuTe's `Layout_{K,MN}_SW{32,64,128}
 _Atom`): a row-major (rows, cols) tile is cut along its columns into slabs of `width` bytes
 (128, or the whole row when it is 64 or 32 bytes); each slab is stored whole, rows after rows,
@@ -44,7 +52,10 @@ __all__ = [
     "WarpgroupTiling",
     "choose_warpgroups",
     "d_element",
+    "tf32_a_element",
     "wgmma_accumulator_layout",
+    "transposed_accumulator_layout",
+    "tf32_a_layout",
 ]
 
 WARPGROUP = 128
@@ -136,6 +147,13 @@ def d_element(t, i):
     return 16 * (t // 32) + lane // 4 + 8 * ((i // 2) % 2), 8 * (i // 4) + 2 * (lane % 4) + i % 2
 
 
+def tf32_a_element(t, j):
+    """(row, k) in the 64 x 8 A tile of register `j` (0..3) of thread `t` of a warpgroup, for
+    tf32 A read from registers (module docstring)."""
+    lane = t % 32
+    return 16 * (t // 32) + lane // 4 + 8 * (j % 2), lane % 4 + 4 * (j // 2)
+
+
 @dataclass(frozen=True)
 class WarpgroupTiling:
     """How the warpgroups of a block split an (M, N) accumulator: `groups_m` x `groups_n`,
@@ -223,3 +241,28 @@ def wgmma_accumulator_layout(tiling: WarpgroupTiling) -> Fragment:
 
     return Fragment((t.m, t.n), t.threads, t.slots, element_of,
                     f"wgmma.D.m64n{t.inst_n}[{t.groups_m}x{t.groups_n} warpgroups]")
+
+
+def transposed_accumulator_layout(tiling: WarpgroupTiling) -> Fragment:
+    """An (N, M) tile C whose transpose C^T (M, N) is `tiling`'s accumulator: C[i, j] sits in
+    the register that holds D[j, i] (a gemm computed as C^T = B^T A^T)."""
+    d = wgmma_accumulator_layout(tiling)
+
+    def element_of(thread, slot):
+        row, col = d.element_of(thread, slot)
+        return col, row
+
+    return Fragment((tiling.n, tiling.m), d.threads, d.slots, element_of, f"transposed {d.name}")
+
+
+def tf32_a_layout(m: int, k: int, groups: int) -> Fragment:
+    """An (M, K) float32 tile held as the tf32 A operand of wgmma by `groups` warpgroups
+    stacked along M (M = 64 * groups): slot `kk * 4 + j` of a thread holds register j of
+    k-step kk (`tf32_a_element`)."""
+    steps = k // 8
+
+    def element_of(thread, slot):
+        row, col = tf32_a_element(thread % WARPGROUP, slot % 4)
+        return (thread // WARPGROUP) * 64 + row, (slot // 4) * 8 + col
+
+    return Fragment((m, k), groups * WARPGROUP, steps * 4, element_of, f"wgmma.A.tf32.m64k8[{groups} warpgroups]")

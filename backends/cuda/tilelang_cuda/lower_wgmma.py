@@ -3,7 +3,8 @@ through matrix descriptors (the "ss" form), or A from registers (the "rs" form).
 
 Chosen at layout inference when the target declares the `wgmma` family for the operand and
 accumulator dtypes (f16/bf16 -> f32; float32 as tf32, fp8 -> f32 and s8 -> s32 with both
-operands K-major: A (M, K), B (N, K) with transpose_B), the block has whole warpgroups, C is a whole (M, N)
+operands K-major: A (M, K), B (N, K) with transpose_B; float32 with B (K, N) takes the
+swapped form below), the block has whole warpgroups, C is a whole (M, N)
 fragment that splits into m64nN instructions, and each operand is a whole 2-D shared tile
 that a descriptor can read (`layout_wgmma.wgmma_tile`); the pass config
 `tl.disable_wgmma` keeps mma.sync. Anything else takes the mma.sync lowering.
@@ -13,7 +14,8 @@ that a descriptor can read (`layout_wgmma.wgmma_tile`); the pass config
   swizzled placement the descriptors need, through the same machinery as `T.annotate_layout`
   (`ctx.facts[SHARED_LAYOUTS]`): every access, cp.async copies included, goes to the
   swizzled place. A tile that already has the user's placement cannot be read by a
-  descriptor: that is a compile error naming the fix.
+  descriptor: that is a compile error naming the fix (B of the swapped form, read by plain
+  loads, keeps the user's placement).
 - The lowering, per thread of the warpgroup: `wgmma.fence`, for each k-step (32 bytes of K:
   16 f16/bf16, 8 tf32 or 32 fp8/s8 elements) and each
   of its instructions a descriptor pair and one `wgmma.mma_async`, then `commit_group` and
@@ -24,7 +26,15 @@ that a descriptor can read (`layout_wgmma.wgmma_tile`); the pass config
   A layout with the warps stacked along M). It applies when layout inference gave A and C
   exactly those layouts (`rs_layouts`); the lowering packs A's 16-bit slots into 32-bit
   registers for every k-step, issues the k-steps, and keeps the packed registers pinned
-  until `wait_group` (they are read asynchronously).
+  until `wait_group` (they are read asynchronously). A tf32 A fragment (B K-major) is passed
+  as it is: its slots are the tf32 A fragment (`layout_wgmma.tf32_a_layout`).
+- The swapped form (float32 as tf32, A (M, K) and B (K, N) both in shared memory: B is
+  MN-major, which tf32 wgmma cannot read by descriptor): C^T = B^T A^T. B^T's elements are
+  loaded from B's tile into registers, the instruction's A (the tf32 A fragment); A's tile,
+  K-major, is the instruction's B through a descriptor; C takes the D layout transposed
+  (`layout_wgmma.transposed_accumulator_layout`), so C[i, j] is D[j, i] of a warpgroup split
+  of C^T (N, M). Both tiles get the swizzled placement (B's makes its TMA boxes and keeps the
+  register loads at 2-way bank conflicts at most).
 
 Shared memory written by cp.async (the generic proxy) is fenced (`fence.proxy.async`) by the
 writing threads after their cp.async wait, before the barrier that precedes the gemm
@@ -44,10 +54,10 @@ from tilelang_core.transform import launch_info
 from tilelang_core.transform import ranges_of
 
 from .layout_wgmma import K_MAJOR_ONLY, WARPGROUP, WGMMA_DTYPES, WarpgroupTiling, WgmmaTile, choose_warpgroups, \
-    wgmma_accumulator_layout, wgmma_k, wgmma_tile
+    tf32_a_element, tf32_a_layout, transposed_accumulator_layout, wgmma_accumulator_layout, wgmma_k, wgmma_tile
 
-__all__ = ["WgmmaPlan", "WGMMA_OPERANDS", "has_wgmma", "plan_wgmma", "rs_layouts", "takes_wgmma", "wgmma_layouts",
-           "place_wgmma_operands", "lower_wgmma", "needs_proxy_fence", "proxy_fence"]
+__all__ = ["WgmmaPlan", "WGMMA_OPERANDS", "has_wgmma", "plan_wgmma", "accumulator_of", "rs_layouts", "takes_wgmma",
+           "wgmma_layouts", "place_wgmma_operands", "lower_wgmma", "needs_proxy_fence", "proxy_fence"]
 
 WGMMA_OPERANDS = "cuda.wgmma_operands"  # ctx.facts key: handles of shared tiles wgmma reads
 SHARED_SCOPES = ("shared", "shared.dyn")
@@ -63,6 +73,9 @@ class WgmmaPlan:
     trans_b: bool  # B is (N, K): K-major
     a_tile: WgmmaTile | None  # None: A is read from registers (the rs form)
     b_tile: WgmmaTile
+    # tf32 with B (K, N) MN-major (the swapped form): C^T = B^T A^T, B read from shared memory
+    # into registers as the instruction's A, A_s the instruction's B; `tiling` splits C^T (N, M)
+    swap: bool = False
 
     @property
     def k_step(self) -> int:
@@ -77,7 +90,14 @@ class WgmmaPlan:
         return self.a_tile is None
 
     @property
+    def registers(self) -> bool:
+        """Whether the instruction's A comes from registers (the rs form or the swapped form)."""
+        return self.a_registers or self.swap
+
+    @property
     def function(self) -> str:
+        if self.kind == "tf32" and self.registers:
+            return f"tl::wgmma_m64n{self.tiling.inst_n}k8_rs_f32_tf32"
         if self.kind in K_MAJOR_ONLY:  # no transpose arguments
             acc = "s32" if self.kind == "s8" else "f32"
             return f"tl::wgmma_m64n{self.tiling.inst_n}k{self.k_step}_{acc}_{self.kind}"
@@ -86,6 +106,7 @@ class WgmmaPlan:
         return f"tl::wgmma_m64n{self.tiling.inst_n}k16_f32_{self.kind}<{int(self.trans_a)}, {int(not self.trans_b)}>"
 
 
+RS_KINDS = ("f16", "bf16", "tf32")  # operand types with an rs form here
 # N of the s8 instructions (PTX ISA 9.7.15.5: integer wgmma stops at n224 and skips some N)
 S8_N = (8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224)
 
@@ -117,7 +138,7 @@ def plan_wgmma(op: TileOp, threads: int) -> WgmmaPlan | None:
     if kind is None or a.dtype != b.dtype or c.scope != "local.fragment" or threads % WARPGROUP:
         return None
     if a.scope == "local.fragment":
-        return _plan_rs(op, threads, kind) if kind not in K_MAJOR_ONLY else None
+        return _plan_rs(op, threads, kind) if kind in RS_KINDS else None
     a_dims, b_dims = _tile_dims(a), _tile_dims(b)
     c_shape = c.buffer.ty.shape
     if a_dims is None or b_dims is None or len(c_shape) != 2 or not all(isinstance(d, tir.IntImm) for d in c_shape):
@@ -127,12 +148,14 @@ def plan_wgmma(op: TileOp, threads: int) -> WgmmaPlan | None:
             not all(isinstance(lo, tir.IntImm) and int(lo) == 0 for lo in c.mins):
         return None
     trans_a, trans_b = bool(op.int_arg(3)), bool(op.int_arg(4))
-    if kind in K_MAJOR_ONLY and (trans_a or not trans_b):
-        return None  # these instructions read both operands K-major only: mma.sync takes it
     k = op.args[9]
     if not isinstance(k, tir.IntImm) or int(k) % wgmma_k(kind):
         return None
     k = int(k)
+    if kind == "tf32" and not trans_a and not trans_b:
+        return _plan_swap(threads, m, n, k, a_dims, b_dims)
+    if kind in K_MAJOR_ONLY and (trans_a or not trans_b):
+        return None  # these instructions read both operands K-major only: mma.sync takes it
     if a_dims != ((k, m) if trans_a else (m, k)) or b_dims != ((n, k) if trans_b else (k, n)):
         return None
     size = dtype_bytes(a.dtype)
@@ -149,6 +172,21 @@ def plan_wgmma(op: TileOp, threads: int) -> WgmmaPlan | None:
 
 
 
+def _plan_swap(threads: int, m: int, n: int, k: int, a_dims, b_dims) -> WgmmaPlan | None:
+    """The swapped tf32 plan of C (M, N) = A (M, K) @ B (K, N): C^T = B^T A^T with B^T read
+    into registers as the instruction's A (M of the instruction = N of C) and A_s, K-major, as
+    its B by descriptor (module docstring)."""
+    if a_dims != (m, k) or b_dims != (k, n):
+        return None
+    a_tile, b_tile = wgmma_tile(m, k, 4), wgmma_tile(k, n, 4)
+    if a_tile is None or b_tile is None:
+        return None
+    tiling = choose_warpgroups(n, m, threads // WARPGROUP, 8)
+    if tiling is None:
+        return None
+    return WgmmaPlan(tiling, k, "tf32", False, False, a_tile, b_tile, swap=True)
+
+
 def _whole_2d(region: Region) -> tuple[int, int] | None:
     shape = region.buffer.ty.shape
     if len(shape) != 2 or not all(isinstance(d, tir.IntImm) for d in shape):
@@ -161,17 +199,20 @@ def _whole_2d(region: Region) -> tuple[int, int] | None:
 
 
 def _plan_rs(op: TileOp, threads: int, kind: str) -> WgmmaPlan | None:
-    """The rs plan: A a whole (M, K) register fragment, not transposed, M = 64 x warpgroups."""
+    """The rs plan: A a whole (M, K) register fragment, not transposed, M = 64 x warpgroups
+    (tf32: B K-major, given as (N, K))."""
     a, b, c = op.regions[:3]
     trans_a, trans_b = bool(op.int_arg(3)), bool(op.int_arg(4))
     k = op.args[9]
     mn, a_dims, b_dims = _whole_2d(c), _whole_2d(a), _tile_dims(b)
-    if trans_a or mn is None or b_dims is None or not isinstance(k, tir.IntImm) or int(k) % 16:
+    if trans_a or mn is None or b_dims is None or not isinstance(k, tir.IntImm) or int(k) % wgmma_k(kind):
+        return None
+    if kind in K_MAJOR_ONLY and not trans_b:
         return None
     (m, n), k, groups = mn, int(k), threads // WARPGROUP
     if a_dims != (m, k) or m != 64 * groups or b_dims != ((n, k) if trans_b else (k, n)):
         return None
-    b_tile = wgmma_tile(*b_dims, 2)
+    b_tile = wgmma_tile(*b_dims, dtype_bytes(b.dtype))
     if b_tile is None:
         return None
     tiling = choose_warpgroups(m, n, groups, 8 if trans_b else b_tile.slab)
@@ -181,12 +222,20 @@ def _plan_rs(op: TileOp, threads: int, kind: str) -> WgmmaPlan | None:
 
 
 def rs_layouts(plan: WgmmaPlan, op: TileOp) -> dict:
-    """{A: its register layout, C: its accumulator layout} of an rs plan: A's registers are a
-    wgmma accumulator of A's (M, K) shape (module docstring)."""
+    """{A: its register layout, C: its accumulator layout} of an rs plan: for 16-bit A, A's
+    registers are a wgmma accumulator of A's (M, K) shape; for tf32, the tf32 A fragment
+    (`layout_wgmma.tf32_a_layout`) (module docstring)."""
     t = plan.tiling
-    a_tiling = choose_warpgroups(t.m, plan.k, t.groups_m)
-    return {op.regions[0].buffer: wgmma_accumulator_layout(a_tiling),
-            op.regions[2].buffer: wgmma_accumulator_layout(t)}
+    if plan.kind == "tf32":
+        a_layout = tf32_a_layout(t.m, plan.k, t.groups_m)
+    else:
+        a_layout = wgmma_accumulator_layout(choose_warpgroups(t.m, plan.k, t.groups_m))
+    return {op.regions[0].buffer: a_layout, op.regions[2].buffer: wgmma_accumulator_layout(t)}
+
+
+def accumulator_of(plan: WgmmaPlan):
+    """C's layout under `plan`: the D layout, transposed in the swapped form."""
+    return transposed_accumulator_layout(plan.tiling) if plan.swap else wgmma_accumulator_layout(plan.tiling)
 
 
 def takes_wgmma(plan: WgmmaPlan | None, op: TileOp, layouts: dict) -> bool:
@@ -196,18 +245,21 @@ def takes_wgmma(plan: WgmmaPlan | None, op: TileOp, layouts: dict) -> bool:
         return False
     if plan.a_registers:
         return all(layouts.get(buf) == want for buf, want in rs_layouts(plan, op).items())
-    return layouts.get(op.regions[2].buffer) == wgmma_accumulator_layout(plan.tiling)
+    return layouts.get(op.regions[2].buffer) == accumulator_of(plan)
 
 
 def wgmma_layouts(op: TileOp, threads: int, one_m64_per_warpgroup: bool = False) -> dict | None:
     """C's wgmma accumulator layout, or None when the gemm stays on mma.sync (no plan, or
-    `one_m64_per_warpgroup` and a warpgroup would hold several m64 blocks of rows). An rs gemm
-    gives None too: it keeps mma.sync's layouts, which its wgmma form shares when the warps
-    are stacked along M (the lowering checks, `takes_wgmma`)."""
+    `one_m64_per_warpgroup` and a warpgroup would hold several m64 blocks of rows). A 16-bit
+    rs gemm gives None too: it keeps mma.sync's layouts, which its wgmma form shares when the
+    warps are stacked along M (the lowering checks, `takes_wgmma`). A tf32 rs gemm (mma.sync
+    has no float32 A from registers) gives A's and C's layouts (`rs_layouts`)."""
     plan = plan_wgmma(op, threads)
+    if plan is not None and plan.a_registers and plan.kind == "tf32":
+        return rs_layouts(plan, op)
     if plan is None or plan.a_registers or (one_m64_per_warpgroup and plan.tiling.mi > 1):
         return None
-    return {op.regions[2].buffer: wgmma_accumulator_layout(plan.tiling)}
+    return {op.regions[2].buffer: accumulator_of(plan)}
 
 
 # ---------------------------------------------------------------------------- placement
@@ -243,7 +295,9 @@ def place_wgmma_operands(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             key = region.buffer.__chandle__()
             origin = f"T.gemm on wgmma at line {line[1]}" if line else "T.gemm on wgmma"
             old = placed.get(key)
-            if old is not None and not old.origin.startswith("T.gemm on wgmma"):
+            # the swapped form reads B with plain loads: any placement serves (it then keeps cp.async)
+            if old is not None and not old.origin.startswith("T.gemm on wgmma") and \
+                    not (plan.swap and region is op.regions[1]):
                 raise TileLangCompileError(
                     f"T.gemm on wgmma reads {region.buffer.name} through a matrix descriptor, which needs its own "
                     f"swizzled placement, but {old.origin} places it otherwise; drop the annotation, or keep "
@@ -300,6 +354,8 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
     operands = ctx.facts.get(WGMMA_OPERANDS) or set()
     if not all(r.buffer.__chandle__() in operands for r in ((b,) if plan.a_registers else (a, b))):
         return None
+    if plan.swap:
+        return _lower_swapped(plan, op, ctx)
     t = plan.tiling
     acc = ctx.register_buffer(c.buffer)
     group = tir.Var("warpgroup", "int32")
@@ -309,7 +365,14 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
     fence_acc = _extern(f"tl::wgmma_fence_operands<{t.slots}>", tir.address_of(tir.BufferLoad(acc, [0])))
     b_desc = _descriptor(b, plan.b_tile, not plan.trans_b, col0 + ni * t.inst_n, kk, plan.k_step)
     a_pack, fence_a = [], []
-    if plan.a_registers:
+    if plan.a_registers and plan.kind == "tf32":
+        # A's slots are the instruction's registers (4 float32 words per k-step, slot kk * 4 + j)
+        a_slots = ctx.register_buffer(a.buffer)
+        fence_a = [_extern(f"tl::wgmma_fence_operands<{plan.k_steps * 4}>",
+                           tir.address_of(tir.BufferLoad(a_slots, [0])))]
+        mma = _extern(plan.function, tir.address_of(tir.BufferLoad(acc, [t.slot(mi, ni)])),
+                      tir.address_of(tir.BufferLoad(a_slots, [kk * 4])), b_desc, tir.const(1, "int32"))
+    elif plan.a_registers:
         # the k-steps' A registers, packed from A's slots (8 per k-step: registers j = 0..3
         # of 2 elements each) and pinned until the wait (wgmma reads them asynchronously)
         a_regs = tir.decl_buffer((plan.k_steps * 4,), "uint32", name="a_regs", scope="local")
@@ -331,9 +394,7 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
                       _descriptor(a, plan.a_tile, plan.trans_a, row0 + mi * 64, kk, plan.k_step), b_desc,
                       tir.const(1, "int32"))
 
-    # `wg_wait` (set by the TMA pipeline, `lower_tma`, which waits for the rest after its loop):
-    # leave up to that many groups in flight after this one
-    pending = op.int_arg(10) if len(op.args) > 10 else 0
+    pending = _pending(op)
     wait = _extern(f"tl::wgmma_wait<{pending}>")
     # `fenced` (set by the TMA pipeline for the gemms of a loop that writes no shared memory):
     # the pipeline fenced the tiles' generic-proxy writes once, before its loop
@@ -361,6 +422,71 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
             fence_acc,
             *fence_a,
         ]
+        return seq(body)
+
+    return ctx.per_thread(per_thread, span=op.stmt.span)
+
+
+def _pending(op: TileOp) -> int:
+    """`wg_wait` (set by the TMA pipeline, `lower_tma`, which waits for the rest after its
+    loop): the wgmma groups of earlier calls this one may leave in flight."""
+    return op.int_arg(10) if len(op.args) > 10 else 0
+
+
+def _lower_swapped(plan: WgmmaPlan, op: TileOp, ctx) -> tir.Stmt:
+    """The swapped tf32 form, C^T = B^T A^T (module docstring): per k-step, each thread loads
+    its 4 words of B^T per m64 block from B's shared tile (`tf32_a_element`; the tile's
+    swizzled placement is applied to these accesses later), fences, issues the k-step's
+    instructions with A_s as the instruction's B, and commits them as one group.
+
+    The registers of k-step kk are written again only after the group that read them is
+    complete: a call waits until at most k_steps - 1 groups are pending before writing them
+    (the previous call's group kk is then done), and returns with `pending` calls' groups in
+    flight (`wg_wait`)."""
+    a, b, c = op.regions[:3]
+    t = plan.tiling  # over C^T: rows are N of C, columns M of C
+    acc = ctx.register_buffer(c.buffer)
+    steps = plan.k_steps
+    regs = tir.decl_buffer((steps * t.mi * 4,), "float32", name="bt_regs", scope="local")
+    group = tir.Var("warpgroup", "int32")
+    row0, col0 = tir.Var("group_row", "int32"), tir.Var("group_col", "int32")
+    mi, ni, j = (tir.Var(name, "int32") for name in ("mi", "ni", "j"))
+    gr, gc = t.group_origin(group)
+    pending = _pending(op)
+
+    def pin(count, buf, first=0):
+        return _extern(f"tl::wgmma_fence_operands<{count}>", tir.address_of(tir.BufferLoad(buf, [first])))
+
+    def per_thread(thread):
+        local = thread % WARPGROUP
+        body = []
+        if op.int_arg(6):  # clear_accum
+            s = tir.Var("s", "int32")
+            body.append(_loop(s, t.slots, tir.BufferStore(acc, tir.const(0, acc.dtype), [s])))
+        body += [tir.Bind(group, thread // WARPGROUP), tir.Bind(row0, gr), tir.Bind(col0, gc),
+                 tir.AllocBuffer(regs), pin(t.slots, acc)]
+        if not pending:
+            body.append(_extern("tl::fence_proxy_async"))
+        for kk in range(steps):
+            first = kk * t.mi * 4
+            row, col = tf32_a_element(local, j)
+            idx = list(b.mins)
+            idx[-2], idx[-1] = idx[-2] + kk * 8 + col, idx[-1] + row0 + mi * 64 + row
+            load = _loop(mi, t.mi, _loop(j, 4, tir.BufferStore(regs, tir.BufferLoad(b.buffer, idx),
+                                                                [first + mi * 4 + j])))
+            mma = _extern(plan.function, tir.address_of(tir.BufferLoad(acc, [t.slot(mi, ni)])),
+                          tir.address_of(tir.BufferLoad(regs, [first + mi * 4])),
+                          _descriptor(a, plan.a_tile, False, col0 + ni * t.inst_n, kk, plan.k_step),
+                          tir.const(1, "int32"))
+            body += [
+                *([_extern(f"tl::wgmma_wait<{steps - 1}>")] if pending else []),
+                load,
+                pin(t.mi * 4, regs, first),
+                _extern("tl::wgmma_fence"),
+                _loop(mi, t.mi, _loop(ni, t.ni, mma)),
+                _extern("tl::wgmma_commit"),
+            ]
+        body += [_extern(f"tl::wgmma_wait<{pending * steps}>"), pin(t.slots, acc), pin(steps * t.mi * 4, regs)]
         return seq(body)
 
     return ctx.per_thread(per_thread, span=op.stmt.span)

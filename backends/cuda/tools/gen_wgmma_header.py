@@ -2,7 +2,8 @@
 
 wgmma names every accumulator register in the instruction, so each N of m64nNkK is its own
 asm statement; this script spells them out (`python backends/cuda/tools/gen_wgmma_header.py`).
-f16/bf16 take transpose arguments; tf32, fp8 and s8 read both operands K-major only.
+f16/bf16 take transpose arguments; tf32, fp8 and s8 read both operands K-major only (tf32 and
+f16/bf16 also take A from registers).
 """
 from __future__ import annotations
 
@@ -40,6 +41,10 @@ HEAD = """\
 //       elements (row 16 * (t / 32) + (t % 32) / 4 + 8 * (j % 2), columns 2 * (t % 4) +
 //       8 * (j / 2) + {0, 1}) for register j (PTX ISA "Register fragments, wgmma .m64nNk16 A").
 //       The registers must not change until the wait_group that completes the instruction.
+//   wgmma_m64n{N}k8_rs_f32_tf32(d, a, desc_b, scale_d)
+//       tf32 with A from registers: a[0..3] of thread t are float32 words of A at row
+//       16 * (t / 32) + (t % 32) / 4 + 8 * (j % 2), column (t % 4) + 4 * (j / 2) for register j
+//       (PTX ISA "Register fragments, wgmma .m64nNk8 A"); B (N x 8) K-major.
 //       D's fragment (PTX ISA "Register fragments, wgmma .m64nNk16 D"): thread t of the warp
 //       group holds d[i] at row 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2),
 //       column 8 * (i / 4) + 2 * (t % 4) + i % 2.
@@ -128,20 +133,26 @@ def k_major_wrapper(n: int, kind: str) -> str:
 
 
 def rs_wrapper(n: int, kind: str) -> str:
+    """A from registers: 16-bit kinds pack two elements a register and take B's transpose; tf32
+    passes four float32 words and reads B K-major only."""
+    tf32 = kind == "tf32"
     regs = n // 2
     d_list = ", ".join(f"%{i}" for i in range(regs))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
     a0, b, s, tb = regs, regs + 4, regs + 5, regs + 6
     a_list = ", ".join(f"%{a0 + j}" for j in range(4))
+    words = ", ".join(f'"r"(__float_as_uint(a[{j}]))' if tf32 else f'"r"(a[{j}])' for j in range(4))
+    k, a_type = (8, "float") if tf32 else (16, "uint32_t")
+    trans, trans_in = ("", "") if tf32 else (f", %{tb}", ', "n"(TB)')
     return (
-        f"template <int TB>\n"
-        f"TL_DEVICE void wgmma_m64n{n}k16_rs_f32_{kind}(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {{\n"
+        ("" if tf32 else "template <int TB>\n")
+        + f"TL_DEVICE void wgmma_m64n{n}k{k}_rs_f32_{kind}(float* d, const {a_type}* a, uint64_t desc_b, int scale_d) {{\n"
         f"  asm volatile(\n"
         f'      "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\n"\n'
-        f'      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} "\n'
-        f'      "{{{d_list}}}, {{{a_list}}}, %{b}, p, 1, 1, %{tb};\\n}}\\n"\n'
+        f'      "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{kind} "\n'
+        f'      "{{{d_list}}}, {{{a_list}}}, %{b}, p, 1, 1{trans};\\n}}\\n"\n'
         f"      : {outs}\n"
-        f'      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TB));\n'
+        f'      : {words}, "l"(desc_b), "r"(scale_d){trans_in});\n'
         f"}}\n"
     )
 
@@ -154,6 +165,8 @@ def main() -> None:
     for kind in TYPES:
         for n in NS:
             body.append(rs_wrapper(n, kind))
+    for n in NS:
+        body.append(rs_wrapper(n, "tf32"))
     for kind, (_, _, ns) in K_MAJOR.items():
         for n in ns:
             body.append(k_major_wrapper(n, kind))

@@ -128,15 +128,18 @@ GEMM_DTYPES = (
 
 for _name, _in, _acc, _out in GEMM_DTYPES:
     _claims = (f"matrix:{_in}->{_acc}",) + (("matrix:tfloat32->float32",) if _in == "float32" else ())
-    if _in == "float32":  # no descriptor-read tiles (wgmma/TMA): the async copies are cp.async
+    if _in == "float32":  # wgmma's tf32 form takes B as (K, N) swapped (C^T = B^T A^T, B^T from registers)
+        _claims += ("wgmma",)
+    if _in == "int8":  # s8 wgmma reads B only K-major: mma.sync, tiles not descriptor-read, so cp.async
         _claims += ("cp.async",)
     gemm_case(f"dtype.{_name}", f"{_in} x {_in} -> {_acc} accumulator -> {_out}",
               tuple(dict.fromkeys((_in, _acc, _out))), _claims,
               M=128, N=128, K=64 if _acc == "float16" else 128, bM=64, bN=64, bK=32,
               in_dtype=_in, acc_dtype=_acc, out_dtype=_out)
 
-# Warpgroup matrix instructions (wgmma): tf32, fp8 and s8 read both operands K-major, so a
-# dtype case with B as (K, N) runs warp-level MMA even where wgmma is declared. These cases
+# Warpgroup matrix instructions (wgmma): tf32, fp8 and s8 read both operands K-major by
+# descriptor, so an fp8 or s8 dtype case with B as (K, N) runs warp-level MMA even where wgmma
+# is declared (tf32 runs swapped, B^T from registers). These cases
 # give every dtype pair A (M, K) and B (N, K) (transpose_B) on one whole warpgroup; they are
 # the `wgmma` family's probes (the family is credited only by cases that name it, `probes.py`).
 for _name, _in, _acc, _out in GEMM_DTYPES:
