@@ -398,9 +398,11 @@ register(Operator("attention_decode", "one query token per head against a KV cac
                    # one warp: the scores' row max and sum by shuffles (4 warps split a tile's keys,
                    # and the reductions went through shared memory: 0.55x SDPA on the H100);
                    # 32-key tiles, 3 stages: 52 KB shared, 4 blocks per SM, no spills (ptxas);
-                   # fast_math: exp2 as one ex2.approx.ftz (NVRTC keeps inf and NaN)
+                   # fast_math: exp2 as one ex2.approx.ftz (NVRTC keeps inf and NaN); 4 blocks
+                   # per SM (bench/decode_variants.py on the H100, 2026-11-26: 0.95x SDPA, 8: 0.93x,
+                   # 16: 0.91x; 4 warps: 0.44x; the 4-warp kernel before: 0.56x)
                    ConfigRule("mma.sync", {"block_H": 16, "block_N": 32, "stages": 3, "warps": 1, "fast_math": True,
-                                           "blocks_per_processor": 8}),
+                                           "blocks_per_processor": 4}),
                    ConfigRule("simt", {"block_H": 16, "block_N": 128, "stages": 3, "warps": 4})),
                   reference_decode, (3,),
                   {"batch": 16, "heads": 32, "kv_heads": 8, "seq_kv": 8192, "dim": 128, "dtype": "float16",

@@ -127,15 +127,25 @@ def _wgmma_accumulators(func, ctx) -> set:
     return found
 
 
-def _staged(stmt, op: TileOp, chunks: int, params: dict[int, int]):
+def _staged(stmt, op: TileOp, chunks: int, params: dict[int, int], layout=None):
     """(stage buffer, its placement or None, [statements]) storing the fragment copy `op`
     through a shared stage tile in `chunks` column chunks (fill, then store, per chunk), or
-    None where the store of a chunk cannot be a TMA store."""
+    None where the store of a chunk cannot be a TMA store or, with more than one chunk, the
+    fragment's `layout` does not hold a chunk's columns in the same registers of every
+    thread (`Fragment.window`: the chunk's fill would not stay in registers)."""
+    from tilelang_core.layout import FragmentError
+
     from .layout_wgmma import wgmma_tile
 
     src, dst = op.regions[:2]
     rows, cols = (int(d) for d in src.buffer.ty.shape)
     width = cols // chunks
+    if chunks > 1:
+        try:
+            for chunk in range(chunks):
+                layout.window((0, chunk * width), (rows, width))
+        except (FragmentError, AttributeError):
+            return None
     stage = tir.decl_buffer((rows, width), dst.dtype, name=f"{src.buffer.name}_stage", scope="shared.dyn")
     tile = wgmma_tile(rows, width, tvm.runtime.DataType(dst.dtype).bits // 8)
     placement = {_key(stage): tile} if tile is not None and rows <= MAX_BOX else {}
@@ -174,6 +184,7 @@ def stage_fragment_stores(func: tir.PrimFunc, ctx, params: dict[int, int], swizz
         return func
     limit = ctx.caps.shared_memory_optin
     accumulators = _wgmma_accumulators(func, ctx)
+    layouts = ctx.facts.get("fragment_layouts")
     top: list = []
     map_top_level(func.body, lambda items: top.extend(items) or items)
 
@@ -217,7 +228,8 @@ def stage_fragment_stores(func: tir.PrimFunc, ctx, params: dict[int, int], swizz
                 cols = int(op.regions[0].buffer.ty.shape[1]) if op is not None else 0
                 chunks = 1
                 while op is not None and cols % chunks == 0 and cols // chunks >= 8:
-                    staged = _staged(inner[j], op, chunks, params)
+                    staged = _staged(inner[j], op, chunks, params,
+                                     layouts.get(op.regions[0].buffer) if layouts is not None else None)
                     if staged is not None:
                         stage, tile, stmts = staged
                         body = inner[:j] + stmts + inner[j + 1:]
