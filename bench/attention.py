@@ -40,7 +40,8 @@ for _path in (REPO, REPO / "backends" / "cuda", Path(__file__).resolve().parent)
 MIRROR = Path("/work/.mirror/tile-ai+tilelang/repo")
 MANIFEST = "manifest.json"
 SHAPE = dict(batch=8, heads=16, seq=4096, dim=128)
-# (block_M, block_N, num_stages, threads): the example's tuned config and others
+# (block_M, block_N, num_stages, threads): the example's tuned config and others (3 stages fit
+# beside the dead stages of the epilogue: 224 KB; 0.845x SDPA vs 0.855x with 2 on the H100, 2026-11-26)
 CONFIGS = [(128, 128, 2, 256), (128, 128, 3, 256), (128, 32, 2, 128), (64, 64, 2, 128), (128, 64, 2, 128)]
 # GQA decode: batch, query heads, kv heads, kv length, dim; (block_N, block_H, num_stages,
 # threads) of `attention_decode.gqa_decode`
@@ -85,7 +86,7 @@ def export(out: Path, arch: str, checkout: Path, quick: bool, engine: str = "def
     mha = _load_factory(_example_source(checkout, "examples/flash_attention/example_mha_fwd_bhsd.py"),
                         "def flashattn", "def ref_program", out, "example_mha_fwd_bhsd")
     entries = []
-    configs = CONFIGS[:2] if quick else CONFIGS
+    configs = CONFIGS[:1] if quick else CONFIGS
     chosen = list(ENGINES) if engine == "all" else engine.split(",")
     engines = [(f"_{e}" if len(chosen) > 1 else "", ENGINES[e]) for e in chosen]
     for causal, (suffix, configs_of), (bm, bn, stages, threads) in itertools.product((False, True), engines, configs):
