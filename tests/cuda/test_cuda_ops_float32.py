@@ -26,19 +26,31 @@ from tma_emulator import run_kernel as run_tma_kernel  # noqa: E402
 from wgmma_emulator import run_kernel as run_wgmma_kernel  # noqa: E402
 
 
-def _kernel(M, N, K, ta, tb, bias, fma=True):
+def _kernel(M, N, K, ta, tb, bias, fma=True, changes=None):
     target = get_plugin_manager().parse_target("cuda/sm_90a")
     problem = {"batch": 1, "M": M, "N": N, "K": K, "dtype": "float32", "trans_a": ta, "trans_b": tb,
                "bias": bias, "activation": "relu" if bias else "none", **({"fma": True} if fma else {})}
     op = ops.get("gemm")
     config, _ = resolve_config(op, target, problem)
+    config.update(changes or {})
     return op, problem, op.kernels[config["kernel"]](problem, config), target
 
 
-@pytest.mark.parametrize("ta, tb", [(False, False), (True, True)])
-def test_fma_gemm_computes_float32_products_in_the_emulator(ta, tb):
+# the table's FMA config, and variants of bench/sgemm_variants.py: the warp's arrangement, the
+# A tile's XOR swizzle or no skew, 8 x 16 and 16 x 8 per thread, 8-wide K slabs in 4 stages
+FMA_VARIANTS = [
+    (False, False, {}), (True, True, {}),
+    (False, False, {"fma_lanes_n": 4, "fma_skew_a": False, "fma_swizzle_a": True}),
+    (False, True, {"fma_thread_N": 16, "fma_lanes_n": 2, "fma_stages": 2}),
+    (True, False, {"fma_thread_M": 16, "fma_block_K": 8, "fma_stages": 4}),
+    (False, False, {"fma_skew_a": False, "fma_block_K": 8, "fma_panel": 2}),
+]
+
+
+@pytest.mark.parametrize("ta, tb, changes", FMA_VARIANTS)
+def test_fma_gemm_computes_float32_products_in_the_emulator(ta, tb, changes):
     M, N, K = 21, 30, 37  # 32 x 32 tiles, 3 slabs of 16 k: every edge partial
-    op, problem, func, target = _kernel(M, N, K, ta, tb, bias=ta)
+    op, problem, func, target = _kernel(M, N, K, ta, tb, bias=ta, changes=changes)
     lowered = lower(func, target, CompileOptions())
     rng = np.random.default_rng()
     a = rng.standard_normal((K, M) if ta else (M, K)).astype("float32")
