@@ -37,12 +37,15 @@ PRECISIONS = ("highest", "high", "medium")
 _FMA = {"fma_block_M": 128, "fma_block_N": 128, "fma_block_K": 16, "fma_warps": 8}
 _FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_threads": 1}
 # gemm / batched_gemm's FMA kernel where cp.async feeds it (`_gemm_fma_kernel` says what each
-# key does; bench/sgemm_variants.py times the alternatives on the GPU): the A tile skewed 16
-# bytes every 4 rows (a warp's A reads in distinct bank groups: one wavefront, not two, at no
-# register cost) and a third stage; 8 x 8 per thread at 128 registers, two blocks per SM.
-# Untimed on the H100: the variants bench decides.
-_FMA_GEMM = {**_FMA, "fma_thread_M": 8, "fma_thread_N": 8, "fma_lanes_n": 16, "fma_skew_a": True,
-             "fma_swizzle_a": False, "fma_stages": 3, "fma_panel": 0}
+# key does; bench/sgemm_variants.py times the alternatives on the GPU). Against the config
+# before (0.41x cuBLAS SGEMM at 4096^3 on the H100): the A tile skewed 16 bytes every 4 rows
+# (a warp's A reads in distinct bank groups at no register cost), warps of 4 x 8 threads (a
+# 32 x 64 warp tile: every 16-byte read of A or B one wavefront; 16 per 4 k a warp, 32
+# before), and 8-wide K slabs in 4 stages (the slab loop's body 9 KB of SASS instead of 18,
+# as CUTLASS's and cuBLAS's SIMT SGEMMs take 8-wide slabs; the same 90 % FFMA). 8 x 8 per
+# thread at 128 registers: two blocks of 256 threads per SM. Not yet timed on the H100.
+_FMA_GEMM = {**_FMA, "fma_block_K": 8, "fma_thread_M": 8, "fma_thread_N": 8, "fma_lanes_n": 8,
+             "fma_skew_a": True, "fma_swizzle_a": False, "fma_stages": 4, "fma_panel": 0}
 GEMM_TABLE = (
     ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1,
                                 **_FMA_SERIAL}),
