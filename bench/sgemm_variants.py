@@ -12,12 +12,17 @@ The problem is C = A @ B, float32, A (M, K), B (K, N), square: every variant at 
 ones in `AT_8192` at 8192^3 too (with `--only`, the named variants at both sizes). `table` is
 the config `ops.gemm` runs at precision "highest" on the target today; `before` is the one it
 ran before this bench (0.41x cuBLAS at 4096^3 on the H100, 2026-11-26: 16-wide K slabs in 2
-stages, warps of 2 x 16 threads, A's tile unskewed). The others change one or two keys of
+stages, warps of 2 x 16 threads, A's tile unskewed, C stored a float at a time). The others change one or two keys of
 `table`: the warp's arrangement (`fma_lanes_n` threads along N), how A's K-minor tile avoids
 bank conflicts (16-byte skew every 4 rows, XOR swizzle, neither), stages, the K slab, the
 per-thread tile (8 x 16 and 16 x 8: 128 threads for 128 x 128), the block tile, block
 rasterization, and `a_kmajor`: A handed over as (K, M) (`trans_a=True`, beside cuBLAS on the
 same layout), what a transposing load of A would give the plain `a @ b`.
+
+Variants named `*_lb2` are probes, not what the language emits: their CUDA source is rebuilt
+with `__launch_bounds__(threads, 2)` (two blocks per SM: ptxas keeps 128 registers), to
+measure what a backend option for that cap would bring to configs ptxas otherwise gives
+more than 128 registers (one block per SM).
 
 The manifest records each export's threads, shared memory, registers, and the instruction
 mix of its main loop (FFMA, LDS.128, other LDS, SASS bytes; local memory) where cuobjdump is
@@ -46,29 +51,35 @@ for _path in (REPO, REPO / "backends" / "cuda", Path(__file__).resolve().parent)
 
 MANIFEST = "manifest.json"
 SIZES = (4096, 8192)
-# name -> (config changes over the table's config for the target, problem changes)
+# name -> (config changes over the table's config for the target, problem changes, probe:
+# blocks per SM asked of ptxas through `__launch_bounds__(threads, blocks)`, or 0)
 BEFORE = {"fma_lanes_n": 16, "fma_skew_a": False, "fma_swizzle_a": False, "fma_stages": 2, "fma_block_K": 16,
-          "fma_thread_M": 8, "fma_thread_N": 8, "fma_block_M": 128, "fma_block_N": 128, "fma_panel": 0}
+          "fma_thread_M": 8, "fma_thread_N": 8, "fma_block_M": 128, "fma_block_N": 128, "fma_panel": 0,
+          "fma_vector_store": False}
 VARIANTS = {
-    "table": ({}, {}),
-    "before": (BEFORE, {}),
-    "lanes16": ({"fma_lanes_n": 16}, {}),  # warps of 2 x 16 threads: a 16 x 128 warp tile
-    "lanes4": ({"fma_lanes_n": 4}, {}),  # warps of 8 x 4 threads: 64 x 32
-    "k16_s2": ({"fma_block_K": 16, "fma_stages": 2}, {}),
-    "k16_s3": ({"fma_block_K": 16, "fma_stages": 3}, {}),
-    "k32_s2": ({"fma_block_K": 32, "fma_stages": 2}, {}),
-    "s3": ({"fma_stages": 3}, {}),
-    "s6": ({"fma_stages": 6}, {}),
-    "no_skew": ({"fma_skew_a": False}, {}),
-    "swizzle": ({"fma_skew_a": False, "fma_swizzle_a": True}, {}),
-    "t8x16": ({"fma_thread_N": 16}, {}),  # 128 threads
-    "t16x8": ({"fma_thread_M": 16}, {}),
-    "b128x256_t8x16": ({"fma_block_N": 256, "fma_thread_N": 16}, {}),  # 256 threads
-    "b256x128_t16x8": ({"fma_block_M": 256, "fma_thread_M": 16}, {}),
-    "panel8": ({"fma_panel": 8}, {}),
-    "a_kmajor": ({}, {"trans_a": True}),
+    "table": ({}, {}, 0),
+    "before": (BEFORE, {}, 0),
+    "lanes16": ({"fma_lanes_n": 16}, {}, 0),  # warps of 2 x 16 threads: a 16 x 128 warp tile
+    "lanes4": ({"fma_lanes_n": 4}, {}, 0),  # warps of 8 x 4 threads: 64 x 32
+    "k16_s2": ({"fma_block_K": 16, "fma_stages": 2}, {}, 0),
+    "k16_s3": ({"fma_block_K": 16, "fma_stages": 3}, {}, 0),
+    "k16_s3_lb2": ({"fma_block_K": 16, "fma_stages": 3}, {}, 2),
+    "k32_s2": ({"fma_block_K": 32, "fma_stages": 2}, {}, 0),
+    "s3": ({"fma_stages": 3}, {}, 0),
+    "s6": ({"fma_stages": 6}, {}, 0),
+    "no_skew": ({"fma_skew_a": False}, {}, 0),
+    "swizzle": ({"fma_skew_a": False, "fma_swizzle_a": True}, {}, 0),
+    "swizzle_lb2": ({"fma_skew_a": False, "fma_swizzle_a": True}, {}, 2),
+    "t8x16": ({"fma_thread_N": 16}, {}, 0),  # 128 threads
+    "t16x8": ({"fma_thread_M": 16}, {}, 0),
+    "b128x256_t8x16": ({"fma_block_N": 256, "fma_thread_N": 16}, {}, 0),  # 256 threads
+    "b256x128_t16x8": ({"fma_block_M": 256, "fma_thread_M": 16}, {}, 0),
+    "panel8": ({"fma_panel": 8}, {}, 0),
+    "panel8_lb2": ({"fma_panel": 8}, {}, 2),
+    "scalar_store": ({"fma_vector_store": False}, {}, 0),
+    "a_kmajor": ({}, {"trans_a": True}, 0),
 }
-AT_8192 = ("table", "before", "k16_s3", "t8x16", "panel8")
+AT_8192 = ("table", "before", "k16_s3_lb2", "t8x16", "panel8_lb2")
 ROUNDS = 3
 DEVICE = "cuda"  # where the inputs live (a CPU smoke test of this script sets "cpu")
 
@@ -137,6 +148,19 @@ def sass_summary(binary: bytes) -> dict:
     return summary
 
 
+def probe(kernel, out: Path, blocks: int, arch: str) -> None:
+    """Rebuild the export in `out` from the kernel's source with `__launch_bounds__(threads,
+    blocks)`: what a backend option for a register cap would give (the language has none)."""
+    from tilelang_cuda.compile import compile_cuda
+
+    source, count = re.subn(r"__launch_bounds__\((\d+)\)", lambda m: f"__launch_bounds__({m.group(1)}, {blocks})",
+                            kernel.get_kernel_source(), count=1)
+    if count != 1:
+        raise SystemExit("probe: the kernel source has no __launch_bounds__(threads) to extend")
+    (out / kernel.meta.binary_name).write_bytes(compile_cuda(source, arch))
+    (out / "kernel.src").write_text(source)
+
+
 def export(out: Path, target: str, only: list[str] | None = None, sizes: tuple = SIZES) -> list[dict]:
     """Compile the variants (`only`: those names) for `target` (e.g. "cuda/sm_90a") and export
     each to out/NAME_SIZE; write the manifest. :returns: the manifest's entries."""
@@ -152,7 +176,7 @@ def export(out: Path, target: str, only: list[str] | None = None, sizes: tuple =
     out.mkdir(parents=True, exist_ok=True)
     entries = []
     for size in sizes:
-        for name, (changes, problem_changes) in VARIANTS.items():
+        for name, (changes, problem_changes, blocks) in VARIANTS.items():
             if (only and name not in only) or (size != sizes[0] and name not in AT_8192 and not only):
                 continue
             start = time.perf_counter()
@@ -161,11 +185,14 @@ def export(out: Path, target: str, only: list[str] | None = None, sizes: tuple =
             kernel = tilelang_core.compile(build(problem, config), target=target)  # C passed in: poisoned
             label = f"{name}_{size}"
             kernel.export(out / label)
+            if blocks:
+                probe(kernel, out / label, blocks, target.arch)
+            binary = (out / label / kernel.meta.binary_name).read_bytes()
             entry = {"name": label, "variant": name, "size": size, "changes": changes, "problem": problem,
                      "config": {k: v for k, v in config.items() if k.startswith("fma_") and k != "fma_warps"},
                      "threads": kernel.meta.block[0], "grid": list(kernel.meta.grid),
                      "shared_memory": kernel.meta.shared_memory,
-                     "sass": sass_summary(kernel.binary) if target.kind == "cuda" else {}}
+                     "probe_blocks_per_sm": blocks, "sass": sass_summary(binary) if target.kind == "cuda" else {}}
             entries.append(entry)
             sass = entry["sass"]
             print(f"exported {label}: {entry['threads']} threads, {entry['shared_memory'] // 1024} KB shared, "
@@ -268,6 +295,8 @@ def run(root: Path, rounds: int = ROUNDS, only: list[str] | None = None) -> int:
             ("the config before" if e["variant"] == "before" else "-")
         if e["problem"]["trans_a"]:
             changes += " A as (K, M)"
+        if e["probe_blocks_per_sm"]:
+            changes += f" (probe: __launch_bounds__(T, {e['probe_blocks_per_sm']}))"
         loop = e["sass"].get("loop") or {}
         mix = f"{loop.get('FFMA')} / {loop.get('LDS.128')} / {loop.get('instructions')}" if loop else "-"
         print(f"| {e['variant']} | {e['size']} | {changes} | {e['threads']} | {e['shared_memory'] // 1024} "

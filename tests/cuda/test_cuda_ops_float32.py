@@ -49,8 +49,12 @@ FMA_VARIANTS = [
 
 
 @pytest.mark.parametrize("ta, tb, changes", FMA_VARIANTS)
-def test_fma_gemm_computes_float32_products_in_the_emulator(ta, tb, changes):
-    M, N, K = 21, 30, 37  # 32 x 32 tiles, 3 slabs of 16 k: every edge partial
+@pytest.mark.parametrize("M, N, K", [(21, 30, 37), (64, 64, 24)])
+def test_fma_gemm_computes_float32_products_in_the_emulator(ta, tb, changes, M, N, K):
+    """21 x 30 x 37: 32 x 32 tiles, every edge partial (guarded scalar stores); 64 x 64 x 24:
+    one whole tile (16-byte stores of C where there is no bias)."""
+    if (M, N, K) == (64, 64, 24) and changes not in ({}, FMA_VARIANTS[3][2]):
+        pytest.skip("whole tiles: the table's config and the 8 x 16 thread tile suffice")
     op, problem, func, target = _kernel(M, N, K, ta, tb, bias=ta, changes=changes)
     lowered = lower(func, target, CompileOptions())
     rng = np.random.default_rng()
@@ -82,6 +86,7 @@ def test_fma_gemm_sass_reads_shared_memory_16_bytes_at_a_time():
     assert ffma >= 512 and lds128 >= 32 and ffma >= 16 * lds128, counts
     assert [k for k in counts if k.startswith("LDS") and k != "LDS.128"] in ([], ["LDS"]), counts
     assert counts.get("LDS", 0) <= 8, counts  # only `@!PT LDS RZ, [RZ]` padding (never executed)
+    assert counts.get("STG.E.128", 0) == 16 and counts.get("STG.E", 0) == 0, counts  # whole tiles: 16-byte stores
     assert any(k.startswith("LDGSTS") and k.endswith(".128") for k in counts), "slabs should come through cp.async"
     assert counts.get("LDL", 0) == 0 and counts.get("STL", 0) == 0, "the 8 x 8 accumulators must stay in registers"
 

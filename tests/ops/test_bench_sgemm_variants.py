@@ -1,5 +1,5 @@
 """bench/sgemm_variants.py without a GPU: the export compiles the chosen variants of the FMA
-GEMM for sm_90a (the table's config, the one before it, another warp arrangement) and
+GEMM for sm_90a (the table's config, the one before it, a `__launch_bounds__` probe) and
 writes a manifest the run reads; the run checks every element against float64 and times
 (on the CPU, with stand-in kernels: the exported CUDA kernels need the GPU)."""
 from __future__ import annotations
@@ -25,19 +25,21 @@ def bench():
 def test_export_writes_the_variants_and_the_manifest(bench, tmp_path):
     from tilelang_core.plugin import get_plugin_manager
 
-    entries = bench.export(tmp_path, "cuda/sm_90a", ["table", "before", "lanes16"], sizes=(4096,))
+    entries = bench.export(tmp_path, "cuda/sm_90a", ["table", "before", "swizzle_lb2"], sizes=(4096,))
     manifest = json.loads((tmp_path / bench.MANIFEST).read_text())
-    assert [e["name"] for e in manifest["variants"]] == ["table_4096", "before_4096", "lanes16_4096"]
+    assert [e["name"] for e in manifest["variants"]] == ["table_4096", "before_4096", "swizzle_lb2_4096"]
     assert manifest["variants"] == json.loads(json.dumps(entries))
-    table, before, lanes16 = manifest["variants"]
+    table, before, probe = manifest["variants"]
     target = get_plugin_manager().parse_target("cuda/sm_90a")
     config = bench.variant_config(target, bench.problem_of(4096), {})
     assert table["config"] == {k: v for k, v in config.items() if k.startswith("fma_") and k != "fma_warps"}
     assert before["config"]["fma_stages"] == 2 and not before["config"]["fma_skew_a"]
-    assert lanes16["config"] == {**table["config"], "fma_lanes_n": 16}
+    assert probe["config"] == {**table["config"], "fma_skew_a": False, "fma_swizzle_a": True}
     assert table["threads"] == before["threads"] == 256 and table["grid"] == [32, 32, 1]
+    assert probe["probe_blocks_per_sm"] == 2 and table["probe_blocks_per_sm"] == 0
+    assert "__launch_bounds__(256, 2)" in (tmp_path / "swizzle_lb2_4096" / "kernel.src").read_text()
     if table["sass"]:  # cuobjdump found: the main loop is FMA with 16-byte shared reads only
-        for entry in (table, before, lanes16):
+        for entry in (table, before, probe):
             loop, k = entry["sass"]["loop"], entry["config"]["fma_block_K"]
             assert loop["FFMA"] == 64 * k and loop["LDS.128"] == 4 * k and loop["LDS other"] == 0, entry["name"]
             assert loop["FFMA"] >= 0.85 * loop["instructions"], entry["name"]
@@ -82,7 +84,7 @@ def test_run_checks_every_element_and_times_on_the_cpu(bench, monkeypatch, tmp_p
     for name in kinds:
         problem = bench.problem_of(64, {"trans_a": name == "kmajor"})
         variants.append({"name": name, "variant": name, "size": 64, "changes": {}, "problem": problem,
-                         "config": {}, "threads": 256, "grid": [1, 1, 1],
+                         "probe_blocks_per_sm": 0, "config": {}, "threads": 256, "grid": [1, 1, 1],
                          "shared_memory": 0, "sass": {}})
     (tmp_path / bench.MANIFEST).write_text(json.dumps({"target": "cpu", "variants": variants}))
     by_name = {v["name"]: v for v in variants}

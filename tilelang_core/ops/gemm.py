@@ -45,7 +45,7 @@ _FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_thr
 # as CUTLASS's and cuBLAS's SIMT SGEMMs take 8-wide slabs; the same 90 % FFMA). 8 x 8 per
 # thread at 128 registers: two blocks of 256 threads per SM. Not yet timed on the H100.
 _FMA_GEMM = {**_FMA, "fma_block_K": 8, "fma_thread_M": 8, "fma_thread_N": 8, "fma_lanes_n": 8,
-             "fma_skew_a": True, "fma_swizzle_a": False, "fma_stages": 4, "fma_panel": 0}
+             "fma_skew_a": True, "fma_swizzle_a": False, "fma_stages": 4, "fma_panel": 0, "fma_vector_store": True}
 GEMM_TABLE = (
     ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1,
                                 **_FMA_SERIAL}),
@@ -226,7 +226,10 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     (row / 4) so those rows fall in distinct bank groups. A K-minor B tile (`trans_b`) is read
     a row per thread: there thread tj owns columns tj + gn n, and with 16-wide K slabs the
     tile's chunks are XOR-swizzled by row pair, so 8 rows fall in 8 bank groups.
-    `fma_panel` > 0 rasterizes the blocks in panels of that many (`T.use_swizzle`)."""
+    `fma_panel` > 0 rasterizes the blocks in panels of that many (`T.use_swizzle`). Where the
+    tiles are whole and C is stored as computed (float32, no bias, no activation),
+    `fma_vector_store` stores each 4-column run with one 16-byte store; otherwise every
+    element is stored alone under its bounds guard."""
     B, M, N, K = problem["batch"], problem["M"], problem["N"], problem["K"]
     dtype, ta, tb = problem["dtype"], problem["trans_a"], problem["trans_b"]
     has_bias, activation = problem["bias"], problem["activation"]
@@ -258,6 +261,8 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     skew_a = config.get("fma_skew_a", False) and not ta and not swizzle_a
     chunks_a = bK // 4  # 16-byte chunks of a K-minor A row
     swizzle_b = tb and bK == 16  # 4 chunks of 16 bytes a row; 2 rows per 128-byte bank cycle
+    vector_store = (config.get("fma_vector_store", False) and M % bM == 0 and N % bN == 0 and dtype == "float32"
+                    and not swizzle_b and not has_bias and activation == "none")
 
     def col_of(t, n):
         return t + gn * n if swizzle_b else row_of(t, n, gn)
@@ -310,16 +315,22 @@ def _gemm_fma_kernel(problem: dict, config: dict):
                         for kk in T.unroll(KV):
                             for e in T.unroll(TM * TN):
                                 acc[e] += a_r[(e // TN) * KV + kk] * b_r[(e % TN) * KV + kk]
-            for t in T.Parallel(threads):
-                for e in T.unroll(TM * TN):
-                    row = by * bM + row_of(thread_m(t), e // TN, gm)
-                    col = bx * bN + col_of(thread_n(t), e % TN)
-                    if row < M and col < N:
-                        if has_bias:
-                            C[bz, row, col] = T.cast(
-                                _activate(acc[e] + T.cast(Bias[col], "float32"), activation), dtype)
-                        else:
-                            C[bz, row, col] = T.cast(_activate(acc[e], activation), dtype)
+            if vector_store:  # whole float32 tiles, no epilogue math: a 16-byte store per 4-column run
+                for t in T.Parallel(threads):
+                    for run in T.unroll(TM * TN // 4):
+                        C[bz, by * bM + row_of(thread_m(t), run * 4 // TN, gm),
+                          T.Ramp(bx * bN + row_of(thread_n(t), run * 4 % TN, gn), 1, 4)] = acc[T.Ramp(run * 4, 1, 4)]
+            else:
+                for t in T.Parallel(threads):
+                    for e in T.unroll(TM * TN):
+                        row = by * bM + row_of(thread_m(t), e // TN, gm)
+                        col = bx * bN + col_of(thread_n(t), e % TN)
+                        if row < M and col < N:
+                            if has_bias:
+                                C[bz, row, col] = T.cast(
+                                    _activate(acc[e] + T.cast(Bias[col], "float32"), activation), dtype)
+                            else:
+                                C[bz, row, col] = T.cast(_activate(acc[e], activation), dtype)
 
     return main
 
