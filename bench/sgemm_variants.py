@@ -283,11 +283,11 @@ def run(root: Path, rounds: int = ROUNDS, only: list[str] | None = None) -> int:
                "ok": good}
         rows.append(row)
         print(f"{entry['name']:<22} ours {row['ours_ms']:.3f} ms {row['tflops']:5.1f} TFLOP/s  cuBLAS "
-              f"{row['cublas_ms']:.3f} ms {row['cublas_tflops']:5.1f}  cuBLAS/ours {paired:.3f}  err/bound "
+              f"{row['cublas_ms']:.3f} ms {row['cublas_tflops']:5.1f}  cuBLAS ms / ours ms {paired:.3f}  err/bound "
               f"{worst:.2f} {'ok' if good else 'MISMATCH'}", flush=True)
         del a_in, a, b, c, c_ref, fns
     print("\n| variant | size | changes | threads | shared KB | registers | loop FFMA / LDS.128 / instructions "
-          "| ours TFLOP/s | cuBLAS TFLOP/s | ours / cuBLAS (paired) | err / bound |")
+          "| ours TFLOP/s | cuBLAS TFLOP/s | cuBLAS ms / ours ms (paired) | err / bound |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         e = r["entry"]
@@ -302,6 +302,12 @@ def run(root: Path, rounds: int = ROUNDS, only: list[str] | None = None) -> int:
         print(f"| {e['variant']} | {e['size']} | {changes} | {e['threads']} | {e['shared_memory'] // 1024} "
               f"| {e['sass'].get('registers', '-')} | {mix} | {r['tflops']:.1f} | {r['cublas_tflops']:.1f} "
               f"| **{r['ratio']:.2f}** | {r['worst']:.2f}{'' if r['ok'] else ' MISMATCH'} |")
+    for size in sorted({r["entry"]["size"] for r in rows}):
+        good = [r for r in rows if r["entry"]["size"] == size and r["ok"] and not r["entry"]["problem"]["trans_a"]]
+        if good:
+            best = max(good, key=lambda r: r["ratio"])
+            print(f"best at {size}^3: {best['entry']['variant']} {best['ratio']:.2f}x cuBLAS "
+                  f"(config {best['entry']['config']})")
     device = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
     print(f"device: {device}, torch {torch.__version__}; floor 0.9x cuBLAS SGEMM")
     return 0 if ok else 1

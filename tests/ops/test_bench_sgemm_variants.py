@@ -99,6 +99,7 @@ def test_run_checks_every_element_and_times_on_the_cpu(bench, monkeypatch, tmp_p
     assert bench.run(tmp_path, 1, ["float32", "kmajor"]) == 0
     out = capsys.readouterr().out
     assert "| float32 | 64 |" in out and "| kmajor | 64 | - A as (K, M) |" in out and "MISMATCH" not in out, out
+    assert "best at 64^3: float32 " in out  # A as (K, M) is another problem: not a candidate
     assert bench.run(tmp_path, 1, ["tf32"]) == 1
     assert bench.run(tmp_path, 1, ["hole"]) == 1
     out = capsys.readouterr().out
