@@ -17,7 +17,9 @@ stages, warps of 2 x 16 threads, A's tile unskewed, C stored a float at a time).
 bank conflicts (16-byte skew every 4 rows, XOR swizzle, neither), stages, the K slab, the
 per-thread tile (8 x 16 and 16 x 8: 128 threads for 128 x 128), the block tile, block
 rasterization, and `a_kmajor`: A handed over as (K, M) (`trans_a=True`, beside cuBLAS on the
-same layout), what a transposing load of A would give the plain `a @ b`.
+same layout), what a transposing load of A would give the plain `a @ b`. `b_kminor` and
+`b_kminor_before` are the other problem `a @ b.T` (B as (N, K), `trans_b=True`) with the
+table's config and the one before.
 
 Variants named `*_lb2` are probes, not what the language emits: their CUDA source is rebuilt
 with `__launch_bounds__(threads, 2)` (two blocks per SM: ptxas keeps 128 registers), to
@@ -53,7 +55,7 @@ MANIFEST = "manifest.json"
 SIZES = (4096, 8192)
 # name -> (config changes over the table's config for the target, problem changes, probe:
 # blocks per SM asked of ptxas through `__launch_bounds__(threads, blocks)`, or 0)
-BEFORE = {"fma_lanes_n": 16, "fma_skew_a": False, "fma_swizzle_a": False, "fma_stages": 2, "fma_block_K": 16,
+BEFORE = {"fma_lanes_n": 16, "fma_skew": False, "fma_swizzle_a": False, "fma_stages": 2, "fma_block_K": 16,
           "fma_thread_M": 8, "fma_thread_N": 8, "fma_block_M": 128, "fma_block_N": 128, "fma_panel": 0,
           "fma_vector_store": False}
 VARIANTS = {
@@ -67,9 +69,9 @@ VARIANTS = {
     "k32_s2": ({"fma_block_K": 32, "fma_stages": 2}, {}, 0),
     "s3": ({"fma_stages": 3}, {}, 0),
     "s6": ({"fma_stages": 6}, {}, 0),
-    "no_skew": ({"fma_skew_a": False}, {}, 0),
-    "swizzle": ({"fma_skew_a": False, "fma_swizzle_a": True}, {}, 0),
-    "swizzle_lb2": ({"fma_skew_a": False, "fma_swizzle_a": True}, {}, 2),
+    "no_skew": ({"fma_skew": False}, {}, 0),
+    "swizzle": ({"fma_skew": False, "fma_swizzle_a": True}, {}, 0),
+    "swizzle_lb2": ({"fma_skew": False, "fma_swizzle_a": True}, {}, 2),
     "t8x16": ({"fma_thread_N": 16}, {}, 0),  # 128 threads
     "t16x8": ({"fma_thread_M": 16}, {}, 0),
     "b128x256_t8x16": ({"fma_block_N": 256, "fma_thread_N": 16}, {}, 0),  # 256 threads
@@ -78,6 +80,8 @@ VARIANTS = {
     "panel8_lb2": ({"fma_panel": 8}, {}, 2),
     "scalar_store": ({"fma_vector_store": False}, {}, 0),
     "a_kmajor": ({}, {"trans_a": True}, 0),
+    "b_kminor": ({}, {"trans_b": True}, 0),  # a @ b.T with b (N, K): another problem
+    "b_kminor_before": (BEFORE, {"trans_b": True}, 0),
 }
 AT_8192 = ("table", "before", "k16_s3_lb2", "t8x16", "panel8_lb2")
 ROUNDS = 3
@@ -213,20 +217,21 @@ def _sync(torch) -> None:
 
 
 def _inputs(torch, entry: dict, generator):
-    """A as the kernel takes it ((K, M) for trans_a), A as (M, K) for torch, and B (K, N)."""
-    n, ta = entry["size"], entry["problem"]["trans_a"]
+    """A and B as the kernel takes them ((K, M) for trans_a, (N, K) for trans_b), and as
+    (M, K) and (K, N) views for torch."""
+    n, ta, tb = entry["size"], entry["problem"]["trans_a"], entry["problem"]["trans_b"]
     a_in = torch.randn(n, n, device=DEVICE, generator=generator)
-    b = torch.randn(n, n, device=DEVICE, generator=generator)
-    return a_in, (a_in.t() if ta else a_in), b
+    b_in = torch.randn(n, n, device=DEVICE, generator=generator)
+    return a_in, b_in, (a_in.t() if ta else a_in), (b_in.t() if tb else b_in)
 
 
 def check(torch, kernel, entry: dict, generator) -> tuple[bool, float]:
     """One call on fresh inputs with C poisoned: (every element within the float32 bound of the
     float64 product, the worst error / bound)."""
     n = entry["size"]
-    a_in, a, b = _inputs(torch, entry, generator)
+    a_in, b_in, a, b = _inputs(torch, entry, generator)
     c = torch.full((n, n), float("nan"), device=DEVICE)
-    kernel(a_in.view(1, n, n), b.view(1, n, n), torch.zeros(1, device=DEVICE), c.view(1, n, n))
+    kernel(a_in.view(1, n, n), b_in.view(1, n, n), torch.zeros(1, device=DEVICE), c.view(1, n, n))
     _sync(torch)
     a64, b64 = a.double(), b.double()
     bound = 2.0 * (n + 2) * 2.0 ** -24 * (a64.abs() @ b64.abs())
@@ -266,10 +271,10 @@ def run(root: Path, rounds: int = ROUNDS, only: list[str] | None = None) -> int:
         kernel = load(root / entry["name"])
         good, worst = check(torch, kernel, entry, generator)
         ok &= good
-        a_in, a, b = _inputs(torch, entry, generator)
+        a_in, b_in, a, b = _inputs(torch, entry, generator)
         bias = torch.zeros(1, device=DEVICE)
         c, c_ref = torch.empty(n, n, device=DEVICE), torch.empty(n, n, device=DEVICE)
-        fns = {"ours": lambda: kernel(a_in.view(1, n, n), b.view(1, n, n), bias, c.view(1, n, n)),
+        fns = {"ours": lambda: kernel(a_in.view(1, n, n), b_in.view(1, n, n), bias, c.view(1, n, n)),
                "cublas": lambda: torch.matmul(a, b, out=c_ref)}
         samples = {name: [] for name in fns}
         for _ in range(rounds):
@@ -285,7 +290,7 @@ def run(root: Path, rounds: int = ROUNDS, only: list[str] | None = None) -> int:
         print(f"{entry['name']:<22} ours {row['ours_ms']:.3f} ms {row['tflops']:5.1f} TFLOP/s  cuBLAS "
               f"{row['cublas_ms']:.3f} ms {row['cublas_tflops']:5.1f}  cuBLAS ms / ours ms {paired:.3f}  err/bound "
               f"{worst:.2f} {'ok' if good else 'MISMATCH'}", flush=True)
-        del a_in, a, b, c, c_ref, fns
+        del a_in, b_in, a, b, c, c_ref, fns
     print("\n| variant | size | changes | threads | shared KB | registers | loop FFMA / LDS.128 / instructions "
           "| ours TFLOP/s | cuBLAS TFLOP/s | cuBLAS ms / ours ms (paired) | err / bound |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -295,6 +300,8 @@ def run(root: Path, rounds: int = ROUNDS, only: list[str] | None = None) -> int:
             ("the config before" if e["variant"] == "before" else "-")
         if e["problem"]["trans_a"]:
             changes += " A as (K, M)"
+        if e["problem"]["trans_b"]:
+            changes += " B as (N, K)"
         if e["probe_blocks_per_sm"]:
             changes += f" (probe: __launch_bounds__(T, {e['probe_blocks_per_sm']}))"
         loop = e["sass"].get("loop") or {}
@@ -303,7 +310,8 @@ def run(root: Path, rounds: int = ROUNDS, only: list[str] | None = None) -> int:
               f"| {e['sass'].get('registers', '-')} | {mix} | {r['tflops']:.1f} | {r['cublas_tflops']:.1f} "
               f"| **{r['ratio']:.2f}** | {r['worst']:.2f}{'' if r['ok'] else ' MISMATCH'} |")
     for size in sorted({r["entry"]["size"] for r in rows}):
-        good = [r for r in rows if r["entry"]["size"] == size and r["ok"] and not r["entry"]["problem"]["trans_a"]]
+        good = [r for r in rows if r["entry"]["size"] == size and r["ok"]
+                and not (r["entry"]["problem"]["trans_a"] or r["entry"]["problem"]["trans_b"])]
         if good:
             best = max(good, key=lambda r: r["ratio"])
             print(f"best at {size}^3: {best['entry']['variant']} {best['ratio']:.2f}x cuBLAS "

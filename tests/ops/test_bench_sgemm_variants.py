@@ -33,8 +33,8 @@ def test_export_writes_the_variants_and_the_manifest(bench, tmp_path):
     target = get_plugin_manager().parse_target("cuda/sm_90a")
     config = bench.variant_config(target, bench.problem_of(4096), {})
     assert table["config"] == {k: v for k, v in config.items() if k.startswith("fma_") and k != "fma_warps"}
-    assert before["config"]["fma_stages"] == 2 and not before["config"]["fma_skew_a"]
-    assert probe["config"] == {**table["config"], "fma_skew_a": False, "fma_swizzle_a": True}
+    assert before["config"]["fma_stages"] == 2 and not before["config"]["fma_skew"]
+    assert probe["config"] == {**table["config"], "fma_skew": False, "fma_swizzle_a": True}
     assert table["threads"] == before["threads"] == 256 and table["grid"] == [32, 32, 1]
     assert probe["probe_blocks_per_sm"] == 2 and table["probe_blocks_per_sm"] == 0
     assert "__launch_bounds__(256, 2)" in (tmp_path / "swizzle_lb2_4096" / "kernel.src").read_text()
@@ -70,19 +70,20 @@ def test_run_checks_every_element_and_times_on_the_cpu(bench, monkeypatch, tmp_p
     def stand_in(kind):
         def kernel(a, b, bias, c):
             a2 = a[0].t() if manifest_entry["problem"]["trans_a"] else a[0]
+            b2 = b[0].t() if manifest_entry["problem"]["trans_b"] else b[0]
             if kind == "tf32":
                 a2 = (a2.contiguous().view(torch.int32) & -8192).view(torch.float32)
-            c[0].copy_(a2 @ b[0])
+            c[0].copy_(a2 @ b2)
             if kind == "hole":
                 c[0, 3, 5] = float("nan")
         return kernel
 
     monkeypatch.setattr(bench, "DEVICE", "cpu")
     monkeypatch.setattr(bench, "_time", wall_ms)
-    kinds = {"float32": "float32", "kmajor": "float32", "tf32": "tf32", "hole": "hole"}
+    kinds = {"float32": "float32", "kmajor": "float32", "kminor_b": "float32", "tf32": "tf32", "hole": "hole"}
     variants = []
     for name in kinds:
-        problem = bench.problem_of(64, {"trans_a": name == "kmajor"})
+        problem = bench.problem_of(64, {"trans_a": name == "kmajor", "trans_b": name == "kminor_b"})
         variants.append({"name": name, "variant": name, "size": 64, "changes": {}, "problem": problem,
                          "probe_blocks_per_sm": 0, "config": {}, "threads": 256, "grid": [1, 1, 1],
                          "shared_memory": 0, "sass": {}})
@@ -96,9 +97,10 @@ def test_run_checks_every_element_and_times_on_the_cpu(bench, monkeypatch, tmp_p
         return stand_in(kinds[Path(path).name])
 
     monkeypatch.setattr(bench, "load", load)
-    assert bench.run(tmp_path, 1, ["float32", "kmajor"]) == 0
+    assert bench.run(tmp_path, 1, ["float32", "kmajor", "kminor_b"]) == 0
     out = capsys.readouterr().out
     assert "| float32 | 64 |" in out and "| kmajor | 64 | - A as (K, M) |" in out and "MISMATCH" not in out, out
+    assert "| kminor_b | 64 | - B as (N, K) |" in out
     assert "best at 64^3: float32 " in out  # A as (K, M) is another problem: not a candidate
     assert bench.run(tmp_path, 1, ["tf32"]) == 1
     assert bench.run(tmp_path, 1, ["hole"]) == 1

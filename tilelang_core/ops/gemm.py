@@ -38,14 +38,14 @@ _FMA = {"fma_block_M": 128, "fma_block_N": 128, "fma_block_K": 16, "fma_warps": 
 _FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_threads": 1}
 # gemm / batched_gemm's FMA kernel where cp.async feeds it (`_gemm_fma_kernel` says what each
 # key does; bench/sgemm_variants.py times the alternatives on the GPU). Against the config
-# before (0.41x cuBLAS SGEMM at 4096^3 on the H100): the A tile skewed 16 bytes every 4 rows
-# (a warp's A reads in distinct bank groups at no register cost), warps of 4 x 8 threads (a
-# 32 x 64 warp tile: every 16-byte read of A or B one wavefront; 16 per 4 k a warp, 32
-# before), and 8-wide K slabs in 4 stages (the slab loop's body 9 KB of SASS instead of 18,
-# as CUTLASS's and cuBLAS's SIMT SGEMMs take 8-wide slabs; the same 90 % FFMA). 8 x 8 per
-# thread at 128 registers: two blocks of 256 threads per SM. Not yet timed on the H100.
+# before (0.41x cuBLAS SGEMM at 4096^3 on the H100): K-minor tiles skewed 16 bytes every 4 rows
+# (a warp's reads of them in distinct bank groups, at no register cost); warps of 4 x 8
+# threads (a 32 x 64 warp tile: every 16-byte read of A or B one wavefront, 16 per 4 k and
+# warp against 32); 8-wide K slabs in 4 stages (a slab loop of 9 KB of SASS instead of 18, as
+# CUTLASS's and cuBLAS's SIMT SGEMMs take 8-wide slabs; 88 % FFMA); C in 16-byte stores.
+# 8 x 8 per thread at 128 registers: two blocks of 256 threads per SM. Not yet timed.
 _FMA_GEMM = {**_FMA, "fma_block_K": 8, "fma_thread_M": 8, "fma_thread_N": 8, "fma_lanes_n": 8,
-             "fma_skew_a": True, "fma_swizzle_a": False, "fma_stages": 4, "fma_panel": 0, "fma_vector_store": True}
+             "fma_skew": True, "fma_swizzle_a": False, "fma_stages": 4, "fma_panel": 0, "fma_vector_store": True}
 GEMM_TABLE = (
     ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1,
                                 **_FMA_SERIAL}),
@@ -221,11 +221,13 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     4 TM TN multiply-adds.
 
     Threads are placed in groups of 32 (a warp) of `fma_lanes_n` along N by 32 / fma_lanes_n
-    along M; the groups tile the block N first. A warp's read of a K-minor A tile touches
-    one row per distinct ti: `fma_swizzle_a` XOR-swizzles that tile's 16-byte chunks by
-    (row / 4) so those rows fall in distinct bank groups. A K-minor B tile (`trans_b`) is read
-    a row per thread: there thread tj owns columns tj + gn n, and with 16-wide K slabs the
-    tile's chunks are XOR-swizzled by row pair, so 8 rows fall in 8 bank groups.
+    along M; the groups tile the block N first. A warp's 16-byte read of a K-minor tile (A as
+    (M, K); B as (N, K), `trans_b`) touches one row per distinct thread index on that side,
+    rows 4 apart: `fma_skew` shifts every 4 rows of such a tile by 16 bytes, so those rows
+    fall in distinct bank groups at no register cost; `fma_swizzle_a` instead XOR-swizzles
+    A's 16-byte chunks by row / 4. Without the skew, a K-minor B tile in 16-wide K slabs is
+    read with thread tj owning columns tj + gn n, its chunks XOR-swizzled by row pair (8 rows
+    in 8 bank groups).
     `fma_panel` > 0 rasterizes the blocks in panels of that many (`T.use_swizzle`). Where the
     tiles are whole and C is stored as computed (float32, no bias, no activation),
     `fma_vector_store` stores each 4-column run with one 16-byte store; otherwise every
@@ -258,9 +260,10 @@ def _gemm_fma_kernel(problem: dict, config: dict):
         return (m // 4) * 4 * g + t * 4 + m % 4
 
     swizzle_a = config.get("fma_swizzle_a", False) and not ta
-    skew_a = config.get("fma_skew_a", False) and not ta and not swizzle_a
+    skew_a = config.get("fma_skew", False) and not ta and not swizzle_a
+    skew_b = config.get("fma_skew", False) and tb
     chunks_a = bK // 4  # 16-byte chunks of a K-minor A row
-    swizzle_b = tb and bK == 16  # 4 chunks of 16 bytes a row; 2 rows per 128-byte bank cycle
+    swizzle_b = tb and bK == 16 and not skew_b  # 4 chunks of 16 bytes a row; 2 rows per 128-byte bank cycle
     vector_store = (config.get("fma_vector_store", False) and M % bM == 0 and N % bN == 0 and dtype == "float32"
                     and not swizzle_b and not has_bias and activation == "none")
 
@@ -283,6 +286,8 @@ def _gemm_fma_kernel(problem: dict, config: dict):
                     r, T.bitwise_xor(c // 4, r // 4 % chunks_a) * 4 + c % 4))})
             if skew_a:
                 T.annotate_layout({A_s: T.Layout(a_tile, lambda r, c: (r * bK + r // 4 * 4 + c,))})
+            if skew_b:
+                T.annotate_layout({B_s: T.Layout(b_tile, lambda r, c: (r * bK + r // 4 * 4 + c,))})
             if swizzle_b:
                 T.annotate_layout({B_s: T.Layout(b_tile, lambda r, c: (r, T.bitwise_xor(c // 4, r // 2 % 4) * 4
                                                                          + c % 4))})
