@@ -119,3 +119,12 @@ def test_tf32_gemm_on_wgmma_in_the_emulator(M, N, K, loads, tb):
     magnitude = op.reference(np.abs(at), np.abs(bt), trans_b=tb, bias=np.abs(bias))
     assert not np.isnan(c).any(), "elements never written"
     assert (np.abs(c[0] - ref) <= 2 * (K + 2) * 2.0 ** -24 * magnitude).all()
+
+
+@pytest.mark.parametrize("changes, message", [({"fma_thread_N": 6}, "thread tile 8 x 6 must be multiples of 4"),
+                                              ({"fma_lanes_n": 3}, "fma_lanes_n=3 must be a power of two")])
+def test_fma_gemm_config_errors_name_the_key(changes, message):
+    from tilelang_core.ops.launch import OpError
+
+    with pytest.raises(OpError, match=message):
+        _kernel(256, 256, 64, False, False, bias=False, changes=changes)

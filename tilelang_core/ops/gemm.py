@@ -206,6 +206,10 @@ def _fma_threads(config: dict, bM: int, bN: int) -> tuple[int, int, int, int]:
     if tm % 4 or tn % 4 or bM % tm or bN % tn:
         raise OpError(f"gemm: the FMA config's thread tile {tm} x {tn} must be multiples of 4 that divide the "
                       f"block tile {bM} x {bN} (fma_thread_M, fma_thread_N)")
+    lanes = config.get("fma_lanes_n", 16)
+    if lanes not in (1, 2, 4, 8, 16, 32):
+        raise OpError(f"gemm: the FMA config's fma_lanes_n={lanes!r} must be a power of two up to 32 "
+                      f"(a warp's threads along N)")
     return tm, tn, bM // tm, bN // tn
 
 
