@@ -1,10 +1,11 @@
 """The float32 GEMMs of `tilelang_core.ops` as the CUDA backend lowers them for sm_90a.
 
-"highest" (FMA loops, no matrix units): the table's config and variants of it run in the TIR
-emulator at a ragged size (partial tiles on every side, bias and relu), and its SASS at the bench's size (cp.async slabs,
-16-byte shared reads, 16 FFMA per read, no local memory). "high": wgmma tf32, B as (N, K)
-by descriptors and B as (K, N) swapped (C^T = B^T A^T), in the wgmma emulator through
-cp.async (K rows not 16-byte aligned) and through TMA."""
+"highest" (FMA loops, no matrix units): the table's config and variants of it run in the
+TIR emulator at a ragged size (partial tiles on every side, bias and relu) and on a whole
+tile, and its SASS at the bench's size (cp.async slabs, 16-byte shared reads, 16 FFMA per
+read, 16-byte stores of C, no local memory). "high": wgmma tf32, B as (N, K) by descriptors
+and B as (K, N) swapped (C^T = B^T A^T), in the wgmma emulator through cp.async (K rows not
+16-byte aligned) and through TMA."""
 from __future__ import annotations
 
 import re
