@@ -1,10 +1,11 @@
 """The float32 GEMMs of `tilelang_core.ops` as the CUDA backend lowers them for sm_90a.
 
-"highest" (FMA loops, no matrix units): run in the TIR emulator at a ragged size (partial
-tiles on every side, bias and relu), and its SASS at the bench's size (cp.async slabs,
-16-byte shared reads, 16 FFMA per read, no local memory). "high": wgmma tf32, B as (N, K)
-by descriptors and B as (K, N) swapped (C^T = B^T A^T), in the wgmma emulator through
-cp.async (K rows not 16-byte aligned) and through TMA."""
+"highest" (FMA loops, no matrix units): the table's config and variants of it run in the
+TIR emulator at a ragged size (partial tiles on every side, bias and relu) and on a whole
+tile, and its SASS at the bench's size (cp.async slabs, 16-byte shared reads, 16 FFMA per
+read, 16-byte stores of C, no local memory). "high": wgmma tf32, B as (N, K) by descriptors
+and B as (K, N) swapped (C^T = B^T A^T), in the wgmma emulator through cp.async (K rows not
+16-byte aligned) and through TMA."""
 from __future__ import annotations
 
 import re
@@ -26,20 +27,37 @@ from tma_emulator import run_kernel as run_tma_kernel  # noqa: E402
 from wgmma_emulator import run_kernel as run_wgmma_kernel  # noqa: E402
 
 
-def _kernel(M, N, K, ta, tb, bias, fma=True):
+def _kernel(M, N, K, ta, tb, bias, fma=True, changes=None):
     target = get_plugin_manager().parse_target("cuda/sm_90a")
     problem = {"batch": 1, "M": M, "N": N, "K": K, "dtype": "float32", "trans_a": ta, "trans_b": tb,
                "bias": bias, "activation": "relu" if bias else "none", **({"fma": True} if fma else {})}
     op = ops.get("gemm")
     config, _ = resolve_config(op, target, problem)
+    config.update(changes or {})
     return op, problem, op.kernels[config["kernel"]](problem, config), target
 
 
-@pytest.mark.parametrize("ta, tb", [(False, False), (True, True)])
-def test_fma_gemm_computes_float32_products_in_the_emulator(ta, tb):
-    M, N, K = 21, 30, 37  # 32 x 32 tiles, 3 slabs of 16 k: every edge partial
-    op, problem, func, target = _kernel(M, N, K, ta, tb, bias=ta)
+# the table's FMA config, and variants of bench/sgemm_variants.py: the warp's arrangement, the
+# A tile's XOR swizzle or no skew, 8 x 16 and 16 x 8 per thread, 16- and 32-wide K slabs
+FMA_VARIANTS = [
+    (False, False, {}), (True, True, {}),
+    (False, False, {"fma_lanes_n": 4, "fma_skew": False, "fma_swizzle_a": True}),
+    (False, True, {"fma_thread_N": 16, "fma_lanes_n": 2, "fma_stages": 2}),
+    (True, False, {"fma_thread_M": 16, "fma_block_K": 16, "fma_stages": 3}),
+    (False, False, {"fma_skew": False, "fma_block_K": 32, "fma_stages": 2, "fma_panel": 2}),
+]
+
+
+@pytest.mark.parametrize("ta, tb, changes", FMA_VARIANTS)
+@pytest.mark.parametrize("M, N, K", [(21, 30, 37), (32, 32, 24)])
+def test_fma_gemm_computes_float32_products_in_the_emulator(ta, tb, changes, M, N, K):
+    """21 x 30 x 37: 32 x 32 tiles, every edge partial (guarded scalar stores); 32 x 32 x 24:
+    one whole tile (16-byte stores of C where there is no bias)."""
+    if (M, N, K) == (32, 32, 24) and (ta, tb, changes) != FMA_VARIANTS[0]:
+        pytest.skip("whole tiles: the table's config, plain a @ b, suffices")
+    op, problem, func, target = _kernel(M, N, K, ta, tb, bias=ta, changes=changes)
     lowered = lower(func, target, CompileOptions())
+    assert ("= acc[T.Ramp(" in lowered.script()) is (M == 32), "16-byte stores of C exactly where tiles are whole"
     rng = np.random.default_rng()
     a = rng.standard_normal((K, M) if ta else (M, K)).astype("float32")
     b = rng.standard_normal((N, K) if tb else (K, N)).astype("float32")
@@ -65,7 +83,11 @@ def test_fma_gemm_sass_reads_shared_memory_16_bytes_at_a_time():
         if match:
             counts[match.group(2)] = counts.get(match.group(2), 0) + 1
     ffma, lds128 = counts.get("FFMA", 0), counts.get("LDS.128", 0)
-    assert ffma >= 1024 and lds128 >= 64 and ffma >= 16 * lds128, counts  # 8x8 outer products of float4 runs
+    # an 8-wide K slab (the table's) of 8 x 8 outer products of float4 runs, every shared read 16 bytes
+    assert ffma >= 512 and lds128 >= 32 and ffma >= 16 * lds128, counts
+    assert [k for k in counts if k.startswith("LDS") and k != "LDS.128"] in ([], ["LDS"]), counts
+    assert counts.get("LDS", 0) <= 8, counts  # only `@!PT LDS RZ, [RZ]` padding (never executed)
+    assert counts.get("STG.E.128", 0) == 16 and counts.get("STG.E", 0) == 0, counts  # whole tiles: 16-byte stores
     assert any(k.startswith("LDGSTS") and k.endswith(".128") for k in counts), "slabs should come through cp.async"
     assert counts.get("LDL", 0) == 0 and counts.get("STL", 0) == 0, "the 8 x 8 accumulators must stay in registers"
 
@@ -98,3 +120,12 @@ def test_tf32_gemm_on_wgmma_in_the_emulator(M, N, K, loads, tb):
     magnitude = op.reference(np.abs(at), np.abs(bt), trans_b=tb, bias=np.abs(bias))
     assert not np.isnan(c).any(), "elements never written"
     assert (np.abs(c[0] - ref) <= 2 * (K + 2) * 2.0 ** -24 * magnitude).all()
+
+
+@pytest.mark.parametrize("changes, message", [({"fma_thread_N": 6}, "thread tile 8 x 6 must be multiples of 4"),
+                                              ({"fma_lanes_n": 3}, "fma_lanes_n=3 must be a power of two")])
+def test_fma_gemm_config_errors_name_the_key(changes, message):
+    from tilelang_core.ops.launch import OpError
+
+    with pytest.raises(OpError, match=message):
+        _kernel(256, 256, 64, False, False, bias=False, changes=changes)

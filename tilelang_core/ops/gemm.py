@@ -32,10 +32,20 @@ ACTIVATIONS = ("none", "relu", "gelu", "silu")
 PRECISIONS = ("highest", "high", "medium")
 
 # The FMA-loop tile ("fma_*": float32 at precision "highest" on targets with TF32 units).
-# gemm / batched_gemm run a thread per 8 x 8 block of it; grouped_gemm and conv2d run
-# fma_warps warps over it.
+# gemm / batched_gemm run a thread per fma_thread_M x fma_thread_N block of it (8 x 8 unless
+# the row says); grouped_gemm and conv2d run fma_warps warps over it.
 _FMA = {"fma_block_M": 128, "fma_block_N": 128, "fma_block_K": 16, "fma_warps": 8}
 _FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_threads": 1}
+# gemm / batched_gemm's FMA kernel where cp.async feeds it (`_gemm_fma_kernel` says what each
+# key does; bench/sgemm_variants.py times the alternatives on the GPU). Against the config
+# before (0.41x cuBLAS SGEMM at 4096^3 on the H100): K-minor tiles skewed 16 bytes every 4 rows
+# (a warp's reads of them in distinct bank groups, at no register cost); warps of 4 x 8
+# threads (a 32 x 64 warp tile: every 16-byte read of A or B one wavefront, 16 per 4 k and
+# warp against 32); 8-wide K slabs in 4 stages (a slab loop of 9 KB of SASS instead of 18, as
+# CUTLASS's and cuBLAS's SIMT SGEMMs take 8-wide slabs; 88 % FFMA); C in 16-byte stores.
+# 8 x 8 per thread at 128 registers: two blocks of 256 threads per SM. Not yet timed.
+_FMA_GEMM = {**_FMA, "fma_block_K": 8, "fma_thread_M": 8, "fma_thread_N": 8, "fma_lanes_n": 8,
+             "fma_skew": True, "fma_swizzle_a": False, "fma_stages": 4, "fma_panel": 0, "fma_vector_store": True}
 GEMM_TABLE = (
     ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1,
                                 **_FMA_SERIAL}),
@@ -46,8 +56,8 @@ GEMM_TABLE = (
     # tile is block_N x block_M (256 x 128: one m64n256 per warpgroup, B^T's register loads
     # 16 KB a k-tile instead of 32 KB)
     ConfigRule("wgmma", {"block_M": 128, "block_N": 256, "block_K": 64, "stages": 4, "warps": 8,
-                         "epilogue": "registers", "tf32_nn_transposed_tile": True, **_FMA}),
-    ConfigRule("mma.sync", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 3, "warps": 4, **_FMA}),
+                         "epilogue": "registers", "tf32_nn_transposed_tile": True, **_FMA_GEMM}),
+    ConfigRule("mma.sync", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 3, "warps": 4, **_FMA_GEMM}),
     ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA}),
 )
 # GEMMs whose operands stream from memory once per wave (one batch, one group at a time, few
@@ -189,52 +199,103 @@ def _gemm_kernel(problem: dict, config: dict):
     return main
 
 
+def _fma_threads(config: dict, bM: int, bN: int) -> tuple[int, int, int, int]:
+    """(TM, TN, gm, gn) of the FMA GEMM: a thread's block of C (fma_thread_M x fma_thread_N,
+    multiples of 4) and the grid of threads over the (bM, bN) tile (gm x gn threads)."""
+    tm, tn = config.get("fma_thread_M", 8), config.get("fma_thread_N", 8)
+    if tm % 4 or tn % 4 or bM % tm or bN % tn:
+        raise OpError(f"gemm: the FMA config's thread tile {tm} x {tn} must be multiples of 4 that divide the "
+                      f"block tile {bM} x {bN} (fma_thread_M, fma_thread_N)")
+    lanes = config.get("fma_lanes_n", 16)
+    if lanes not in (1, 2, 4, 8, 16, 32):
+        raise OpError(f"gemm: the FMA config's fma_lanes_n={lanes!r} must be a power of two up to 32 "
+                      f"(a warp's threads along N)")
+    return tm, tn, bM // tm, bN // tn
+
+
 def _gemm_fma_kernel(problem: dict, config: dict):
     """float32 products summed in float32 without the matrix units. The tiles arrive through
-    `T.Pipelined` copies (cp.async, double-buffered: the next K slab loads while this one is
-    multiplied) in the operands' own orientation. Each thread owns an 8 x 8 block of C in
-    registers: rows 4 ti .. 4 ti + 3 of each half of the tile's rows, columns 4 tj .. 4 tj + 3
-    of each half of its columns, so the 4-wide runs a quarter warp (8 consecutive tj, one ti)
-    reads from one shared row lie side by side (no bank conflicts) and every read is 16
-    bytes. Per 4 k it reads 4 values of each of its 8 rows of A and 8 columns of B (runs
-    along K where the tile is K-minor, along M or N where it is K-major) and does 256
-    multiply-adds. A K-minor B tile (`trans_b`) is read a row per thread by a quarter warp:
-    there thread tj owns columns tj + gn n, and the tile's 16-byte chunks are XOR-swizzled
-    by row pair (16-wide K slabs), so the 8 rows fall in 8 bank groups."""
+    `T.Pipelined` copies (cp.async; `fma_stages` slabs in flight) in the operands' own
+    orientation. Each thread owns a TM x TN block of C in registers (`fma_thread_M` x
+    `fma_thread_N`, 8 x 8 by default): TM / 4 runs of 4 rows, run p at rows p (bM / (TM / 4))
+    + 4 ti .. + 3, and likewise TN / 4 runs of 4 columns, so the 4-wide runs neighbouring
+    threads read from one shared row lie side by side and every read is 16 bytes. Per 4 k a
+    thread reads 4 values of each of its TM rows of A and TN columns of B (runs along K where
+    the tile is K-minor, along M or N where it is K-major: TM + TN 16-byte reads) and does
+    4 TM TN multiply-adds.
+
+    Threads are placed in groups of 32 (a warp) of `fma_lanes_n` along N by 32 / fma_lanes_n
+    along M; the groups tile the block N first. A warp's 16-byte read of a K-minor tile (A as
+    (M, K); B as (N, K), `trans_b`) touches one row per distinct thread index on that side,
+    rows 4 apart: `fma_skew` shifts every 4 rows of such a tile by 16 bytes, so those rows
+    fall in distinct bank groups at no register cost; `fma_swizzle_a` instead XOR-swizzles
+    A's 16-byte chunks by row / 4. Without the skew, a K-minor B tile in 16-wide K slabs is
+    read with thread tj owning columns tj + gn n, its chunks XOR-swizzled by row pair (8 rows
+    in 8 bank groups).
+    `fma_panel` > 0 rasterizes the blocks in panels of that many (`T.use_swizzle`). Where the
+    tiles are whole and C is stored as computed (float32, no bias, no activation),
+    `fma_vector_store` stores each 4-column run with one 16-byte store; otherwise every
+    element is stored alone under its bounds guard."""
     B, M, N, K = problem["batch"], problem["M"], problem["N"], problem["K"]
     dtype, ta, tb = problem["dtype"], problem["trans_a"], problem["trans_b"]
     has_bias, activation = problem["bias"], problem["activation"]
     bM, bN, bK = _tile(config, M, N, K, dtype, True)
-    _, stages = _launch(config, True)
-    TM, TN, KV = 8, 8, 4  # a thread's rows, columns, and k per register refill
-    gm, gn = bM // TM, bN // TN  # a thread per (ti, tj)
-    hm, hn = bM // 2, bN // 2  # the second half of a thread's rows / columns starts here
+    TM, TN, gm, gn = _fma_threads(config, bM, bN)
+    stages = config.get("fma_stages", 2)
+    panel = config.get("fma_panel", 0)
+    rasterize = panel > 0
+    KV = 4  # k per register refill: one 16-byte read of a K-minor row
+    threads = gm * gn
+    lanes_n = min(config.get("fma_lanes_n", 16), gn)  # a warp's threads along N ...
+    lanes_m = min(32 // lanes_n, gm)  # ... and along M
+    groups_n = gn // lanes_n
     a_shape = (B, K, M) if ta else (B, M, K)
     b_shape = (B, N, K) if tb else (B, K, N)
     a_tile = (bK, bM) if ta else (bM, bK)
     b_tile = (bN, bK) if tb else (bK, bN)
 
-    def row_of(t, m, half):  # the m-th of the 8 rows (or columns) thread index t owns
-        return (m // 4) * half + t * 4 + m % 4
+    def thread_m(t):
+        return t // (lanes_m * lanes_n) // groups_n * lanes_m + t % (lanes_m * lanes_n) // lanes_n
 
-    swizzle_b = tb and bK == 16  # 4 chunks of 16 bytes a row; 2 rows per 128-byte bank cycle
+    def thread_n(t):
+        return t // (lanes_m * lanes_n) % groups_n * lanes_n + t % lanes_n
+
+    def row_of(t, m, g):  # the m-th of a thread's rows (or columns), thread index t of g
+        return (m // 4) * 4 * g + t * 4 + m % 4
+
+    swizzle_a = config.get("fma_swizzle_a", False) and not ta
+    skew_a = config.get("fma_skew", False) and not ta and not swizzle_a
+    skew_b = config.get("fma_skew", False) and tb
+    chunks_a = bK // 4  # 16-byte chunks of a K-minor A row
+    swizzle_b = tb and bK == 16 and not skew_b  # 4 chunks of 16 bytes a row; 2 rows per 128-byte bank cycle
+    vector_store = (config.get("fma_vector_store", False) and M % bM == 0 and N % bN == 0 and dtype == "float32"
+                    and not swizzle_b and not has_bias and activation == "none")
 
     def col_of(t, n):
-        return t + gn * n if swizzle_b else row_of(t, n, hn)
+        return t + gn * n if swizzle_b else row_of(t, n, gn)
 
     @T.prim_func
     def main(A: T.Tensor(a_shape, dtype), Bm: T.Tensor(b_shape, dtype), Bias: T.Tensor((N if has_bias else 1,), dtype),
              C: T.Tensor((B, M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), B, threads=gm * gn) as (bx, by, bz):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), B, threads=threads) as (bx, by, bz):
             A_s = T.alloc_shared(a_tile, "float32")
             B_s = T.alloc_shared(b_tile, "float32")
             acc = T.alloc_local((TM * TN,), "float32")
             a_r = T.alloc_local((TM * KV,), "float32")
             b_r = T.alloc_local((TN * KV,), "float32")
+            if rasterize:
+                T.use_swizzle(panel_size=panel)
+            if swizzle_a:
+                T.annotate_layout({A_s: T.Layout(a_tile, lambda r, c: (
+                    r, T.bitwise_xor(c // 4, r // 4 % chunks_a) * 4 + c % 4))})
+            if skew_a:
+                T.annotate_layout({A_s: T.Layout(a_tile, lambda r, c: (r * bK + r // 4 * 4 + c,))})
+            if skew_b:
+                T.annotate_layout({B_s: T.Layout(b_tile, lambda r, c: (r * bK + r // 4 * 4 + c,))})
             if swizzle_b:
                 T.annotate_layout({B_s: T.Layout(b_tile, lambda r, c: (r, T.bitwise_xor(c // 4, r // 2 % 4) * 4
                                                                          + c % 4))})
-            for ti, tj in T.Parallel(gm, gn):
+            for t in T.Parallel(threads):
                 for e in T.unroll(TM * TN):
                     acc[e] = 0.0
             for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
@@ -246,33 +307,39 @@ def _gemm_fma_kernel(problem: dict, config: dict):
                     T.copy(Bm[bz, bx * bN, ko * bK], B_s)
                 else:
                     T.copy(Bm[bz, ko * bK, bx * bN], B_s)
-                for ti, tj in T.Parallel(gm, gn):
+                for t in T.Parallel(threads):
                     for k4 in T.unroll(bK // KV):
                         for m in T.unroll(TM):
                             for kk in T.unroll(KV):
                                 if ta:
-                                    a_r[m * KV + kk] = A_s[k4 * KV + kk, row_of(ti, m, hm)]
+                                    a_r[m * KV + kk] = A_s[k4 * KV + kk, row_of(thread_m(t), m, gm)]
                                 else:
-                                    a_r[m * KV + kk] = A_s[row_of(ti, m, hm), k4 * KV + kk]
+                                    a_r[m * KV + kk] = A_s[row_of(thread_m(t), m, gm), k4 * KV + kk]
                         for n in T.unroll(TN):
                             for kk in T.unroll(KV):
                                 if tb:
-                                    b_r[n * KV + kk] = B_s[col_of(tj, n), k4 * KV + kk]
+                                    b_r[n * KV + kk] = B_s[col_of(thread_n(t), n), k4 * KV + kk]
                                 else:
-                                    b_r[n * KV + kk] = B_s[k4 * KV + kk, col_of(tj, n)]
+                                    b_r[n * KV + kk] = B_s[k4 * KV + kk, col_of(thread_n(t), n)]
                         for kk in T.unroll(KV):
                             for e in T.unroll(TM * TN):
                                 acc[e] += a_r[(e // TN) * KV + kk] * b_r[(e % TN) * KV + kk]
-            for ti, tj in T.Parallel(gm, gn):
-                for e in T.unroll(TM * TN):
-                    row = by * bM + row_of(ti, e // TN, hm)
-                    col = bx * bN + col_of(tj, e % TN)
-                    if row < M and col < N:
-                        if has_bias:
-                            C[bz, row, col] = T.cast(
-                                _activate(acc[e] + T.cast(Bias[col], "float32"), activation), dtype)
-                        else:
-                            C[bz, row, col] = T.cast(_activate(acc[e], activation), dtype)
+            if vector_store:  # whole float32 tiles, no epilogue math: a 16-byte store per 4-column run
+                for t in T.Parallel(threads):
+                    for run in T.unroll(TM * TN // 4):
+                        C[bz, by * bM + row_of(thread_m(t), run * 4 // TN, gm),
+                          T.Ramp(bx * bN + row_of(thread_n(t), run * 4 % TN, gn), 1, 4)] = acc[T.Ramp(run * 4, 1, 4)]
+            else:
+                for t in T.Parallel(threads):
+                    for e in T.unroll(TM * TN):
+                        row = by * bM + row_of(thread_m(t), e // TN, gm)
+                        col = bx * bN + col_of(thread_n(t), e % TN)
+                        if row < M and col < N:
+                            if has_bias:
+                                C[bz, row, col] = T.cast(
+                                    _activate(acc[e] + T.cast(Bias[col], "float32"), activation), dtype)
+                            else:
+                                C[bz, row, col] = T.cast(_activate(acc[e], activation), dtype)
 
     return main
 
