@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 from .. import language as T
+from ..ir import dtype_bytes
 from .launch import OpError, check_dtype, contiguous, dtype_of, kernel_for, library, target_for
 from .registry import ConfigRule, Operator, get, register
 
@@ -50,12 +51,12 @@ GEMM_TABLE = (
     ConfigRule("mma.sync", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 3, "warps": 4, **_FMA}),
     ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA}),
 )
-# GEMMs whose operands stream from memory once per wave (one batch, one group at a time, few
-# L2 hits): the wgmma tile with a fourth stage (4 x 48 KB of shared memory), more time to cover
-# DRAM latency, and C stored as one tile from shared memory (a TMA store on sm_90a: the block
-# ends sooner). ("epilogue":
-# "registers" stores C from the accumulators; grouped_gemm always does, under its row guard.)
-STREAMED_WGMMA = ConfigRule("wgmma", {**GEMM_TABLE[1].config, "stages": 4, "epilogue": "shared"})
+# grouped_gemm's tile table: "exact" has one entry per tile that holds rows (a kernel per tile
+# count, at most `groups` of them for one number of rows), so every tile runs the whole K loop:
+# a constant trip count over a constant grid, which a backend may run as persistent blocks
+# (sm_90a does, as for the gemm). "padded" has a fixed length per (rows, groups) (one kernel
+# for every split); its empty tiles skip the K loop, a trip count read from memory.
+GROUPED_WGMMA = ConfigRule("wgmma", {**GEMM_TABLE[1].config, "tile_table": "exact"})
 GEMM_TUNE = {"block_M": (64, 128), "block_N": (64, 128, 256), "block_K": (32, 64), "stages": (2, 3, 4),
              "warps": (4, 8)}
 
@@ -304,7 +305,7 @@ _GEMM_EXAMPLE = {"batch": 1, "M": 4096, "N": 4096, "K": 4096, "dtype": "float16"
 register(Operator("gemm", "C = act(op(A) @ op(B) + bias): transposes, bias, relu/gelu/silu epilogue",
                   {"tiled": _gemm_kernel}, GEMM_TABLE, reference_gemm, (3,), _GEMM_EXAMPLE, GEMM_TUNE))
 register(Operator("batched_gemm", "a batch of GEMMs of one shape (3-D A and B)", {"tiled": _gemm_kernel},
-                  (GEMM_TABLE[0], STREAMED_WGMMA, *GEMM_TABLE[2:]), reference_gemm, (3,),
+                  GEMM_TABLE, reference_gemm, (3,),
                   {**_GEMM_EXAMPLE, "batch": 8, "M": 1024, "N": 1024, "K": 1024}, GEMM_TUNE))
 
 
@@ -364,13 +365,19 @@ def batched_gemm(a, b, trans_a: bool = False, trans_b: bool = False, bias=None, 
 
 def _grouped_kernel(problem: dict, config: dict):
     """Rows of A belong to groups one after another; group g multiplies B[g]. A host-built
-    table gives each row tile its (group, first row, end row); tiles past the table's live
-    entries have first row == end row and write nothing."""
+    table gives each row tile its (group, first row, end row). With the config's "tile_table"
+    "exact" every entry holds rows and runs the whole K loop (a constant trip count); with
+    "padded" the entries past the live ones have first row == end row, skip the K loop and
+    write nothing. The epilogue keeps the row guard `first + i < end` (a tile's rows past its
+    group belong to the next group); the column guard only where N is not whole tiles."""
     total, G, N, K, dtype, tiles = (problem[k] for k in ("rows", "groups", "N", "K", "dtype", "tiles"))
     fma = problem.get("fma", False)
     bM = problem["tile_rows"]  # the host cut its tile table with the table's block_M
     _, bN, bK = _tile(config, bM, N, K, dtype, fma)
     threads, stages = _launch(config, fma)
+    exact = config.get("tile_table", "padded") == "exact"
+    through_shared = config.get("epilogue") == "shared" and not fma
+    vec = 16 // dtype_bytes(dtype) if N % bN == 0 else 1  # its stores: 16-byte rows where columns are whole tiles
 
     @T.prim_func
     def main(A: T.Tensor((total, K), dtype), Bm: T.Tensor((G, K, N), dtype), Tiles: T.Tensor((tiles, 3), "int32"),
@@ -382,7 +389,8 @@ def _grouped_kernel(problem: dict, config: dict):
             g = Tiles[by, 0]
             first = Tiles[by, 1]
             end = Tiles[by, 2]
-            steps = T.if_then_else(first < end, T.ceildiv(K, bK), 0)  # padding tiles skip the K loop
+            # "padded": padding tiles skip the K loop; "exact": the trip count is a constant
+            steps = T.ceildiv(K, bK) if exact else T.if_then_else(first < end, T.ceildiv(K, bK), 0)
             T.clear(C_f)
             for ko in T.Pipelined(steps, num_stages=stages):
                 T.copy(A[first, ko * bK], A_s)
@@ -393,9 +401,22 @@ def _grouped_kernel(problem: dict, config: dict):
                             C_f[i, j] += A_s[i, k] * B_s[k, j]
                 else:
                     T.gemm(A_s, B_s, C_f)
-            for i, j in T.Parallel(bM, bN):
-                if first + i < end and bx * bN + j < N:
-                    C[first + i, bx * bN + j] = T.cast(C_f[i, j], dtype)
+            if through_shared:  # rows of 16-byte stores from a staging tile, under the row guard
+                C_s = T.alloc_shared((bM, bN), dtype)
+                T.copy(C_f, C_s)
+                for i, v in T.Parallel(bM, bN // vec):
+                    if vec > 1:
+                        if first + i < end:
+                            C[first + i, T.Ramp(bx * bN + v * vec, 1, vec)] = C_s[i, T.Ramp(v * vec, 1, vec)]
+                    elif first + i < end and bx * bN + v < N:
+                        C[first + i, bx * bN + v] = C_s[i, v]
+            else:
+                for i, j in T.Parallel(bM, bN):
+                    if N % bN == 0:  # whole column tiles: only the group's row guard
+                        if first + i < end:
+                            C[first + i, bx * bN + j] = T.cast(C_f[i, j], dtype)
+                    elif first + i < end and bx * bN + j < N:
+                        C[first + i, bx * bN + j] = T.cast(C_f[i, j], dtype)
 
     return main
 
@@ -414,9 +435,10 @@ def reference_grouped_gemm(a, b, group_sizes):
 register(Operator("grouped_gemm", "GEMMs of groups of rows of A, each with its own B (mixture of experts)",
                   {"tiled": _grouped_kernel},
                   (ConfigRule("block-serial", {"block_M": 32, "block_N": 64, "block_K": 32, "stages": 1,
-                                               "threads": 1, **_FMA_SERIAL}),
-                   STREAMED_WGMMA, GEMM_TABLE[2],
-                   ConfigRule("simt", {"block_M": 64, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA})),
+                                               "threads": 1, "tile_table": "padded", **_FMA_SERIAL}),
+                   GROUPED_WGMMA, ConfigRule("mma.sync", {**GEMM_TABLE[2].config, "tile_table": "padded"}),
+                   ConfigRule("simt", {"block_M": 64, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4,
+                                       "tile_table": "padded", **_FMA})),
                   reference_grouped_gemm, (3,),
                   {"rows": 8192, "groups": 8, "N": 4096, "K": 4096, "dtype": "float16", "tiles": 72, "tile_rows": 128},
                   {"block_N": (64, 128, 256), "stages": (2, 3, 4)}))
@@ -437,11 +459,14 @@ def grouped_gemm(a, b, group_sizes, precision: str | None = None, target=None):
     tgt = target_for([a, b], target, "grouped_gemm")
     op = get("grouped_gemm")
     total, groups = int(a.shape[0]), len(sizes)
-    # the tile table's length depends only on (rows, groups): one kernel for every split
     from .registry import resolve_config
 
-    bM = resolve_config(op, tgt, {})[0]["block_M"]
-    tiles = -(-total // bM) + groups
+    config = resolve_config(op, tgt, {})[0]
+    bM = config["block_M"]
+    if config.get("tile_table", "padded") == "exact":  # one entry per tile with rows (at least one entry)
+        tiles = max(1, sum(-(-s // bM) for s in sizes))
+    else:  # a length that depends only on (rows, groups): one kernel for every split
+        tiles = -(-total // bM) + groups
     problem = {"rows": total, "groups": groups, "N": int(b.shape[2]), "K": int(a.shape[1]), "dtype": dtype,
                "tiles": tiles, "tile_rows": bM, **_precision_key("grouped_gemm", dtype, precision, [a, b], tgt)}
     kernel, _, _ = kernel_for(op, tgt, problem)
