@@ -49,24 +49,31 @@ def _on_hopper_units(script: str) -> None:
     assert "tl::tma_load" in script and "wgmma_m64n" in script and "setmaxnreg" in script, script
 
 
-def test_grouped_gemm_tiles_start_at_the_table_rows():
+@pytest.mark.parametrize("changes", [{}, {"tile_table": "padded"}, {"epilogue": "shared", "stages": 3}],
+                         ids=["table", "padded", "staged"])
+def test_grouped_gemm_tiles_start_at_the_table_rows(changes):
     """Groups of 0, 130 (two tiles) and 70 rows: TMA reads A from each tile's first row (rows
-    of the next group come along and are dropped by the row guard); padding tiles write nothing."""
+    of the next group come along and are dropped by the row guard). The table's exact tile
+    table, the padded one (its padding tiles write nothing) and the epilogue staged through
+    shared memory (16-byte row stores under the row guard)."""
     target = _target()
     op = ops.get("grouped_gemm")
     sizes, N, K = [0, 130, 70], 64, 128
     total, groups = sum(sizes), len(sizes)
-    bM = resolve_config(op, target, {})[0]["block_M"]
-    tiles = -(-total // bM) + groups
+    config = {**resolve_config(op, target, {})[0], **changes}
+    bM = config["block_M"]
+    exact = config["tile_table"] == "exact"
+    tiles = sum(-(-s // bM) for s in sizes) if exact else -(-total // bM) + groups
     table = _tile_table(sizes, bM, tiles, np.zeros(1))
     problem = {"rows": total, "groups": groups, "N": N, "K": K, "dtype": "float16", "tiles": tiles, "tile_rows": bM}
-    config, _ = resolve_config(op, target, problem)
     rng = np.random.default_rng(11)
     a = rng.standard_normal((total, K)).astype(np.float16)
     b = rng.standard_normal((groups, K, N)).astype(np.float16)
     c = np.full((total, N), np.nan, np.float16)
     (script,) = _run(op.kernels[config["kernel"]](problem, config), target, [a, b, table, c])
     _on_hopper_units(script)
+    if "epilogue" in changes:
+        assert "T.Ramp" in script or "Ramp(" in script, script
     want = op.reference(a, b, sizes)
     assert np.isfinite(c).all(), "rows never written"
     assert np.abs(c.astype(np.float64) - want).max() <= 1e-2 * np.abs(want).max()
