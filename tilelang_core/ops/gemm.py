@@ -788,10 +788,19 @@ def _conv_shifted(problem: dict, config: dict):
                 T.copy(Xp[by * bM + ko // cblocks // kw * wp + ko // cblocks % kw, ko % cblocks * bK], A_s)
                 T.copy(Wr[bx * bN, ko * bK], B_s)
                 _multiply_nt(A_s, B_s, C_f, fma, bM, bN, bK)
+            # each row's output pixel, once per row in the accumulator's row layout (the element
+            # loop then does no division): image, y (-1: a dropped row), x
+            R_img = T.alloc_fragment((bM,), "int32")
+            R_y = T.alloc_fragment((bM,), "int32")
+            R_x = T.alloc_fragment((bM,), "int32")
+            for i in T.Parallel(bM):
+                R_img[i] = (by * bM + i) // (hp * wp)
+                R_y[i] = T.if_then_else(by * bM + i < rows and (by * bM + i) % (hp * wp) // wp < oh
+                                        and (by * bM + i) % wp < ow, (by * bM + i) % (hp * wp) // wp, -1)
+                R_x[i] = (by * bM + i) % wp
             for i, j in T.Parallel(bM, bN):
-                r = by * bM + i
-                if r < rows and r % (hp * wp) // wp < oh and r % wp < ow and bx * bN + j < o:
-                    Y[r // (hp * wp), bx * bN + j, r % (hp * wp) // wp, r % wp] = T.cast(C_f[i, j], dtype)
+                if R_y[i] >= 0 and bx * bN + j < o:
+                    Y[R_img[i], bx * bN + j, R_y[i], R_x[i]] = T.cast(C_f[i, j], dtype)
 
     return main
 
