@@ -679,6 +679,26 @@ def _multiply_nt(A_s, B_s, C_f, fma, bM, bN, bK):
         T.gemm(A_s, B_s, C_f, transpose_B=True)
 
 
+@T.macro
+def _store_pixels(Y, C_f, bM, bN, row0, col0, rows, o, image, line, oh, ow, dtype):
+    """Store the tile C_f (bM pixels x bN output channels) into NCHW `Y`: row r = row0 + i is
+    pixel (r // image, r % image // line, r % line) of a grid of `image` pixels per image and
+    `line` per image row, kept where r < rows, y < oh and x < ow. Each row's pixel is found
+    once, in the accumulator's row layout (three int32 fragments of the tile's rows; y = -1
+    marks a dropped row), so the element loop does no division."""
+    R_img = T.alloc_fragment((bM,), "int32")
+    R_y = T.alloc_fragment((bM,), "int32")
+    R_x = T.alloc_fragment((bM,), "int32")
+    for i in T.Parallel(bM):
+        R_img[i] = (row0 + i) // image
+        R_y[i] = T.if_then_else(row0 + i < rows and (row0 + i) % image // line < oh and (row0 + i) % line < ow,
+                                (row0 + i) % image // line, -1)
+        R_x[i] = (row0 + i) % line
+    for i, j in T.Parallel(bM, bN):
+        if R_y[i] >= 0 and col0 + j < o:
+            Y[R_img[i], col0 + j, R_y[i], R_x[i]] = T.cast(C_f[i, j], dtype)
+
+
 def _conv_kernel(problem: dict, config: dict):
     """Implicit GEMM: rows = (image, out_y, out_x), columns = out channels, K = (in channel,
     ky, kx); the A tile is gathered from the NCHW image (zero outside), B is the OIHW weight
@@ -712,10 +732,7 @@ def _conv_kernel(problem: dict, config: dict):
                         T.cast(0, dtype))
                 T.copy(Wt[bx * bN, ko * bK], B_s)
                 _multiply_nt(A_s, B_s, C_f, fma, bM, bN, bK)
-            for i, j in T.Parallel(bM, bN):
-                row = by * bM + i
-                if row < M and bx * bN + j < o:
-                    Y[row // (oh * ow), bx * bN + j, (row % (oh * ow)) // ow, row % ow] = T.cast(C_f[i, j], dtype)
+            _store_pixels(Y, C_f, bM, bN, by * bM, bx * bN, M, o, oh * ow, ow, oh, ow, dtype)
 
     return main
 
@@ -788,19 +805,7 @@ def _conv_shifted(problem: dict, config: dict):
                 T.copy(Xp[by * bM + ko // cblocks // kw * wp + ko // cblocks % kw, ko % cblocks * bK], A_s)
                 T.copy(Wr[bx * bN, ko * bK], B_s)
                 _multiply_nt(A_s, B_s, C_f, fma, bM, bN, bK)
-            # each row's output pixel, once per row in the accumulator's row layout (the element
-            # loop then does no division): image, y (-1: a dropped row), x
-            R_img = T.alloc_fragment((bM,), "int32")
-            R_y = T.alloc_fragment((bM,), "int32")
-            R_x = T.alloc_fragment((bM,), "int32")
-            for i in T.Parallel(bM):
-                R_img[i] = (by * bM + i) // (hp * wp)
-                R_y[i] = T.if_then_else(by * bM + i < rows and (by * bM + i) % (hp * wp) // wp < oh
-                                        and (by * bM + i) % wp < ow, (by * bM + i) % (hp * wp) // wp, -1)
-                R_x[i] = (by * bM + i) % wp
-            for i, j in T.Parallel(bM, bN):
-                if R_y[i] >= 0 and bx * bN + j < o:
-                    Y[R_img[i], bx * bN + j, R_y[i], R_x[i]] = T.cast(C_f[i, j], dtype)
+            _store_pixels(Y, C_f, bM, bN, by * bM, bx * bN, rows, o, hp * wp, wp, oh, ow, dtype)
 
     return main
 
