@@ -69,7 +69,7 @@ def test_run_checks_and_times_the_exports_on_the_cpu(bench, monkeypatch, tmp_pat
         "batched_gemm": {**bench.PROBLEMS["batched_gemm"], "batch": 2, "M": 40, "N": 24, "K": 33},
         "grouped_gemm": {"sizes": [5, 0, 70, 9], "N": 64, "K": 40, "dtype": "float16"},  # whole column tiles
         "conv2d": {**bench.PROBLEMS["conv2d"], "N": 2, "C": 5, "H": 7, "W": 6, "O": 6}})
-    names = ["bmm.table", "grouped.table", "grouped.before", "conv.table"]
+    names = ["bmm.table", "grouped.table", "grouped.before", "grouped.shared_s3", "conv.table"]
     bench.export(tmp_path, "cpu", names)
     assert bench.run(tmp_path, 0, 1, 1) == 0
     out = capsys.readouterr().out

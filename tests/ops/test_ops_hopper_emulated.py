@@ -79,12 +79,15 @@ def test_grouped_gemm_tiles_start_at_the_table_rows(changes):
     assert np.abs(c.astype(np.float64) - want).max() <= 1e-2 * np.abs(want).max()
 
 
-def test_conv2d_stride1_runs_as_a_shifted_gemm():
-    """19 channels (a K tile of 32, zero-padded), a 3 x 2 kernel, padding 1: the layout pass
-    (image and weight), then the TMA + wgmma GEMM, one after the other on the same arrays."""
+@pytest.mark.parametrize("shape", [(2, 19, 9, 10, 24, 3, 2, 1), (2, 16, 6, 16, 24, 3, 3, 2)], ids=["tile", "pieces"])
+def test_conv2d_stride1_runs_as_a_shifted_gemm(shape):
+    """The layout pass (image and weight), then the TMA + wgmma GEMM, one after the other on
+    the same arrays. 19 channels (a K tile of 32, zero-padded), a 3 x 2 kernel, padding 1 (the
+    layout pass through a shared tile); 16 channels and 16 columns, padding 2 (16-byte pieces,
+    transposed in registers, zero pieces for the border)."""
     target = _target()
     op = ops.get("conv2d")
-    n, c, h, w, o, kh, kw, pad = 2, 19, 9, 10, 24, 3, 2, 1  # 264 padded pixels: a 256-row tile and a ragged one
+    n, c, h, w, o, kh, kw, pad = shape  # "tile": 264 padded pixels, a 256-row tile and a ragged one
     problem = {"N": n, "C": c, "H": h, "W": w, "O": o, "KH": kh, "KW": kw, "stride": 1, "padding": pad,
                "dtype": "float16"}
     config, _ = resolve_config(op, target, problem)
@@ -98,6 +101,7 @@ def test_conv2d_stride1_runs_as_a_shifted_gemm():
     scripts = _run(func, target, [x, wt, y, *workspaces])
     assert len(scripts) == 2
     _on_hopper_units(scripts[1])
+    assert ("T.Ramp" in scripts[0]) == (c % 8 == w % 8 == 0), scripts[0]
     want = op.reference(x, wt, 1, pad)
     assert np.isfinite(y).all(), "outputs never written"
     assert np.abs(y.astype(np.float64) - want).max() <= 1e-2 * np.abs(want).max()

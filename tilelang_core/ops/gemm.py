@@ -56,7 +56,7 @@ GEMM_TABLE = (
 # a constant trip count over a constant grid, which a backend may run as persistent blocks
 # (sm_90a does, as for the gemm). "padded" has a fixed length per (rows, groups) (one kernel
 # for every split); its empty tiles skip the K loop, a trip count read from memory.
-GROUPED_WGMMA = ConfigRule("wgmma", {**GEMM_TABLE[1].config, "tile_table": "exact"})
+GROUPED_WGMMA = ConfigRule("wgmma", {**GEMM_TABLE[1].config, "tile_table": "exact", "vector_bytes": 16})
 GEMM_TUNE = {"block_M": (64, 128), "block_N": (64, 128, 256), "block_K": (32, 64), "stages": (2, 3, 4),
              "warps": (4, 8)}
 
@@ -377,7 +377,8 @@ def _grouped_kernel(problem: dict, config: dict):
     threads, stages = _launch(config, fma)
     exact = config.get("tile_table", "padded") == "exact"
     through_shared = config.get("epilogue") == "shared" and not fma
-    vec = 16 // dtype_bytes(dtype) if N % bN == 0 else 1  # its stores: 16-byte rows where columns are whole tiles
+    # its stores: rows of vector_bytes pieces where the columns are whole tiles
+    vec = max(1, config.get("vector_bytes", 0) // dtype_bytes(dtype)) if N % bN == 0 else 1
 
     @T.prim_func
     def main(A: T.Tensor((total, K), dtype), Bm: T.Tensor((G, K, N), dtype), Tiles: T.Tensor((tiles, 3), "int32"),
@@ -437,10 +438,12 @@ def reference_grouped_gemm(a, b, group_sizes):
 register(Operator("grouped_gemm", "GEMMs of groups of rows of A, each with its own B (mixture of experts)",
                   {"tiled": _grouped_kernel},
                   (ConfigRule("block-serial", {"block_M": 32, "block_N": 64, "block_K": 32, "stages": 1,
-                                               "threads": 1, "tile_table": "padded", **_FMA_SERIAL}),
-                   GROUPED_WGMMA, ConfigRule("mma.sync", {**GEMM_TABLE[2].config, "tile_table": "padded"}),
+                                               "threads": 1, "tile_table": "padded", "vector_bytes": 0,
+                                               **_FMA_SERIAL}),
+                   GROUPED_WGMMA, ConfigRule("mma.sync", {**GEMM_TABLE[2].config, "tile_table": "padded",
+                                                                    "vector_bytes": 16}),
                    ConfigRule("simt", {"block_M": 64, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4,
-                                       "tile_table": "padded", **_FMA})),
+                                       "tile_table": "padded", "vector_bytes": 16, **_FMA})),
                   reference_grouped_gemm, (3,),
                   {"rows": 8192, "groups": 8, "N": 4096, "K": 4096, "dtype": "float16", "tiles": 72, "tile_rows": 128},
                   {"block_N": (64, 128, 256), "stages": (2, 3, 4)}))
@@ -766,36 +769,84 @@ def _conv_shifted(problem: dict, config: dict):
     K = taps * cp
     threads, stages = _launch(config, fma)
     lt = config["layout_threads"]
-    # the layout pass's shared tile: channels x padded columns, 64 x 64 or the image's own size
-    bc, bw = min(64, 1 << (cp - 1).bit_length()), min(64, 1 << (wp - 1).bit_length())
     zero = T.cast(0, dtype)
+    # the layout pass in pieces of the config's vector_bytes (0: the target moves no vectors)
+    # where the image's rows and the channels are whole pieces: a thread loads vec channels x vec
+    # columns (vec loads along x), transposes them in registers and stores vec pixels (vec
+    # channels each); the zero border is stored as zero pieces
+    vec = max(1, config.get("vector_bytes", 0) // dtype_bytes(dtype))
+    pieces = vec > 1 and w % vec == 0 and c % vec == 0
+    groups, xblocks = cp // vec, w // vec
+    items = n * hp * xblocks * groups
+    # else through a shared tile: channels x padded columns, 64 x 64 or the image's own size
+    bc, bw = min(64, 1 << (cp - 1).bit_length()), min(64, 1 << (wp - 1).bit_length())
     layout_x = -(-wp // bw) * -(-cp // bc)
-    layout_blocks = layout_x * hp * n
+    layout_blocks = -(-items // lt) if pieces else layout_x * hp * n
     weight_passes = -(-(o * K) // (layout_blocks * lt))
+
+    @T.macro
+    def reorder_weight(Wt, Wr, block):
+        """The weight reorder, spread over the layout launch's blocks: element q of Wr per
+        thread and pass."""
+        for p in T.serial(weight_passes):
+            for e in T.Parallel(lt):
+                q = (p * layout_blocks + block) * lt + e
+                if q < o * K:
+                    Wr[q // K, q % K] = T.if_then_else(
+                        q % cp < c, Wt[q // K, T.min(q % cp, c - 1), q % K // cp // kw, q % K // cp % kw], zero)
 
     @T.prim_func
     def main(X: T.Tensor((n, c, h, w), dtype), Wt: T.Tensor((o, c, kh, kw), dtype), Y: T.Tensor((n, o, oh, ow), dtype)):
         Xp = T.alloc_global((rows, cp), dtype)
         Wr = T.alloc_global((o, K), dtype)
-        with T.Kernel(layout_x, hp, n, threads=lt) as (bx, by, bz):
-            S = T.alloc_shared((bc, bw + 2), dtype)  # + 2: a column of it spans all 32 banks
-            for cc, xx in T.Parallel(bc, bw):
-                ch = bx // T.ceildiv(wp, bw) * bc + cc
-                xi = bx % T.ceildiv(wp, bw) * bw + xx - pad
-                S[cc, xx] = T.if_then_else(ch < c and by >= pad and by - pad < h and xi >= 0 and xi < w,
-                                           X[bz, T.min(ch, c - 1), T.max(T.min(by - pad, h - 1), 0),
-                                             T.max(T.min(xi, w - 1), 0)], zero)
-            for xx, cc in T.Parallel(bw, bc):
-                if bx % T.ceildiv(wp, bw) * bw + xx < wp and bx // T.ceildiv(wp, bw) * bc + cc < cp:
-                    Xp[(bz * hp + by) * wp + bx % T.ceildiv(wp, bw) * bw + xx,
-                       bx // T.ceildiv(wp, bw) * bc + cc] = S[cc, xx]
-            # the weight reorder, spread over the same blocks: element q of Wr per thread and pass
-            for p in T.serial(weight_passes):
-                for e in T.Parallel(lt):
-                    q = (p * layout_blocks + (bz * hp + by) * layout_x + bx) * lt + e
-                    if q < o * K:
-                        Wr[q // K, q % K] = T.if_then_else(
-                            q % cp < c, Wt[q // K, T.min(q % cp, c - 1), q % K // cp // kw, q % K // cp % kw], zero)
+        if pieces:
+            with T.Kernel(layout_blocks, threads=lt) as bx:
+                V = T.alloc_local((vec * vec,), dtype)  # V[e * vec + k]: channel e, column k
+                P = T.alloc_local((vec * vec,), dtype)  # P[k * vec + e]: the same, transposed
+                Z = T.alloc_local((vec,), dtype)
+                for k in T.unroll(vec):
+                    Z[k] = zero
+                for t in T.Parallel(lt):
+                    # item (img, yp, xb, g), g fastest: a warp's stores of one pixel are contiguous
+                    if bx * lt + t < items:
+                        g = (bx * lt + t) % groups
+                        xb = (bx * lt + t) // groups % xblocks
+                        yp = (bx * lt + t) // (groups * xblocks) % hp
+                        base = ((bx * lt + t) // (groups * xblocks * hp) * hp + yp) * wp + pad + xb * vec
+                        if yp >= pad and yp < h + pad and g * vec < c:
+                            for e in T.unroll(vec):
+                                V[T.Ramp(e * vec, 1, vec)] = X[(bx * lt + t) // (groups * xblocks * hp), g * vec + e,
+                                                               yp - pad, T.Ramp(xb * vec, 1, vec)]
+                            for k in T.unroll(vec):
+                                for e in T.unroll(vec):
+                                    P[k * vec + e] = V[e * vec + k]
+                            for k in T.unroll(vec):
+                                Xp[base + k, T.Ramp(g * vec, 1, vec)] = P[T.Ramp(k * vec, 1, vec)]
+                        else:
+                            for k in T.unroll(vec):
+                                Xp[base + k, T.Ramp(g * vec, 1, vec)] = Z[T.Ramp(0, 1, vec)]
+                        if pad > 0:  # the border columns: left of the first piece, right of the last
+                            if xb == 0:
+                                for k in T.unroll(pad):
+                                    Xp[base - pad + k, T.Ramp(g * vec, 1, vec)] = Z[T.Ramp(0, 1, vec)]
+                            if xb == xblocks - 1:
+                                for k in T.unroll(pad):
+                                    Xp[base + vec + k, T.Ramp(g * vec, 1, vec)] = Z[T.Ramp(0, 1, vec)]
+                reorder_weight(Wt, Wr, bx)
+        else:
+            with T.Kernel(layout_x, hp, n, threads=lt) as (bx, by, bz):
+                S = T.alloc_shared((bc, bw + 2), dtype)  # + 2: a column of it spans all 32 banks
+                for cc, xx in T.Parallel(bc, bw):
+                    ch = bx // T.ceildiv(wp, bw) * bc + cc
+                    xi = bx % T.ceildiv(wp, bw) * bw + xx - pad
+                    S[cc, xx] = T.if_then_else(ch < c and by >= pad and by - pad < h and xi >= 0 and xi < w,
+                                               X[bz, T.min(ch, c - 1), T.max(T.min(by - pad, h - 1), 0),
+                                                 T.max(T.min(xi, w - 1), 0)], zero)
+                for xx, cc in T.Parallel(bw, bc):
+                    if bx % T.ceildiv(wp, bw) * bw + xx < wp and bx // T.ceildiv(wp, bw) * bc + cc < cp:
+                        Xp[(bz * hp + by) * wp + bx % T.ceildiv(wp, bw) * bw + xx,
+                           bx // T.ceildiv(wp, bw) * bc + cc] = S[cc, xx]
+                reorder_weight(Wt, Wr, (bz * hp + by) * layout_x + bx)
         with T.Kernel(T.ceildiv(o, bN), T.ceildiv(rows, bM), threads=threads) as (bx, by):
             A_s = T.alloc_shared((bM, bK), dtype)
             B_s = T.alloc_shared((bN, bK), dtype)
@@ -830,13 +881,14 @@ _CONV = {"kernel": "shifted"}
 register(Operator("conv2d", "2-D convolution, NCHW x OIHW, stride and zero padding (implicit GEMM)",
                   {"shifted": _conv_shifted, "implicit_gemm": _conv_kernel},
                   (ConfigRule("block-serial", {**_CONV, "block_M": 64, "block_N": 64, "block_K": 32, "stages": 1,
-                                               "threads": 1, "layout_threads": 1, **_FMA_SERIAL}),
+                                               "threads": 1, "layout_threads": 1, "vector_bytes": 0,
+                                               **_FMA_SERIAL}),
                    ConfigRule("wgmma", {**_CONV, "block_M": 256, "block_N": 128, "block_K": 64, "stages": 4,
-                                        "warps": 8, "layout_warps": 8, **_FMA}),
+                                        "warps": 8, "layout_warps": 8, "vector_bytes": 16, **_FMA}),
                    ConfigRule("mma.sync", {**_CONV, "block_M": 128, "block_N": 128, "block_K": 32, "stages": 3,
-                                           "warps": 4, "layout_warps": 8, **_FMA}),
+                                           "warps": 4, "layout_warps": 8, "vector_bytes": 16, **_FMA}),
                    ConfigRule("simt", {**_CONV, "block_M": 128, "block_N": 128, "block_K": 32, "stages": 2,
-                                       "warps": 4, "layout_warps": 8, **_FMA})),
+                                       "warps": 4, "layout_warps": 8, "vector_bytes": 16, **_FMA})),
                   reference_conv2d, (2,),
                   {"N": 16, "C": 128, "H": 56, "W": 56, "O": 128, "KH": 3, "KW": 3, "stride": 1, "padding": 1,
                    "dtype": "float16"},
