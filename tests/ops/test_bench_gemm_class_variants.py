@@ -16,7 +16,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_gemm_class_variants", REPO / "bench" / "gemm_class_variants.py")
+    spec = importlib.util.spec_from_file_location("bench_gemm_class_variants",
+                                                  REPO / "bench" / "gemm_class_variants.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
