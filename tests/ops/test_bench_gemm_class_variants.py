@@ -70,12 +70,18 @@ def test_run_checks_and_times_the_exports_on_the_cpu(bench, monkeypatch, tmp_pat
         "batched_gemm": {**bench.PROBLEMS["batched_gemm"], "batch": 2, "M": 40, "N": 24, "K": 33},
         "grouped_gemm": {"sizes": [5, 0, 70, 9], "N": 64, "K": 40, "dtype": "float16"},  # whole column tiles
         "conv2d": {**bench.PROBLEMS["conv2d"], "N": 2, "C": 5, "H": 7, "W": 6, "O": 6}})
-    names = ["bmm.table", "grouped.table", "grouped.before", "grouped.shared_s3", "conv.table"]
+    # the CPU's own grouped row cuts a padded table: the exact one (the GPU rows') added here
+    exact = {"grouped.exact": ("grouped_gemm", {"tile_table": "exact"})}
+    monkeypatch.setattr(bench, "VARIANTS", {**bench.VARIANTS, **exact})
+    names = ["bmm.table", "grouped.table", "grouped.exact", "grouped.before", "grouped.shared_s3", "conv.table"]
     bench.export(tmp_path, "cpu", names)
     assert bench.run(tmp_path, 0, 1, 1) == 0
     out = capsys.readouterr().out
     assert all(f"| {name} |" in out for name in names) and "MISMATCH" not in out, out
     assert "layout launch alone" in out and "gemm launch alone" in out, out
+    tables = {e["name"]: e["table"] for e in json.loads((tmp_path / bench.MANIFEST).read_text())["variants"]
+              if e["op"] == "grouped_gemm"}
+    assert len(tables["grouped.exact"]) == 5 < len(tables["grouped.table"]) == 7  # 32-row tiles of 5, 0, 70, 9
     # a negative control: the grouped tile table no longer the split the inputs are cut by
     manifest = json.loads((tmp_path / bench.MANIFEST).read_text())
     grouped = next(e for e in manifest["variants"] if e["name"] == "grouped.table")
