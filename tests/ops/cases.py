@@ -326,6 +326,9 @@ CASES = {
     "conv2d.stride1.pad0.float16": conv2d(stride=1, padding=0, x_shape=(3, 40, 6, 5), w_shape=(33, 40, 3, 3),
                                           dtype="float16"),
     "conv2d.stride1.1x1.pad2.highest": conv2d("highest", 1, 2, (1, 8, 5, 4), (7, 8, 1, 1)),
+    # rows and channels in whole 16-byte pieces: the layout launch moves pieces (a 2 x 1 kernel)
+    "conv2d.stride1.pieces.float16": conv2d(stride=1, padding=1, x_shape=(2, 24, 5, 16), w_shape=(12, 24, 2, 1),
+                                            dtype="float16"),
     "flash_attention.gqa": flash_attention(False),
     "flash_attention.causal.mqa": flash_attention(True, 4, 1),
     # blocks wholly below the diagonal (no mask), the diagonal's and a ragged last one

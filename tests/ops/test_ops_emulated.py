@@ -138,3 +138,33 @@ def test_simt_kernel_computes_the_reference(name, emu_dir):
         got = got.astype("float64")
         assert np.isfinite(got).all(), f"{name}: elements never written"
         np.testing.assert_allclose(got, want, atol=tol * max(1.0, float(np.abs(want).max())), rtol=tol)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_conv2d_layout_in_pieces_then_the_gemm(dtype, emu_dir):
+    """Stride 1 with rows and channels in whole 16-byte pieces (W = C = 8, padding 2): the layout
+    launch moves pieces (transposed in registers, zero pieces for the border), then the GEMM
+    (float32: the FMA loops), each launch emulated in turn on the same arrays; the workspaces
+    poisoned first."""
+    from tilelang_core.transform.launches import split_launches
+
+    target = get_plugin_manager().parse_target("hip/gfx942")
+    op = ops.get("conv2d")
+    n, c, h, w, o, k, pad = 2, 8, 5, 8, 6, 3, 2
+    problem = {"N": n, "C": c, "H": h, "W": w, "O": o, "KH": k, "KW": k, "stride": 1, "padding": pad,
+               "dtype": dtype, **({"fma": True} if dtype == "float32" else {})}
+    config, _ = resolve_config(op, target, problem)
+    plan = split_launches(op.kernels[config["kernel"]](problem, config))
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((n, c, h, w)).astype(dtype)
+    wt = (rng.standard_normal((o, c, k, k)) * 0.3).astype(dtype)
+    y = np.full((n, o, h + 2 * pad - k + 1, w + 2 * pad - k + 1), np.nan, dtype)
+    spaces = [np.full([int(d) for d in b.shape], np.nan, np.dtype(str(b.dtype))) for b in plan.workspaces]
+    layout, gemm = (tilelang_core.compile(part, target=target) for part in plan.launches)
+    assert "x4*)(&Xp[" in layout.get_kernel_source(), layout.get_kernel_source()  # 16-byte stores of Xp
+    for kernel in (layout, gemm):
+        assert emulate(kernel, emu_dir)(x, wt, y, *spaces) == 0
+    want = op.reference(x, wt, 1, pad)
+    assert np.isfinite(y).all(), "outputs never written"
+    tol = 1e-5 if dtype == "float32" else 1e-2
+    assert np.abs(y.astype(np.float64) - want).max() <= tol * np.abs(want).max()

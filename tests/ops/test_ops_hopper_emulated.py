@@ -49,35 +49,45 @@ def _on_hopper_units(script: str) -> None:
     assert "tl::tma_load" in script and "wgmma_m64n" in script and "setmaxnreg" in script, script
 
 
-def test_grouped_gemm_tiles_start_at_the_table_rows():
+@pytest.mark.parametrize("changes", [{}, {"tile_table": "padded"}, {"epilogue": "shared", "stages": 3}],
+                         ids=["table", "padded", "staged"])
+def test_grouped_gemm_tiles_start_at_the_table_rows(changes):
     """Groups of 0, 130 (two tiles) and 70 rows: TMA reads A from each tile's first row (rows
-    of the next group come along and are dropped by the row guard); padding tiles write nothing."""
+    of the next group come along and are dropped by the row guard). The table's exact tile
+    table, the padded one (its padding tiles write nothing) and the epilogue staged through
+    shared memory (16-byte row stores under the row guard)."""
     target = _target()
     op = ops.get("grouped_gemm")
     sizes, N, K = [0, 130, 70], 64, 128
     total, groups = sum(sizes), len(sizes)
-    bM = resolve_config(op, target, {})[0]["block_M"]
-    tiles = -(-total // bM) + groups
+    config = {**resolve_config(op, target, {})[0], **changes}
+    bM = config["block_M"]
+    exact = config["tile_table"] == "exact"
+    tiles = sum(-(-s // bM) for s in sizes) if exact else -(-total // bM) + groups
     table = _tile_table(sizes, bM, tiles, np.zeros(1))
     problem = {"rows": total, "groups": groups, "N": N, "K": K, "dtype": "float16", "tiles": tiles, "tile_rows": bM}
-    config, _ = resolve_config(op, target, problem)
     rng = np.random.default_rng(11)
     a = rng.standard_normal((total, K)).astype(np.float16)
     b = rng.standard_normal((groups, K, N)).astype(np.float16)
     c = np.full((total, N), np.nan, np.float16)
     (script,) = _run(op.kernels[config["kernel"]](problem, config), target, [a, b, table, c])
     _on_hopper_units(script)
+    if "epilogue" in changes:
+        assert "T.Ramp" in script or "Ramp(" in script, script
     want = op.reference(a, b, sizes)
     assert np.isfinite(c).all(), "rows never written"
     assert np.abs(c.astype(np.float64) - want).max() <= 1e-2 * np.abs(want).max()
 
 
-def test_conv2d_stride1_runs_as_a_shifted_gemm():
-    """19 channels (a K tile of 32, zero-padded), a 3 x 2 kernel, padding 1: the layout pass
-    (image and weight), then the TMA + wgmma GEMM, one after the other on the same arrays."""
+@pytest.mark.parametrize("shape", [(2, 19, 9, 10, 24, 3, 2, 1), (2, 16, 6, 16, 24, 3, 3, 2)], ids=["tile", "pieces"])
+def test_conv2d_stride1_runs_as_a_shifted_gemm(shape):
+    """The layout pass (image and weight), then the TMA + wgmma GEMM, one after the other on
+    the same arrays. 19 channels (a K tile of 32, zero-padded), a 3 x 2 kernel, padding 1 (the
+    layout pass through a shared tile); 16 channels and 16 columns, padding 2 (16-byte pieces,
+    transposed in registers, zero pieces for the border)."""
     target = _target()
     op = ops.get("conv2d")
-    n, c, h, w, o, kh, kw, pad = 2, 19, 9, 10, 24, 3, 2, 1  # 264 padded pixels: a 256-row tile and a ragged one
+    n, c, h, w, o, kh, kw, pad = shape  # "tile": 264 padded pixels, a 256-row tile and a ragged one
     problem = {"N": n, "C": c, "H": h, "W": w, "O": o, "KH": kh, "KW": kw, "stride": 1, "padding": pad,
                "dtype": "float16"}
     config, _ = resolve_config(op, target, problem)
@@ -91,20 +101,22 @@ def test_conv2d_stride1_runs_as_a_shifted_gemm():
     scripts = _run(func, target, [x, wt, y, *workspaces])
     assert len(scripts) == 2
     _on_hopper_units(scripts[1])
+    assert ("T.Ramp" in scripts[0]) == (c % 8 == w % 8 == 0), scripts[0]
     want = op.reference(x, wt, 1, pad)
     assert np.isfinite(y).all(), "outputs never written"
     assert np.abs(y.astype(np.float64) - want).max() <= 1e-2 * np.abs(want).max()
 
 
 def test_batched_gemm_stores_its_tile_through_tma():
-    """The batched table row (4 stages, C through shared memory): a TMA store per tile, the
-    ragged last row tile clipped at the tensor's edge, each batch in its own place."""
+    """The batched table row is the gemm's (4 stages, C from the accumulators, which sm_90a
+    stages through shared memory in chunks): TMA stores per tile, the ragged last row tile
+    clipped at the tensor's edge, each batch in its own place."""
     target = _target()
     op = ops.get("batched_gemm")
     problem = {"batch": 2, "M": 130, "N": 64, "K": 128, "dtype": "float16", "trans_a": False, "trans_b": False,
                "bias": False, "activation": "none"}
     config, _ = resolve_config(op, target, problem)
-    assert (config["stages"], config["epilogue"]) == (4, "shared")
+    assert (config["stages"], config["epilogue"]) == (4, "registers")
     rng = np.random.default_rng(13)
     a = rng.standard_normal((2, 130, 128)).astype(np.float16)
     b = rng.standard_normal((2, 128, 64)).astype(np.float16)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 from .. import language as T
+from ..ir import dtype_bytes
 from .launch import OpError, check_dtype, contiguous, dtype_of, kernel_for, library, target_for
 from .registry import ConfigRule, Operator, get, register
 
@@ -60,12 +61,12 @@ GEMM_TABLE = (
     ConfigRule("mma.sync", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 3, "warps": 4, **_FMA_GEMM}),
     ConfigRule("simt", {"block_M": 128, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA}),
 )
-# GEMMs whose operands stream from memory once per wave (one batch, one group at a time, few
-# L2 hits): the wgmma tile with a fourth stage (4 x 48 KB of shared memory), more time to cover
-# DRAM latency, and C stored as one tile from shared memory (a TMA store on sm_90a: the block
-# ends sooner). ("epilogue":
-# "registers" stores C from the accumulators; grouped_gemm always does, under its row guard.)
-STREAMED_WGMMA = ConfigRule("wgmma", {**GEMM_TABLE[1].config, "stages": 4, "epilogue": "shared"})
+# grouped_gemm's tile table: "exact" has one entry per tile that holds rows (a kernel per tile
+# count, at most `groups` of them for one number of rows), so every tile runs the whole K loop:
+# a constant trip count over a constant grid, which a backend may run as persistent blocks
+# (sm_90a does, as for the gemm). "padded" has a fixed length per (rows, groups) (one kernel
+# for every split); its empty tiles skip the K loop, a trip count read from memory.
+GROUPED_WGMMA = ConfigRule("wgmma", {**GEMM_TABLE[1].config, "tile_table": "exact", "vector_bytes": 16})
 GEMM_TUNE = {"block_M": (64, 128), "block_N": (64, 128, 256), "block_K": (32, 64), "stages": (2, 3, 4),
              "warps": (4, 8)}
 
@@ -371,7 +372,7 @@ _GEMM_EXAMPLE = {"batch": 1, "M": 4096, "N": 4096, "K": 4096, "dtype": "float16"
 register(Operator("gemm", "C = act(op(A) @ op(B) + bias): transposes, bias, relu/gelu/silu epilogue",
                   {"tiled": _gemm_kernel}, GEMM_TABLE, reference_gemm, (3,), _GEMM_EXAMPLE, GEMM_TUNE))
 register(Operator("batched_gemm", "a batch of GEMMs of one shape (3-D A and B)", {"tiled": _gemm_kernel},
-                  (GEMM_TABLE[0], STREAMED_WGMMA, *GEMM_TABLE[2:]), reference_gemm, (3,),
+                  GEMM_TABLE, reference_gemm, (3,),
                   {**_GEMM_EXAMPLE, "batch": 8, "M": 1024, "N": 1024, "K": 1024}, GEMM_TUNE))
 
 
@@ -431,13 +432,20 @@ def batched_gemm(a, b, trans_a: bool = False, trans_b: bool = False, bias=None, 
 
 def _grouped_kernel(problem: dict, config: dict):
     """Rows of A belong to groups one after another; group g multiplies B[g]. A host-built
-    table gives each row tile its (group, first row, end row); tiles past the table's live
-    entries have first row == end row and write nothing."""
+    table gives each row tile its (group, first row, end row). With the config's "tile_table"
+    "exact" every entry holds rows and runs the whole K loop (a constant trip count); with
+    "padded" the entries past the live ones have first row == end row, skip the K loop and
+    write nothing. The epilogue keeps the row guard `first + i < end` (a tile's rows past its
+    group belong to the next group); the column guard only where N is not whole tiles."""
     total, G, N, K, dtype, tiles = (problem[k] for k in ("rows", "groups", "N", "K", "dtype", "tiles"))
     fma = problem.get("fma", False)
     bM = problem["tile_rows"]  # the host cut its tile table with the table's block_M
     _, bN, bK = _tile(config, bM, N, K, dtype, fma)
     threads, stages = _launch(config, fma)
+    exact = config.get("tile_table", "padded") == "exact"
+    through_shared = config.get("epilogue") == "shared" and not fma
+    # its stores: rows of vector_bytes pieces where the columns are whole tiles
+    vec = max(1, config.get("vector_bytes", 0) // dtype_bytes(dtype)) if N % bN == 0 else 1
 
     @T.prim_func
     def main(A: T.Tensor((total, K), dtype), Bm: T.Tensor((G, K, N), dtype), Tiles: T.Tensor((tiles, 3), "int32"),
@@ -449,7 +457,8 @@ def _grouped_kernel(problem: dict, config: dict):
             g = Tiles[by, 0]
             first = Tiles[by, 1]
             end = Tiles[by, 2]
-            steps = T.if_then_else(first < end, T.ceildiv(K, bK), 0)  # padding tiles skip the K loop
+            # "padded": padding tiles skip the K loop; "exact": the trip count is a constant
+            steps = T.ceildiv(K, bK) if exact else T.if_then_else(first < end, T.ceildiv(K, bK), 0)
             T.clear(C_f)
             for ko in T.Pipelined(steps, num_stages=stages):
                 T.copy(A[first, ko * bK], A_s)
@@ -460,9 +469,24 @@ def _grouped_kernel(problem: dict, config: dict):
                             C_f[i, j] += A_s[i, k] * B_s[k, j]
                 else:
                     T.gemm(A_s, B_s, C_f)
-            for i, j in T.Parallel(bM, bN):
-                if first + i < end and bx * bN + j < N:
-                    C[first + i, bx * bN + j] = T.cast(C_f[i, j], dtype)
+            if through_shared:  # rows of 16-byte stores from a staging tile, under the row guard
+                C_s = T.alloc_shared((bM, bN), dtype)
+                if vec > 1:  # rows 16 bytes apart in the banks: the staging writes of 8 rows meet no conflict
+                    T.annotate_layout({C_s: T.Layout((bM, bN), lambda r, c: r * (bN + vec) + c)})
+                T.copy(C_f, C_s)
+                for i, v in T.Parallel(bM, bN // vec):
+                    if vec > 1:
+                        if first + i < end:
+                            C[first + i, T.Ramp(bx * bN + v * vec, 1, vec)] = C_s[i, T.Ramp(v * vec, 1, vec)]
+                    elif first + i < end and bx * bN + v < N:
+                        C[first + i, bx * bN + v] = C_s[i, v]
+            else:
+                for i, j in T.Parallel(bM, bN):
+                    if N % bN == 0:  # whole column tiles: only the group's row guard
+                        if first + i < end:
+                            C[first + i, bx * bN + j] = T.cast(C_f[i, j], dtype)
+                    elif first + i < end and bx * bN + j < N:
+                        C[first + i, bx * bN + j] = T.cast(C_f[i, j], dtype)
 
     return main
 
@@ -481,9 +505,12 @@ def reference_grouped_gemm(a, b, group_sizes):
 register(Operator("grouped_gemm", "GEMMs of groups of rows of A, each with its own B (mixture of experts)",
                   {"tiled": _grouped_kernel},
                   (ConfigRule("block-serial", {"block_M": 32, "block_N": 64, "block_K": 32, "stages": 1,
-                                               "threads": 1, **_FMA_SERIAL}),
-                   STREAMED_WGMMA, GEMM_TABLE[2],
-                   ConfigRule("simt", {"block_M": 64, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4, **_FMA})),
+                                               "threads": 1, "tile_table": "padded", "vector_bytes": 0,
+                                               **_FMA_SERIAL}),
+                   GROUPED_WGMMA, ConfigRule("mma.sync", {**GEMM_TABLE[2].config, "tile_table": "padded",
+                                                                    "vector_bytes": 16}),
+                   ConfigRule("simt", {"block_M": 64, "block_N": 128, "block_K": 32, "stages": 2, "warps": 4,
+                                       "tile_table": "padded", "vector_bytes": 16, **_FMA})),
                   reference_grouped_gemm, (3,),
                   {"rows": 8192, "groups": 8, "N": 4096, "K": 4096, "dtype": "float16", "tiles": 72, "tile_rows": 128},
                   {"block_N": (64, 128, 256), "stages": (2, 3, 4)}))
@@ -504,11 +531,14 @@ def grouped_gemm(a, b, group_sizes, precision: str | None = None, target=None):
     tgt = target_for([a, b], target, "grouped_gemm")
     op = get("grouped_gemm")
     total, groups = int(a.shape[0]), len(sizes)
-    # the tile table's length depends only on (rows, groups): one kernel for every split
     from .registry import resolve_config
 
-    bM = resolve_config(op, tgt, {})[0]["block_M"]
-    tiles = -(-total // bM) + groups
+    config = resolve_config(op, tgt, {})[0]
+    bM = config["block_M"]
+    if config.get("tile_table", "padded") == "exact":  # one entry per tile with rows (at least one entry)
+        tiles = max(1, sum(-(-s // bM) for s in sizes))
+    else:  # a length that depends only on (rows, groups): one kernel for every split
+        tiles = -(-total // bM) + groups
     problem = {"rows": total, "groups": groups, "N": int(b.shape[2]), "K": int(a.shape[1]), "dtype": dtype,
                "tiles": tiles, "tile_rows": bM, **_precision_key("grouped_gemm", dtype, precision, [a, b], tgt)}
     kernel, _, _ = kernel_for(op, tgt, problem)
@@ -719,6 +749,26 @@ def _multiply_nt(A_s, B_s, C_f, fma, bM, bN, bK):
         T.gemm(A_s, B_s, C_f, transpose_B=True)
 
 
+@T.macro
+def _store_pixels(Y, C_f, bM, bN, row0, col0, rows, o, image, line, oh, ow, dtype):
+    """Store the tile C_f (bM pixels x bN output channels) into NCHW `Y`: row r = row0 + i is
+    pixel (r // image, r % image // line, r % line) of a grid of `image` pixels per image and
+    `line` per image row, kept where r < rows, y < oh and x < ow. Each row's pixel is found
+    once, in the accumulator's row layout (three int32 fragments of the tile's rows; y = -1
+    marks a dropped row), so the element loop does no division."""
+    R_img = T.alloc_fragment((bM,), "int32")
+    R_y = T.alloc_fragment((bM,), "int32")
+    R_x = T.alloc_fragment((bM,), "int32")
+    for i in T.Parallel(bM):
+        R_img[i] = (row0 + i) // image
+        R_y[i] = T.if_then_else(row0 + i < rows and (row0 + i) % image // line < oh and (row0 + i) % line < ow,
+                                (row0 + i) % image // line, -1)
+        R_x[i] = (row0 + i) % line
+    for i, j in T.Parallel(bM, bN):
+        if R_y[i] >= 0 and col0 + j < o:
+            Y[R_img[i], col0 + j, R_y[i], R_x[i]] = T.cast(C_f[i, j], dtype)
+
+
 def _conv_kernel(problem: dict, config: dict):
     """Implicit GEMM: rows = (image, out_y, out_x), columns = out channels, K = (in channel,
     ky, kx); the A tile is gathered from the NCHW image (zero outside), B is the OIHW weight
@@ -752,10 +802,7 @@ def _conv_kernel(problem: dict, config: dict):
                         T.cast(0, dtype))
                 T.copy(Wt[bx * bN, ko * bK], B_s)
                 _multiply_nt(A_s, B_s, C_f, fma, bM, bN, bK)
-            for i, j in T.Parallel(bM, bN):
-                row = by * bM + i
-                if row < M and bx * bN + j < o:
-                    Y[row // (oh * ow), bx * bN + j, (row % (oh * ow)) // ow, row % ow] = T.cast(C_f[i, j], dtype)
+            _store_pixels(Y, C_f, bM, bN, by * bM, bx * bN, M, o, oh * ow, ow, oh, ow, dtype)
 
     return main
 
@@ -789,36 +836,84 @@ def _conv_shifted(problem: dict, config: dict):
     K = taps * cp
     threads, stages = _launch(config, fma)
     lt = config["layout_threads"]
-    # the layout pass's shared tile: channels x padded columns, 64 x 64 or the image's own size
-    bc, bw = min(64, 1 << (cp - 1).bit_length()), min(64, 1 << (wp - 1).bit_length())
     zero = T.cast(0, dtype)
+    # the layout pass in pieces of the config's vector_bytes (0: the target moves no vectors)
+    # where the image's rows and the channels are whole pieces: a thread loads vec channels x vec
+    # columns (vec loads along x), transposes them in registers and stores vec pixels (vec
+    # channels each); the zero border is stored as zero pieces
+    vec = max(1, config.get("vector_bytes", 0) // dtype_bytes(dtype))
+    pieces = vec > 1 and w % vec == 0 and c % vec == 0
+    groups, xblocks = cp // vec, w // vec
+    items = n * hp * xblocks * groups
+    # else through a shared tile: channels x padded columns, 64 x 64 or the image's own size
+    bc, bw = min(64, 1 << (cp - 1).bit_length()), min(64, 1 << (wp - 1).bit_length())
     layout_x = -(-wp // bw) * -(-cp // bc)
-    layout_blocks = layout_x * hp * n
+    layout_blocks = -(-items // lt) if pieces else layout_x * hp * n
     weight_passes = -(-(o * K) // (layout_blocks * lt))
+
+    @T.macro
+    def reorder_weight(Wt, Wr, block):
+        """The weight reorder, spread over the layout launch's blocks: element q of Wr per
+        thread and pass."""
+        for p in T.serial(weight_passes):
+            for e in T.Parallel(lt):
+                q = (p * layout_blocks + block) * lt + e
+                if q < o * K:
+                    Wr[q // K, q % K] = T.if_then_else(
+                        q % cp < c, Wt[q // K, T.min(q % cp, c - 1), q % K // cp // kw, q % K // cp % kw], zero)
 
     @T.prim_func
     def main(X: T.Tensor((n, c, h, w), dtype), Wt: T.Tensor((o, c, kh, kw), dtype), Y: T.Tensor((n, o, oh, ow), dtype)):
         Xp = T.alloc_global((rows, cp), dtype)
         Wr = T.alloc_global((o, K), dtype)
-        with T.Kernel(layout_x, hp, n, threads=lt) as (bx, by, bz):
-            S = T.alloc_shared((bc, bw + 2), dtype)  # + 2: a column of it spans all 32 banks
-            for cc, xx in T.Parallel(bc, bw):
-                ch = bx // T.ceildiv(wp, bw) * bc + cc
-                xi = bx % T.ceildiv(wp, bw) * bw + xx - pad
-                S[cc, xx] = T.if_then_else(ch < c and by >= pad and by - pad < h and xi >= 0 and xi < w,
-                                           X[bz, T.min(ch, c - 1), T.max(T.min(by - pad, h - 1), 0),
-                                             T.max(T.min(xi, w - 1), 0)], zero)
-            for xx, cc in T.Parallel(bw, bc):
-                if bx % T.ceildiv(wp, bw) * bw + xx < wp and bx // T.ceildiv(wp, bw) * bc + cc < cp:
-                    Xp[(bz * hp + by) * wp + bx % T.ceildiv(wp, bw) * bw + xx,
-                       bx // T.ceildiv(wp, bw) * bc + cc] = S[cc, xx]
-            # the weight reorder, spread over the same blocks: element q of Wr per thread and pass
-            for p in T.serial(weight_passes):
-                for e in T.Parallel(lt):
-                    q = (p * layout_blocks + (bz * hp + by) * layout_x + bx) * lt + e
-                    if q < o * K:
-                        Wr[q // K, q % K] = T.if_then_else(
-                            q % cp < c, Wt[q // K, T.min(q % cp, c - 1), q % K // cp // kw, q % K // cp % kw], zero)
+        if pieces:
+            with T.Kernel(layout_blocks, threads=lt) as bx:
+                V = T.alloc_local((vec * vec,), dtype)  # V[e * vec + k]: channel e, column k
+                P = T.alloc_local((vec * vec,), dtype)  # P[k * vec + e]: the same, transposed
+                Z = T.alloc_local((vec,), dtype)
+                for k in T.unroll(vec):
+                    Z[k] = zero
+                for t in T.Parallel(lt):
+                    # item (img, yp, xb, g), g fastest: a warp's stores of one pixel are contiguous
+                    if bx * lt + t < items:
+                        g = (bx * lt + t) % groups
+                        xb = (bx * lt + t) // groups % xblocks
+                        yp = (bx * lt + t) // (groups * xblocks) % hp
+                        base = ((bx * lt + t) // (groups * xblocks * hp) * hp + yp) * wp + pad + xb * vec
+                        if yp >= pad and yp < h + pad and g * vec < c:
+                            for e in T.unroll(vec):
+                                V[T.Ramp(e * vec, 1, vec)] = X[(bx * lt + t) // (groups * xblocks * hp), g * vec + e,
+                                                               yp - pad, T.Ramp(xb * vec, 1, vec)]
+                            for k in T.unroll(vec):
+                                for e in T.unroll(vec):
+                                    P[k * vec + e] = V[e * vec + k]
+                            for k in T.unroll(vec):
+                                Xp[base + k, T.Ramp(g * vec, 1, vec)] = P[T.Ramp(k * vec, 1, vec)]
+                        else:
+                            for k in T.unroll(vec):
+                                Xp[base + k, T.Ramp(g * vec, 1, vec)] = Z[T.Ramp(0, 1, vec)]
+                        if pad > 0:  # the border columns: left of the first piece, right of the last
+                            if xb == 0:
+                                for k in T.unroll(pad):
+                                    Xp[base - pad + k, T.Ramp(g * vec, 1, vec)] = Z[T.Ramp(0, 1, vec)]
+                            if xb == xblocks - 1:
+                                for k in T.unroll(pad):
+                                    Xp[base + vec + k, T.Ramp(g * vec, 1, vec)] = Z[T.Ramp(0, 1, vec)]
+                reorder_weight(Wt, Wr, bx)
+        else:
+            with T.Kernel(layout_x, hp, n, threads=lt) as (bx, by, bz):
+                S = T.alloc_shared((bc, bw + 2), dtype)  # + 2: a column of it spans all 32 banks
+                for cc, xx in T.Parallel(bc, bw):
+                    ch = bx // T.ceildiv(wp, bw) * bc + cc
+                    xi = bx % T.ceildiv(wp, bw) * bw + xx - pad
+                    S[cc, xx] = T.if_then_else(ch < c and by >= pad and by - pad < h and xi >= 0 and xi < w,
+                                               X[bz, T.min(ch, c - 1), T.max(T.min(by - pad, h - 1), 0),
+                                                 T.max(T.min(xi, w - 1), 0)], zero)
+                for xx, cc in T.Parallel(bw, bc):
+                    if bx % T.ceildiv(wp, bw) * bw + xx < wp and bx // T.ceildiv(wp, bw) * bc + cc < cp:
+                        Xp[(bz * hp + by) * wp + bx % T.ceildiv(wp, bw) * bw + xx,
+                           bx // T.ceildiv(wp, bw) * bc + cc] = S[cc, xx]
+                reorder_weight(Wt, Wr, (bz * hp + by) * layout_x + bx)
         with T.Kernel(T.ceildiv(o, bN), T.ceildiv(rows, bM), threads=threads) as (bx, by):
             A_s = T.alloc_shared((bM, bK), dtype)
             B_s = T.alloc_shared((bN, bK), dtype)
@@ -828,10 +923,7 @@ def _conv_shifted(problem: dict, config: dict):
                 T.copy(Xp[by * bM + ko // cblocks // kw * wp + ko // cblocks % kw, ko % cblocks * bK], A_s)
                 T.copy(Wr[bx * bN, ko * bK], B_s)
                 _multiply_nt(A_s, B_s, C_f, fma, bM, bN, bK)
-            for i, j in T.Parallel(bM, bN):
-                r = by * bM + i
-                if r < rows and r % (hp * wp) // wp < oh and r % wp < ow and bx * bN + j < o:
-                    Y[r // (hp * wp), bx * bN + j, r % (hp * wp) // wp, r % wp] = T.cast(C_f[i, j], dtype)
+            _store_pixels(Y, C_f, bM, bN, by * bM, bx * bN, rows, o, hp * wp, wp, oh, ow, dtype)
 
     return main
 
@@ -856,13 +948,14 @@ _CONV = {"kernel": "shifted"}
 register(Operator("conv2d", "2-D convolution, NCHW x OIHW, stride and zero padding (implicit GEMM)",
                   {"shifted": _conv_shifted, "implicit_gemm": _conv_kernel},
                   (ConfigRule("block-serial", {**_CONV, "block_M": 64, "block_N": 64, "block_K": 32, "stages": 1,
-                                               "threads": 1, "layout_threads": 1, **_FMA_SERIAL}),
+                                               "threads": 1, "layout_threads": 1, "vector_bytes": 0,
+                                               **_FMA_SERIAL}),
                    ConfigRule("wgmma", {**_CONV, "block_M": 256, "block_N": 128, "block_K": 64, "stages": 4,
-                                        "warps": 8, "layout_warps": 8, **_FMA}),
+                                        "warps": 8, "layout_warps": 8, "vector_bytes": 16, **_FMA}),
                    ConfigRule("mma.sync", {**_CONV, "block_M": 128, "block_N": 128, "block_K": 32, "stages": 3,
-                                           "warps": 4, "layout_warps": 8, **_FMA}),
+                                           "warps": 4, "layout_warps": 8, "vector_bytes": 16, **_FMA}),
                    ConfigRule("simt", {**_CONV, "block_M": 128, "block_N": 128, "block_K": 32, "stages": 2,
-                                       "warps": 4, "layout_warps": 8, **_FMA})),
+                                       "warps": 4, "layout_warps": 8, "vector_bytes": 16, **_FMA})),
                   reference_conv2d, (2,),
                   {"N": 16, "C": 128, "H": 56, "W": 56, "O": 128, "KH": 3, "KW": 3, "stride": 1, "padding": 1,
                    "dtype": "float16"},
