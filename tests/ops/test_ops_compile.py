@@ -109,7 +109,7 @@ def test_gemm_and_attention_use_the_matrix_units_on_hopper():
 
 def test_gemm_class_operators_use_wgmma_and_tma_on_hopper():
     """grouped_gemm, batched_gemm and conv2d (stride 1) at their example problems on sm_90a:
-    the gemm's tile (128 x 256 x 64, 8 consumer warps; conv2d 256 x 128 x 64) on wgmma, operands loaded by TMA
+    the gemm's tile (128 x 256 x 64, 8 consumer warps; conv2d 128 x 128 x 64) on wgmma, operands loaded by TMA
     from a warp-specialized loading warpgroup; grouped_gemm's A tile starts at the row the
     tile table gives and its epilogue keeps the group's row guard; conv2d's GEMM is the
     second of its launches (layout pass with the weight reorder, then the GEMM). Each GEMM runs
@@ -119,7 +119,7 @@ def test_gemm_class_operators_use_wgmma_and_tma_on_hopper():
     import re
 
     target = _target("cuda/sm_90a")
-    wgmma = {"grouped_gemm": ("m64n256k16", 128), "batched_gemm": ("m64n256k16", 128), "conv2d": ("m64n128k16", 256)}
+    wgmma = {"grouped_gemm": ("m64n256k16", 128), "batched_gemm": ("m64n256k16", 128), "conv2d": ("m64n128k16", 128)}
     for name, (shape, block_m) in wgmma.items():
         op = ops.get(name)
         kernel, config, source = kernel_for(op, target, op.example)

@@ -38,15 +38,13 @@ PRECISIONS = ("highest", "high", "medium")
 _FMA = {"fma_block_M": 128, "fma_block_N": 128, "fma_block_K": 16, "fma_warps": 8}
 _FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_threads": 1}
 # gemm / batched_gemm's FMA kernel where cp.async feeds it (`_gemm_fma_kernel` says what each
-# key does; bench/sgemm_variants.py times the alternatives on the GPU). Against the config
-# before (0.41x cuBLAS SGEMM at 4096^3 on the H100): K-minor tiles skewed 16 bytes every 4 rows
-# (a warp's reads of them in distinct bank groups, at no register cost); warps of 4 x 8
-# threads (a 32 x 64 warp tile: every 16-byte read of A or B one wavefront, 16 per 4 k and
-# warp against 32); 8-wide K slabs in 4 stages (a slab loop of 9 KB of SASS instead of 18, as
-# CUTLASS's and cuBLAS's SIMT SGEMMs take 8-wide slabs; 88 % FFMA); C in 16-byte stores.
-# 8 x 8 per thread at 128 registers: two blocks of 256 threads per SM. Not yet timed.
-_FMA_GEMM = {**_FMA, "fma_block_K": 8, "fma_thread_M": 8, "fma_thread_N": 8, "fma_lanes_n": 8,
-             "fma_skew": True, "fma_swizzle_a": False, "fma_stages": 4, "fma_panel": 0, "fma_vector_store": True}
+# key does; bench/sgemm_variants.py times the alternatives on the GPU). On the H100 (2026-11-26,
+# cuBLAS SGEMM ms / ours, paired): these keys (16-wide K slabs, 2 stages, warps of 2 x 16
+# threads, no skew, scalar stores) 0.89x at 4096^3 and 0.90x at 8192^3; every variant tried was
+# slower: 8-wide slabs in 4 stages with a 16-byte skew and 16-byte stores 0.78x, 32-wide slabs
+# 0.83x, 8 x 16 thread tiles 0.76x, 256-wide blocks 0.80x, 3 or 6 stages 0.77x.
+_FMA_GEMM = {**_FMA, "fma_block_K": 16, "fma_thread_M": 8, "fma_thread_N": 8, "fma_lanes_n": 16,
+             "fma_skew": False, "fma_swizzle_a": False, "fma_stages": 2, "fma_panel": 0, "fma_vector_store": False}
 GEMM_TABLE = (
     ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1,
                                 **_FMA_SERIAL}),
@@ -66,7 +64,11 @@ GEMM_TABLE = (
 # a constant trip count over a constant grid, which a backend may run as persistent blocks
 # (sm_90a does, as for the gemm). "padded" has a fixed length per (rows, groups) (one kernel
 # for every split); its empty tiles skip the K loop, a trip count read from memory.
-GROUPED_WGMMA = ConfigRule("wgmma", {**GEMM_TABLE[1].config, "tile_table": "exact", "vector_bytes": 16})
+# The C tile through shared memory (16-byte row stores) in 3 stages, persistent: 1.04x torch on
+# the H100 against 0.85x with the gemm's register epilogue in 4 stages (bench/gemm_class_variants.py,
+# 2026-11-26; 0.81x with the padded table)
+GROUPED_WGMMA = ConfigRule("wgmma", {**GEMM_TABLE[1].config, "tile_table": "exact", "vector_bytes": 16,
+                                     "epilogue": "shared", "stages": 3})
 GEMM_TUNE = {"block_M": (64, 128), "block_N": (64, 128, 256), "block_K": (32, 64), "stages": (2, 3, 4),
              "warps": (4, 8)}
 
@@ -950,7 +952,9 @@ register(Operator("conv2d", "2-D convolution, NCHW x OIHW, stride and zero paddi
                   (ConfigRule("block-serial", {**_CONV, "block_M": 64, "block_N": 64, "block_K": 32, "stages": 1,
                                                "threads": 1, "layout_threads": 1, "vector_bytes": 0,
                                                **_FMA_SERIAL}),
-                   ConfigRule("wgmma", {**_CONV, "block_M": 256, "block_N": 128, "block_K": 64, "stages": 4,
+                   # 128 x 128 tiles (841 tiles, 6.4 waves): 1.14x torch on the H100 against 1.07x with
+                   # 256 x 128 (3.2 waves; bench/gemm_class_variants.py, 2026-11-26)
+                   ConfigRule("wgmma", {**_CONV, "block_M": 128, "block_N": 128, "block_K": 64, "stages": 4,
                                         "warps": 8, "layout_warps": 8, "vector_bytes": 16, **_FMA}),
                    ConfigRule("mma.sync", {**_CONV, "block_M": 128, "block_N": 128, "block_K": 32, "stages": 3,
                                            "warps": 4, "layout_warps": 8, "vector_bytes": 16, **_FMA}),
