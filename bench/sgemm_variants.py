@@ -157,7 +157,7 @@ def probe(kernel, out: Path, blocks: int, arch: str) -> None:
     blocks)`: what a backend option for a register cap would give (the language has none)."""
     from tilelang_cuda.compile import compile_cuda
 
-    source, count = re.subn(r"__launch_bounds__\((\d+)\)", lambda m: f"__launch_bounds__({m.group(1)}, {blocks})",
+    source, count = re.subn(r"__launch_bounds__\((\d+)(?:, \d+)?\)", lambda m: f"__launch_bounds__({m.group(1)}, {blocks})",
                             kernel.get_kernel_source(), count=1)
     if count != 1:
         raise SystemExit("probe: the kernel source has no __launch_bounds__(threads) to extend")

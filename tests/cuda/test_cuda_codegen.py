@@ -268,3 +268,29 @@ def test_a_let_in_an_unrolled_parallel_body_is_declared_once_per_copy():
     source = render(main, "cuda/sm_90a").source
     declared = re.findall(r"\bfloat (norm\w*)\s*[;=]", source)
     assert len(declared) > 1 and len(set(declared)) == len(declared), declared
+
+
+def test_min_blocks_per_sm_keyword_caps_registers_through_launch_bounds():
+    """`T.Kernel(..., min_blocks_per_sm=2)` (a CUDA backend keyword): `__launch_bounds__(threads, 2)`;
+    a bad value names the keyword; other backends compile the kernel as without it."""
+    import pytest
+    import tilelang_core
+    from tilelang_core import language as T
+
+    def kernel(**hints):
+        @T.prim_func
+        def main(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+            with T.Kernel(2, threads=128, **hints) as bx:
+                for i in T.Parallel(128):
+                    B[bx * 128 + i] = A[bx * 128 + i] * 2.0
+
+        return main
+
+    source = tilelang_core.compile(kernel(min_blocks_per_sm=2), target="cuda/sm_90a", cache=False).get_kernel_source()
+    assert "__launch_bounds__(128, 2)" in source
+    plain = tilelang_core.compile(kernel(), target="cuda/sm_90a", cache=False).get_kernel_source()
+    assert "__launch_bounds__(128)" in plain and "__launch_bounds__(128, " not in plain
+    from tilelang_core.language.parser import KernelSyntaxError
+
+    with pytest.raises(KernelSyntaxError, match=r"min_blocks_per_sm=0\), a keyword of backend 'cuda': must be an int"):
+        kernel(min_blocks_per_sm=0)

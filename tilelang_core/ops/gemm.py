@@ -43,8 +43,11 @@ _FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_thr
 # threads, no skew, scalar stores) 0.89x at 4096^3 and 0.90x at 8192^3; every variant tried was
 # slower: 8-wide slabs in 4 stages with a 16-byte skew and 16-byte stores 0.78x, 32-wide slabs
 # 0.83x, 8 x 16 thread tiles 0.76x, 256-wide blocks 0.80x, 3 or 6 stages 0.77x.
+# "fma_min_blocks" 2: NVRTC 13.0 (the H100 image's) gave this kernel 167 registers (one block per
+# SM, 0.41x in bench/ops.py) where NVRTC 13.5 gives 128 (two blocks, the 0.89x above)
 _FMA_GEMM = {**_FMA, "fma_block_K": 16, "fma_thread_M": 8, "fma_thread_N": 8, "fma_lanes_n": 16,
-             "fma_skew": False, "fma_swizzle_a": False, "fma_stages": 2, "fma_panel": 0, "fma_vector_store": False}
+             "fma_skew": False, "fma_swizzle_a": False, "fma_stages": 2, "fma_panel": 0, "fma_vector_store": False,
+             "fma_min_blocks": 2}
 GEMM_TABLE = (
     ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1,
                                 **_FMA_SERIAL}),
@@ -277,10 +280,14 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     def col_of(t, n):
         return t + gn * n if swizzle_b else row_of(t, n, gn)
 
+    # "fma_min_blocks": a backend keyword (CUDA's `min_blocks_per_sm`) that caps the registers
+    # so that many blocks share an SM; only rows of targets whose backend offers it carry it
+    hints = {"min_blocks_per_sm": config["fma_min_blocks"]} if config.get("fma_min_blocks") else {}
+
     @T.prim_func
     def main(A: T.Tensor(a_shape, dtype), Bm: T.Tensor(b_shape, dtype), Bias: T.Tensor((N if has_bias else 1,), dtype),
              C: T.Tensor((B, M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), B, threads=threads) as (bx, by, bz):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), B, threads=threads, **hints) as (bx, by, bz):
             A_s = T.alloc_shared(a_tile, "float32")
             B_s = T.alloc_shared(b_tile, "float32")
             acc = T.alloc_local((TM * TN,), "float32")

@@ -44,6 +44,7 @@ from tilelang_core.codegen import buffer_info, dtype_of, iter_exprs
 from tilelang_core.codegen import PREC_ATOM, c_string_literal
 from tilelang_core.codegen import C_MATH_OPS, C_TYPES
 from tilelang_core.ir import SCOPE_BARRIER
+from tilelang_core.transform import kernel_hints
 
 from .codegen_ptx import PTX_OPS, ptx_call_handlers
 
@@ -197,6 +198,8 @@ class CUDACodegen(GPUCodegen):
         bounds = self.thread_bounds(self.launch)
         if bounds and self._moves_registers:  # setmaxnreg needs a register cap at entry: one block per SM
             bounds = bounds.replace(") ", ", 1) ")
+        elif bounds and self._min_blocks:  # T.Kernel(..., min_blocks_per_sm=n)
+            bounds = bounds.replace(") ", f", {self._min_blocks}) ")
         return f"{self.kernel_prefix}{self.kernel_return_type} {bounds}{entry}({', '.join(decls)})"
 
     def render(self, module):
@@ -279,12 +282,14 @@ class CUDACodegen(GPUCodegen):
         self._used_vars: set[int] = set()
         self.tensor_maps: list[dict] = []  # `lower_tma.TensorMap` dicts, one parameter each
         self._moves_registers = False  # the kernel calls setmaxnreg
+        self._min_blocks = None  # T.Kernel(..., min_blocks_per_sm=n)
 
     def _analyze(self, body) -> None:
         super()._analyze(body)
         from .lower_tma import tensor_maps_of
 
         self.tensor_maps = tensor_maps_of(self.func)
+        self._min_blocks = kernel_hints(self.func).get("min_blocks_per_sm") if self.func is not None else None
         self._moves_registers = any(
             isinstance(e, ir.Call) and getattr(e.op, "name", None) == "tirx.call_extern"
             and str(e.args[0].value).startswith("tl::setmaxnreg") for e in iter_exprs(body))

@@ -21,7 +21,7 @@ from typing import Any
 
 from tvm import ir, tirx
 
-__all__ = ["MMA_INSTRUCTIONS", "mma_instruction", "ptx_ldmatrix", "ptx_mma", "LANGUAGE_NAMES"]
+__all__ = ["MMA_INSTRUCTIONS", "mma_instruction", "ptx_ldmatrix", "ptx_mma", "LANGUAGE_NAMES", "KEYWORDS"]
 
 # TileLang's, TVM's and PTX's spellings of an operand type -> one name
 _OPERAND_TYPES = {
@@ -98,3 +98,15 @@ def ptx_ldmatrix(trans: Any, num: Any, src_access_ptr: Any, dst_access_ptr: Any)
 
 
 LANGUAGE_NAMES = {"ptx_mma": ptx_mma, "ptx_ldmatrix": ptx_ldmatrix}
+
+
+def _blocks_per_sm(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 32:
+        raise ValueError("must be an int from 1 to 32 (blocks that should fit an SM at once)")
+    return value
+
+
+# `T.Kernel(..., min_blocks_per_sm=n)`: `__launch_bounds__(threads, n)`, so ptxas keeps the
+# registers a thread uses low enough for n blocks to share an SM (CUDA's minBlocksPerMultiprocessor;
+# ignored in a kernel that moves registers with setmaxnreg, which needs one block per SM)
+KEYWORDS = {"Kernel": {"min_blocks_per_sm": _blocks_per_sm}}

@@ -39,6 +39,13 @@ def tilelang_language_names():
 
 
 @hookimpl
+def tilelang_language_keywords():
+    from .language import KEYWORDS
+
+    return {call: dict(words) for call, words in KEYWORDS.items()}
+
+
+@hookimpl
 def tilelang_detect_targets():
     return _detect.detect()
 
