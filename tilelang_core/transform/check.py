@@ -3,7 +3,8 @@
 Before: tile IR straight from the parser.
 After: unchanged IR, or a `TileLangCompileError` / `CapabilityError` naming the line, what
 was seen and what to do: a dtype the target lacks, too many threads per block, explicit
-thread indices mixed with tile ops on a block-serial target, and the value checks of
+thread indices mixed with tile ops on a block-serial target, a `T.alloc_local` value that one
+`T.Parallel` iteration would read from another on a block-serial target, and the value checks of
 `check_values` (launch parameters, nested kernels, indices out of static bounds, lossy
 tile-op conversions and plain stores). One rewrite: on a block-serial target a kernel written without
 `with T.Kernel(...)` (TileLang accepts that for CPU targets) runs as one block of one thread,
@@ -68,6 +69,8 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             _kernel_line(func))
     if caps.execution_model == "block-serial":
         _check_explicit_threads(func, info)
+        if threads != 1:
+            _check_per_thread_locals(func, ctx.target)
     return func
 
 
@@ -124,6 +127,109 @@ def _check_explicit_threads(func: tir.PrimFunc, info) -> None:
             f"targets (execution_model 'block-serial') explicit threads are emulated one after "
             f"another, which cannot mix with block-wide tile ops. Use tile ops and T.Parallel "
             f"only, or a SIMT target", where)
+
+
+def _check_per_thread_locals(func: tir.PrimFunc, target) -> None:
+    """On a block-serial target a `T.Parallel` nest runs its iterations one after another, so a
+    `T.alloc_local` buffer allocated outside it (one per thread on a GPU) is one buffer that
+    every iteration shares. A nest that reads an element of it that does not depend on the
+    nest's variables before the iteration wrote it would read what another iteration left (a
+    GPU thread reads its own): a silent wrong answer, refused here at the line of the read. Only
+    buffers that some T.Parallel iteration writes count (block-uniform values are the same for
+    every iteration)."""
+    from tvm import ir as _ir
+
+    allocated = set()
+    walk(func.body, lambda a: allocated.add(a.buffer.__chandle__()) if a.buffer.scope() == "local" else None,
+         (tir.AllocBuffer,))
+    # the local buffers some T.Parallel iteration writes (values one thread would hold); those
+    # written by block-uniform code only (`n = Lens[b]`) hold the same value for every iteration
+    locals_: set = set()
+
+    def note_writes(loop) -> None:
+        if loop.kind == tir.ForKind.PARALLEL and not (isinstance(loop.extent, tir.IntImm) and int(loop.extent) == 1):
+            walk(loop.body, lambda st: locals_.add(st.buffer.__chandle__())
+                 if st.buffer.__chandle__() in allocated else None, (tir.BufferStore,))
+
+    walk(func.body, note_writes, (tir.For,))
+    if not locals_:
+        return
+
+    def loads(expr, out):
+        walk(expr, out.append, (_ir.TensorLoad,))
+        return out
+
+    def check_nest(loop: tir.For) -> None:
+        nest_vars, body = [], loop
+        while isinstance(body, tir.For) and body.kind == tir.ForKind.PARALLEL:
+            nest_vars.append(body.loop_var)
+            body = body.body
+        written: set = set()
+
+        def per_iteration(indices) -> bool:
+            return any(uses_var(i, v) for i in indices for v in nest_vars)
+
+        def read(expr, stmt) -> None:
+            for ld in loads(expr, []):
+                key = ld.source.__chandle__()
+                if key in locals_ and key not in written and not per_iteration(ld.indices):
+                    raise CapabilityError(
+                        f"T.alloc_local buffer {ld.source.name} is read in this T.Parallel before the iteration "
+                        f"writes it; on a GPU each thread holds its own {ld.source.name}, but {target} is "
+                        f"block-serial: the T.Parallel iterations run one after another and share one "
+                        f"{ld.source.name}, so each would read what another left. Index it by the T.Parallel "
+                        f"variable (an element per iteration), use T.alloc_fragment, or use a SIMT target",
+                        source_of(stmt) or source_of(loop))
+
+        def visit(stmt) -> None:
+            if isinstance(stmt, tir.SeqStmt):
+                for child in stmt.seq:
+                    visit(child)
+            elif isinstance(stmt, tir.BufferStore):
+                read(stmt.value, stmt)
+                for i in stmt.indices:
+                    read(i, stmt)
+                if stmt.buffer.__chandle__() in locals_:
+                    written.add(stmt.buffer.__chandle__())
+            elif isinstance(stmt, tir.For):
+                read(stmt.min, stmt)
+                read(stmt.extent, stmt)
+                visit(stmt.body)
+            elif isinstance(stmt, tir.IfThenElse):
+                read(stmt.condition, stmt)
+                visit(stmt.then_case)
+                if stmt.else_case is not None:
+                    visit(stmt.else_case)
+            elif isinstance(stmt, tir.Bind):
+                read(stmt.value, stmt)
+            elif isinstance(stmt, (tir.AttrStmt, tir.While)):
+                read(getattr(stmt, "condition", getattr(stmt, "value", None)), stmt)
+                visit(stmt.body)
+            elif isinstance(stmt, tir.Evaluate):
+                read(stmt.value, stmt)
+            elif isinstance(stmt, (tir.AllocBuffer, tir.DeclBuffer)):
+                pass
+
+        visit(body)
+
+    def find(stmt) -> None:
+        if isinstance(stmt, tir.For) and stmt.kind == tir.ForKind.PARALLEL:
+            if not (isinstance(stmt.extent, tir.IntImm) and int(stmt.extent) == 1):
+                check_nest(stmt)
+            return
+        for child in _children_of(stmt):
+            find(child)
+
+    find(func.body)
+
+
+def _children_of(stmt) -> list:
+    if isinstance(stmt, tir.SeqStmt):
+        return list(stmt.seq)
+    if isinstance(stmt, tir.IfThenElse):
+        return [stmt.then_case] + ([stmt.else_case] if stmt.else_case is not None else [])
+    body = getattr(stmt, "body", None)
+    return [body] if isinstance(body, tir.Stmt) else []
 
 
 def _check_layout_annotations(func: tir.PrimFunc) -> None:
