@@ -141,10 +141,12 @@ def _staged(stmt, op: TileOp, chunks: int, params: dict[int, int], layout=None):
     rows, cols = (int(d) for d in src.buffer.ty.shape)
     width = cols // chunks
     if chunks > 1:
+        if layout is None:
+            return None
         try:
             for chunk in range(chunks):
                 layout.window((0, chunk * width), (rows, width))
-        except (FragmentError, AttributeError):
+        except FragmentError:
             return None
     stage = tir.decl_buffer((rows, width), dst.dtype, name=f"{src.buffer.name}_stage", scope="shared.dyn")
     tile = wgmma_tile(rows, width, tvm.runtime.DataType(dst.dtype).bits // 8)
@@ -235,10 +237,12 @@ def stage_fragment_stores(func: tir.PrimFunc, ctx, params: dict[int, int], swizz
                         body = inner[:j] + stmts + inner[j + 1:]
                         loop = tir.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, seq(body),
                                        annotations=stmt.annotations, span=stmt.span)
-                        trial = [tir.AllocBuffer(stage)] + top[:index] + [loop] + top[index + 1:]
+                        # the stage tile declared just before the loop: the top-level statements
+                        # still to visit (those before it) keep their positions
+                        trial = top[:index] + [tir.AllocBuffer(stage), loop] + top[index + 1:]
                         if fits(trial):
                             top, inner, stmt = trial, body, loop
-                            index += 1
+                            index += 1  # the loop's position now
                             accept(op, stage, tile)
                             break
                     chunks *= 2
