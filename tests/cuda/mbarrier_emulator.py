@@ -12,8 +12,10 @@ kernels (`T.ws`, `T.alloc_barrier`, `T.tma_copy`). Semantics from the PTX ISA (9
   still reads shows up).
 - `tl::mbarrier_wait(bar, p)`: blocks until the phase of parity p has completed, i.e. while
   the current phase's parity is p (a fresh barrier passes a wait for parity 1).
-- `tl.sync_group(id, count)` (`bar.sync id, count`): releases when `count` threads wait at
-  `id`; `__syncthreads` still needs every thread of the block (a thread of one T.ws range
+- `tl.sync_group(id, count)` (`bar.sync id, count`) and `tl::named_barrier_sync(id, count)`:
+  release when `count` threads have reached `id`, counting those that passed it with
+  `tl::named_barrier_arrive(id, count)` (`bar.arrive`: one arrival, no wait) since its last
+  release; `__syncthreads` still needs every thread of the block (a thread of one T.ws range
   that reaches it alone deadlocks, which the run reports).
 """
 from __future__ import annotations
@@ -39,6 +41,7 @@ class _Machine2(_Machine):
         super().__init__(func, arrays, threads, code)
         self.mode = mode
         self.barriers: dict = {}
+        self.arrivals: dict = {}  # named barrier id -> threads that arrived without waiting
 
     @staticmethod
     def _key(pointer) -> tuple:
@@ -88,6 +91,13 @@ class _Machine2(_Machine):
                 bar.tied.extend(copies)
         elif name == "tl::mbarrier_wait":
             yield ("mbar", self.barrier(args[0]), int(args[1]))
+        elif name == "tl::named_barrier_sync":
+            yield ("bar", int(args[0]), int(args[1]))
+        elif name == "tl::named_barrier_arrive":
+            barrier_id, count = int(args[0]), int(args[1])
+            self.arrivals[barrier_id] = self.arrivals.get(barrier_id, 0) + 1
+            if self.arrivals[barrier_id] > count:
+                raise AssertionError(f"bar.arrive {barrier_id}, {count}: more arrivals than the barrier counts")
         else:
             yield from super().extern(name, args, th)
 
@@ -105,17 +115,20 @@ def _run_block(m: _Machine2, env: dict, threads: int) -> None:
         for t in range(w * 32, min(threads, w * 32 + 32)):
             advance(t)
     while not all(done):
-        if warp_step(warps, threads, waiting, advance) or release_barriers(threads, waiting, done, advance):
+        if warp_step(warps, threads, waiting, advance) or release_barriers(threads, waiting, done, advance,
+                                                                           m.arrivals):
             continue
         live = [t for t in range(threads) if not done[t]]
         blocked = sorted({str(waiting[t][:1] + waiting[t][2:3]) for t in live})
         raise AssertionError(f"deadlock: threads wait on {blocked}")
 
 
-def release_barriers(threads: int, waiting: list, done: list, advance) -> bool:
+def release_barriers(threads: int, waiting: list, done: list, advance, arrivals: dict | None = None) -> bool:
     """Release the threads one barrier lets go: mbarrier waits whose phase completed, a
-    named barrier (bar.sync) its count of threads reached, or __syncthreads that every thread
-    reached; False when none is ready."""
+    named barrier (bar.sync) its count of threads reached (with `arrivals`, those that
+    passed it by bar.arrive), or __syncthreads that every thread reached; False when none is
+    ready."""
+    arrivals = {} if arrivals is None else arrivals
     live = [t for t in range(threads) if not done[t]]
     ready = [t for t in live if waiting[t][0] == "mbar" and waiting[t][1].phase % 2 != waiting[t][2]]
     if ready:
@@ -132,9 +145,11 @@ def release_barriers(threads: int, waiting: list, done: list, advance) -> bool:
         if len(counts) != 1:
             raise AssertionError(f"bar.sync {barrier_id} with different thread counts {counts}")
         count = counts.pop()
-        if len(ts) > count:
-            raise AssertionError(f"bar.sync {barrier_id}, {count} reached by {len(ts)} threads")
-        if len(ts) == count:
+        arrived = len(ts) + arrivals.get(barrier_id, 0)
+        if arrived > count:
+            raise AssertionError(f"bar.sync {barrier_id}, {count} reached by {arrived} threads")
+        if arrived == count:
+            arrivals.pop(barrier_id, None)
             for t in ts:
                 advance(t)
             released = True

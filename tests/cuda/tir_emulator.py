@@ -600,7 +600,10 @@ def run_blocks(func: tirx.PrimFunc, tensors, make_machine, run_block) -> int:
         env, rest = {}, flat_block
         for var, n in axes:
             env[var], rest = rest % n, rest // n
-        run_block(make_machine(func, arrays, threads, code), env, threads)
+        machine = make_machine(func, arrays, threads, code)
+        run_block(machine, env, threads)
+        if getattr(machine, "pending", None) is not None and machine.pending():
+            raise AssertionError(f"block {flat_block} ended with {machine.pending()} wgmma results never waited for")
     return threads
 
 

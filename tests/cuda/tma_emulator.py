@@ -155,7 +155,7 @@ def _run_block(m: _TmaMachine, env: dict, threads: int) -> None:
         advance(t)
     while not all(done):
         if warpgroup_step(m, threads, waiting, advance) or warp_step((threads + 31) // 32, threads, waiting, advance) \
-                or release_barriers(threads, waiting, done, advance):
+                or release_barriers(threads, waiting, done, advance, m.arrivals):
             continue
         live = [t for t in range(threads) if not done[t]]
         blocked = sorted({str(waiting[t][:1] + waiting[t][2:3]) for t in live})

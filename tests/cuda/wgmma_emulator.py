@@ -36,8 +36,14 @@ written here independently of the lowering's layout functions:
   16 (t / 32) + (t % 32) / 4 + 8 (j % 2), column (t % 4) + 4 (j / 2) ("Register fragments",
   wgmma .m64nNk8 A, 32-bit types; CuTe's ALayout_64x8); B K-major; the 13 low mantissa bits
   of every operand are dropped, as for tiles in shared memory.
-- `wgmma.fence`, `commit_group`, `wait_group`, `fence.proxy.async` and the operand fences are
-  ordering only: the emulated wgmma completes when the warpgroup issues it.
+- Asynchrony (9.7.15.6): a wgmma reads its operands when the warpgroup issues it, but D is
+  written only when a `wgmma.wait_group N` (`tl::wgmma_wait<N>`) finds its group among the
+  committed ones older than the N most recent (`commit_group`, `tl::wgmma_commit`, closes the
+  group of the wgmmas issued since the last). A wgmma issued after another into the same
+  registers accumulates onto its pending D. So code that reads D before the wait that covers
+  it sees the value before the wgmma, and a store to D before that wait is overwritten by it.
+  Commit and wait are warpgroup collectives here, as `.sync.aligned` makes them.
+- `wgmma.fence`, `fence.proxy.async` and the operand fences are ordering only.
 """
 from __future__ import annotations
 
@@ -50,8 +56,8 @@ from tir_emulator import _launch, _Machine, run_blocks, start_threads, warp_step
 
 __all__ = ["run_kernel", "swizzled_address", "warpgroup_step"]
 
-_NO_OPS = ("tl::wgmma_fence", "tl::wgmma_commit", "tl::wgmma_wait", "tl::fence_proxy_async",
-           "tl::wgmma_fence_operands")
+_NO_OPS = ("tl::wgmma_fence_operands", "tl::fence_proxy_async")
+_GROUP_OPS = re.compile(r"tl::wgmma_commit|tl::wgmma_wait<(\d+)>|tl::wgmma_fence")
 _WIDTH = {1: 128, 2: 64, 3: 32}
 _WGMMA = re.compile(r"tl::wgmma_m64n(\d+)k16_f32_(f16|bf16)<(\d), (\d)>")
 _WGMMA_RS = re.compile(r"tl::wgmma_m64n(\d+)k16_rs_f32_(f16|bf16)<(\d)>")
@@ -93,6 +99,10 @@ class _Machine3(_Machine):
         super().__init__(func, arrays, threads, code)
         self.bases: dict[int, tuple[int, np.ndarray]] = {}  # id(array) -> (base, array)
         self.next_base = 1024
+        # per warpgroup: D writes of the wgmmas issued since the last commit, and the committed
+        # groups not yet waited for (oldest first); each maps (id(array), index) -> (array, index, value)
+        self.open: dict[int, dict] = {}
+        self.committed: dict[int, list] = {}
 
     def address(self, pointer) -> int:
         entry = self.bases.get(id(pointer.array))
@@ -123,7 +133,7 @@ class _Machine3(_Machine):
     def extern(self, name: str, args, th):
         if name.startswith(_NO_OPS):
             return
-        if any(r.fullmatch(name) for r in (_WGMMA, _WGMMA_RS, _WGMMA_RS_TF32, _WGMMA_K_MAJOR)):
+        if any(r.fullmatch(name) for r in (_WGMMA, _WGMMA_RS, _WGMMA_RS_TF32, _WGMMA_K_MAJOR, _GROUP_OPS)):
             yield ("wg", name, args)
             return
         yield from super().extern(name, args, th)
@@ -166,7 +176,37 @@ class _Machine3(_Machine):
         assert not np.isnan(out).any(), "wgmma rs tf32: some element of A held by no thread"
         return out
 
-    def wgmma(self, name: str, lane_args) -> None:
+    def _d(self, group: int, array, index: int):
+        """Register `index` of `array` (flat) as the next wgmma of warpgroup `group` accumulates onto it."""
+        key = (id(array), index)
+        for writes in (self.open.get(group, {}), *reversed(self.committed.get(group, []))):
+            if key in writes:
+                return writes[key][2]
+        return array.reshape(-1)[index]
+
+    def group_op(self, name: str, group: int) -> None:
+        """commit_group / wait_group N / wgmma.fence of warpgroup `group`."""
+        if name == "tl::wgmma_fence":
+            return
+        if name == "tl::wgmma_commit":
+            self.committed.setdefault(group, []).append(self.open.pop(group, {}))
+            return
+        keep = int(_GROUP_OPS.fullmatch(name).group(1))
+        groups = self.committed.get(group, [])
+        done, self.committed[group] = groups[:max(0, len(groups) - keep)], groups[max(0, len(groups) - keep):]
+        for writes in done:
+            for array, index, value in writes.values():
+                array.reshape(-1)[index] = value
+
+    def pending(self) -> int:
+        """wgmma D writes still waiting for a wait_group (a kernel must end with none)."""
+        return sum(len(w) for g in set(self.open) | set(self.committed)
+                   for w in [self.open.get(g, {}), *self.committed.get(g, [])])
+
+    def wgmma(self, name: str, lane_args, group: int = 0) -> None:
+        if _GROUP_OPS.fullmatch(name):
+            self.group_op(name, group)
+            return
         rs, k_major = _WGMMA_RS.fullmatch(name), _WGMMA_K_MAJOR.fullmatch(name)
         rs_tf32 = _WGMMA_RS_TF32.fullmatch(name)
         if rs_tf32:
@@ -200,13 +240,13 @@ class _Machine3(_Machine):
         for t, args in enumerate(lane_args):
             for i in range(n // 2):
                 row, col = 16 * (t // 32) + (t % 32) // 4 + 8 * ((i // 2) % 2), 8 * (i // 4) + 2 * (t % 4) + i % 2
-                d[row, col] = args[0].array.reshape(-1)[args[0].index + i]
+                d[row, col] = self._d(group, args[0].array, args[0].index + i)
         d = a @ b.T + (d if scale else 0)
+        writes = self.open.setdefault(group, {})
         for t, args in enumerate(lane_args):
-            out = args[0].array.reshape(-1)
             for i in range(n // 2):
                 row, col = 16 * (t // 32) + (t % 32) // 4 + 8 * ((i // 2) % 2), 8 * (i // 4) + 2 * (t % 4) + i % 2
-                out[args[0].index + i] = d[row, col]
+                writes[(id(args[0].array), args[0].index + i)] = (args[0].array, args[0].index + i, d[row, col])
 
 
 def run_kernel(func: tirx.PrimFunc, *tensors: np.ndarray) -> None:
@@ -244,7 +284,7 @@ def warpgroup_step(m: _Machine3, threads: int, waiting: list, advance) -> bool:
         if all(e is not None and e[0] == "wg" for e in events):
             names = {e[1] for e in events}
             assert len(names) == 1, f"warpgroup {g}: threads diverge at {names}"
-            m.wgmma(events[0][1], [e[2] for e in events])
+            m.wgmma(events[0][1], [e[2] for e in events], g)
             for t in lanes:
                 advance(t)
             return True

@@ -172,17 +172,19 @@ def _sass_ops(binary) -> dict[str, int]:
 def test_flash_attention_softmax_is_lean_on_hopper(causal):
     """At the bench's size the kernel has TileLang's example's instruction mix: both products
     on HGMMA, exp2 as one MUFU each (fast math: no denormal fix-up compares), the scale
-    folded into one FFMA per score, no local memory."""
+    folded into one FFMA per score, no local memory. In the overlapped form (`lower_tma`) the
+    softmax is written twice: the peeled first iteration and the loop's."""
     target = _target("cuda/sm_90a")
     op = ops.get("flash_attention")
     kernel, config, _ = kernel_for(op, target, {**op.example, "causal": causal})
     assert config["fast_math"] is True
     counts = _sass_ops(kernel.binary)
     scores = config["block_M"] * config["block_N"] // 256  # per thread of the two consumer warpgroups
+    copies = 2 if "tl::named_barrier_sync" in kernel.get_kernel_source() else 1
     assert counts.get("HGMMA", 0) >= 16 and counts.get("LDL", 0) == counts.get("STL", 0) == 0, counts
-    # without fast math: 72 FSETP (exp2's denormal fix-ups) and 132 MUFU; 2 are the epilogue's l > 0
-    assert counts.get("FSETP", 0) <= 4 and counts["MUFU"] <= scores + 8, counts
-    assert counts.get("FFMA", 0) >= scores, counts
+    # without fast math: 72 FSETP (exp2's denormal fix-ups) and 132 MUFU a copy; 2 are the epilogue's l > 0
+    assert counts.get("FSETP", 0) <= 4 and counts["MUFU"] <= copies * (scores + 4), counts
+    assert counts.get("FFMA", 0) >= copies * scores, counts
 
 
 # -- a vendor's config through tilelang_op_config, end to end ------------------------------

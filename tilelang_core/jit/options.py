@@ -86,6 +86,9 @@ class PassConfigKey:
     # ours: a backend may run a kernel's tiles on persistent blocks (one per processor); this
     # keeps one tile per block
     TL_DISABLE_PERSISTENT = "tl.disable_persistent"
+    # ours: a backend may overlap two chained gemms of a pipelined loop across iterations (and
+    # its warpgroups' turns, as FlashAttention-3 does); this keeps each iteration's order
+    TL_DISABLE_OVERLAP = "tl.disable_overlap"
 
 
 for _name, _key in _TILELANG_KEYS.items():
@@ -96,6 +99,7 @@ _MEANINGFUL: dict[str, tuple[str, Any]] = {
     PassConfigKey.TL_DISABLE_TMA_LOWER: ("disable_tma", bool),
     PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: ("disable_warp_specialized", bool),
     PassConfigKey.TL_DISABLE_PERSISTENT: ("disable_persistent", bool),
+    PassConfigKey.TL_DISABLE_OVERLAP: ("disable_overlap", bool),
     PassConfigKey.TL_DISABLE_WGMMA: ("disable_wgmma", bool),
     PassConfigKey.TL_ENABLE_FAST_MATH: ("fast_math", bool),
     PassConfigKey.TL_DISABLE_FAST_MATH: ("fast_math", lambda v: not bool(v)),
@@ -112,6 +116,7 @@ class CompileOptions:
     disable_tma: bool = False
     disable_warp_specialized: bool = False
     disable_persistent: bool = False  # one tile per block, never persistent blocks
+    disable_overlap: bool = False  # chained gemms keep each iteration's order
     disable_wgmma: bool = False  # a target's warpgroup matrix instructions are not used
     debug_dump: bool = False
     extra_flags: tuple[str, ...] = ()

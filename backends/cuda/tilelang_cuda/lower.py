@@ -6,6 +6,7 @@
 | `T.gemm(A_shared or A_fragment, B_shared, C_fragment)` | mma.sync m16n8k{16,32,8} + ldmatrix; C in the accumulator layout, a fragment A in the A-operand layout | `lower_gemm.py` |
 | `T.copy(global, shared)` | cp.async, 16 bytes per instruction, zero-filled tails | `lower_copy.py` |
 | `T.Pipelined(n, num_stages>=2)` over copies into wgmma operands, on a target with TMA | TMA loads on full/empty mbarriers, wgmma overlapped across iterations (`tl.disable_tma_lower` keeps cp.async) | `lower_tma.py` |
+| such a loop whose consumers end in two chained wgmma gemms over two warpgroups (FlashAttention) | the second gemm of iteration it - 1 in flight beside the statements between them of iteration it, the warpgroups taking turns to issue (`tl.disable_overlap` keeps each iteration's order) | `lower_tma.py` |
 | `T.copy(shared, global)` of a whole row-major tile, on a target with TMA | one TMA store (`tl.disable_tma_lower` keeps thread stores) | `lower_tma_store.py` |
 | a kernel whose one `T.Pipelined` loop became a warp-specialized TMA pipeline, with more blocks than the target has processors and the same trip count in every block | persistent blocks: one per processor walks the tiles, the loaders fill the next tile's stages during the epilogue (`tl.disable_persistent` keeps one tile per block) | `lower_persistent.py` |
 | `T.Pipelined(n, num_stages>=2)` over such copies | multi-stage cp.async pipeline | `lower_pipeline.py` |

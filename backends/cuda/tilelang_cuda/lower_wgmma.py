@@ -57,7 +57,8 @@ from .layout_wgmma import K_MAJOR_ONLY, WARPGROUP, WGMMA_DTYPES, WarpgroupTiling
     tf32_a_element, tf32_a_layout, transposed_accumulator_layout, wgmma_accumulator_layout, wgmma_k, wgmma_tile
 
 __all__ = ["WgmmaPlan", "WGMMA_OPERANDS", "has_wgmma", "plan_wgmma", "accumulator_of", "rs_layouts", "takes_wgmma",
-           "wgmma_layouts", "place_wgmma_operands", "lower_wgmma", "needs_proxy_fence", "proxy_fence"]
+           "wgmma_layouts", "place_wgmma_operands", "lower_wgmma", "needs_proxy_fence", "proxy_fence", "a_register_count",
+           "WHOLE", "ISSUE", "WAIT"]
 
 WGMMA_OPERANDS = "cuda.wgmma_operands"  # ctx.facts key: handles of shared tiles wgmma reads
 SHARED_SCOPES = ("shared", "shared.dyn")
@@ -374,17 +375,22 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
                       tir.address_of(tir.BufferLoad(a_slots, [kk * 4])), b_desc, tir.const(1, "int32"))
     elif plan.a_registers:
         # the k-steps' A registers, packed from A's slots (8 per k-step: registers j = 0..3
-        # of 2 elements each) and pinned until the wait (wgmma reads them asynchronously)
-        a_regs = tir.decl_buffer((plan.k_steps * 4,), "uint32", name="a_regs", scope="local")
+        # of 2 elements each) and pinned until the wait (wgmma reads them asynchronously); a
+        # split call (`phase`) gets them from the pipeline, which declares them where both
+        # halves see them
+        given = _given_a_registers(op)
+        a_regs = given if given is not None else \
+            tir.decl_buffer((a_register_count(plan),), "uint32", name="a_regs", scope="local")
         a_slots = ctx.register_buffer(a.buffer)
         j = tir.Var("j", "int32")
 
         def bits(slot):
             return tir.reinterpret("uint16", tir.BufferLoad(a_slots, [slot]))
 
-        a_pack = [tir.AllocBuffer(a_regs), _loop(kk, plan.k_steps, _loop(j, 4, tir.BufferStore(
-            a_regs, tir.call_extern("uint32", "tl::pack_b16x2", bits(kk * 8 + j * 2), bits(kk * 8 + j * 2 + 1)),
-            [kk * 4 + j])))]
+        a_pack = [*([] if given is not None else [tir.AllocBuffer(a_regs)]),
+                  _loop(kk, plan.k_steps, _loop(j, 4, tir.BufferStore(
+                      a_regs, tir.call_extern("uint32", "tl::pack_b16x2", bits(kk * 8 + j * 2),
+                                              bits(kk * 8 + j * 2 + 1)), [kk * 4 + j])))]
         fence_a = [_extern(f"tl::wgmma_fence_operands<{plan.k_steps * 4}>",
                            tir.address_of(tir.BufferLoad(a_regs, [0])))]
         mma = _extern(plan.function, tir.address_of(tir.BufferLoad(acc, [t.slot(mi, ni)])),
@@ -400,7 +406,11 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
     # the pipeline fenced the tiles' generic-proxy writes once, before its loop
     fenced = len(op.args) > 11 and op.int_arg(11)
 
+    phase = _phase(op)
+
     def per_thread(thread):
+        if phase == WAIT:
+            return seq([wait, fence_acc, *fence_a])
         body = []
         if op.int_arg(6):  # clear_accum
             s = tir.Var("s", "int32")
@@ -418,13 +428,32 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
             _extern("tl::wgmma_fence"),
             _loop(kk, plan.k_steps, _loop(mi, t.mi, _loop(ni, t.ni, mma))),
             _extern("tl::wgmma_commit"),
-            wait,
-            fence_acc,
-            *fence_a,
         ]
+        if phase != ISSUE:
+            body += [wait, fence_acc, *fence_a]
         return seq(body)
 
     return ctx.per_thread(per_thread, span=op.stmt.span)
+
+
+# `phase` (gemm argument 12, set by the TMA pipeline's overlapped form, `lower_tma`): the whole
+# call, only its issue (fences, instructions, commit: the group stays in flight), or only its
+# wait (`wgmma_wait<wg_wait>`, then the accumulator and A's registers pinned again)
+WHOLE, ISSUE, WAIT = 0, 1, 2
+
+
+def _phase(op: TileOp) -> int:
+    return op.int_arg(12) if len(op.args) > 12 else WHOLE
+
+
+def _given_a_registers(op: TileOp):
+    """The rs form's A registers the pipeline declared (gemm argument 13, a load of them), or None."""
+    return op.args[13].source if len(op.args) > 13 else None
+
+
+def a_register_count(plan: WgmmaPlan) -> int:
+    """How many 32-bit registers the rs form packs A into (4 per k-step)."""
+    return plan.k_steps * 4
 
 
 def _pending(op: TileOp) -> int:

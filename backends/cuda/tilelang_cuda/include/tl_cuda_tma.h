@@ -24,6 +24,9 @@
 //                                   become N (the loading warpgroup gives its registers to the
 //                                   consumers; needs a register cap at entry:
 //                                   __launch_bounds__(threads, 1)).
+//   named_barrier_sync(id, n)       bar.sync / bar.arrive on named barrier `id` (1..15) over n
+//   named_barrier_arrive(id, n)     threads (whole warps): arrive does not wait; the warpgroups of
+//                                   an overlapped pipeline take turns issuing wgmma with them.
 //   warp_index()                    threadIdx.x / 32 as a value ptxas knows is the same on every
 //                                   lane: a branch on it is not divergent, so wgmma inside it is
 //                                   not serialized (ptxas C7518, "wgmma.mma_async instructions
@@ -37,6 +40,14 @@ namespace tl {
 struct alignas(64) tensor_map {
   unsigned long long opaque[16];
 };
+
+TL_DEVICE void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+TL_DEVICE void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 
 TL_DEVICE int warp_index() { return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 32, 0); }
 
