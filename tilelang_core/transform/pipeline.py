@@ -22,6 +22,7 @@ POINTS = (
     "plan_pipeline",     # T.Pipelined: stages, or a plain loop where the target has no async copy
     "lower_tile_ops",    # tile ops -> loops (asks tilelang_lower_tile_op, else portable)
     "lower_thread_allreduce",  # T.tvm_thread_allreduce -> shuffles and shared memory (SIMT targets)
+    "split_uniform_selects",  # a nest's affine if_then_else decided once where the whole tile agrees
     "partition_parallel",  # T.Parallel -> thread-partitioned or whole-tile loops
     "lower_threads",     # block-serial targets: explicit thread indices emulated or rejected
     "simplify_guards",   # bounds guards the loop, thread and block ranges prove true are dropped
@@ -107,6 +108,7 @@ def default_pipeline() -> Pipeline:
         storage,
         thread_allreduce,
         threads,
+        uniform_selects,
         vectorize,
     )
 
@@ -118,6 +120,7 @@ def default_pipeline() -> Pipeline:
         ("plan_pipeline", pipeline_planning.plan_pipeline),
         ("lower_tile_ops", lower_tile_ops.lower_tile_ops),
         ("lower_thread_allreduce", thread_allreduce.lower_thread_allreduce),
+        ("split_uniform_selects", uniform_selects.split_uniform_selects),
         ("partition_parallel", parallel.partition_parallel),
         ("lower_threads", threads.lower_threads),
         ("simplify_guards", guards.simplify_guards),

@@ -56,12 +56,13 @@ namespace tl {
 
 TL_DEVICE uint64_t wgmma_desc(const void* pointer, uint32_t lbo, uint32_t sbo, uint32_t swizzle) {
   uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
-  uint64_t desc = 0;
-  desc |= static_cast<uint64_t>((addr & 0x3FFFF) >> 4);
-  desc |= static_cast<uint64_t>((lbo & 0x3FFFF) >> 4) << 16;
-  desc |= static_cast<uint64_t>((sbo & 0x3FFFF) >> 4) << 32;
-  desc |= static_cast<uint64_t>(swizzle & 3) << 62;
-  return desc;
+  // tiles a descriptor names start on 16 bytes, and shared memory ends below 256 KB: telling the
+  // compiler so lets it keep k-step addresses as a base plus constants (no masking per k-step)
+  __builtin_assume((addr & 15u) == 0u);
+  __builtin_assume(addr < 0x40000u);
+  uint32_t lo = (addr >> 4) + (((lbo & 0x3FFFF) >> 4) << 16);
+  uint32_t hi = ((sbo & 0x3FFFF) >> 4) | ((swizzle & 3) << 30);
+  return (static_cast<uint64_t>(hi) << 32) | lo;
 }
 
 TL_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory"); }
