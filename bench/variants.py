@@ -47,14 +47,15 @@ MANIFEST = "manifest.json"
 def parser(doc: str, names, *, rounds: int = 5, warmup: int | None = None, rep: int | None = None,
            only_help: str = "variants to export") -> argparse.ArgumentParser:
     """The bench's command line: --export DIR, --run DIR, --arch (default sm_90a), --only
-    (comma-separated, `only_help` says what it picks among `names`), --rounds (default
+    (comma-separated, `only_help` says what it picks, among `names` where given), --rounds (default
     `rounds`), and --warmup/--rep with these defaults where `warmup` is given. A bench adds its
     own options to what this returns, then hands it to `main`."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--export", type=Path, metavar="DIR", help="compile and export the variants to DIR")
     parser.add_argument("--run", type=Path, metavar="DIR", help="run the variants exported to DIR on the GPU")
     parser.add_argument("--arch", default="sm_90a", help="CUDA arch to compile for (default sm_90a)")
-    parser.add_argument("--only", default="", help=f"comma-separated {only_help} (of {', '.join(names)})")
+    known = f" (of {', '.join(names)})" if names else ""
+    parser.add_argument("--only", default="", help=f"comma-separated {only_help}{known}")
     if warmup is not None:
         parser.add_argument("--warmup", type=int, default=warmup)
         parser.add_argument("--rep", type=int, default=rep)
