@@ -5,7 +5,7 @@ GPU. Compile here, run there:
     .venv/bin/python bench/decode_variants.py --export build/decode_variants [--arch sm_90a] [--only a,b]
 
     # on the GPU machine (torch + cuda-python; TVM not needed)
-    python bench/decode_variants.py --run build/decode_variants [--rounds 5] [--rep 30]
+    python bench/decode_variants.py --run build/decode_variants [--rounds 5] [--rep 30] [--only a,b]
 
 The problem is bench/ops.py's `attention_decode` row: batch 16, 32 query heads over 8 KV heads
 (GQA group 4), 8192 keys, dim 128, float16 (K + V: 537 MB). Each variant is the operator's
@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/: the shared h
 
 import variants  # noqa: E402
 from attention import _time  # noqa: E402  (bench/attention.py: CUDA events, median of `rep` calls)
-from variants import allocate, alternate, compare, load, poison_freed, sync  # noqa: E402
 
 PROBLEM = {"batch": 16, "heads": 32, "kv_heads": 8, "seq_kv": 8192, "dim": 128, "dtype": "float16",
            "scale": 1 / math.sqrt(128), "splits": 0}
@@ -137,36 +136,31 @@ def _check(torch, kernel, entry: dict, problem: dict) -> tuple[bool, float]:
     ATOL + RTOL |ref| of SDPA in float32, the largest error)."""
     q, k, v = _inputs(torch, problem)
     ref = _sdpa(q.float(), k.float(), v.float(), problem["scale"])
-    o = torch.full_like(q, float("nan"))
-    poison_freed(torch, entry["workspaces"], DEVICE)
-    kernel(q, k, v, o)
-    sync(torch, DEVICE)
-    return compare(torch, o, ref, ATOL, RTOL)
+    o = torch.empty_like(q)
+    return variants.check(torch, lambda: kernel(q, k, v, o), o, ref, entry["workspaces"], DEVICE, ATOL, RTOL)
 
 
-def run(out: Path, warmup: int, rep: int, rounds: int) -> int:
-    """Check and time every variant exported to `out`. :returns: the exit status."""
-    torch = variants.torch_for(DEVICE)
+def run(out: Path, rounds: int = 5, only: list[str] | None = None, warmup: int = 10, rep: int = 30) -> int:
+    """Check every variant exported to `out` (`only`: those names) against SDPA and time it
+    beside SDPA in `rounds` alternating rounds (each the median of `rep` calls after `warmup`).
+    :returns: the exit status."""
+    torch, manifest = variants.begin(out, DEVICE)
     if torch is None:
         return 2
-    manifest = variants.read_manifest(out)
     problem = manifest["problem"]
-    time_one = (lambda fn: _time(fn, warmup, rep)) if DEVICE == "cuda" else variants.wall_clock_ms
-    torch.manual_seed(0)
-    ok = True
-    rows = []
-    for entry in manifest["variants"]:
-        kernel = load(out / entry["name"])
+    time_one = variants.timer(DEVICE, lambda fn: _time(fn, warmup, rep))
+    ok, rows = True, []
+    for entry, kernel in variants.exports(out, manifest["variants"], only):
         good, err = _check(torch, kernel, entry, problem)
         ok &= good
         q, k, v = _inputs(torch, problem)
         o = torch.empty_like(q)
         fns = {"ours": lambda: kernel(q, k, v, o), "sdpa": lambda: _sdpa(q, k, v, problem["scale"])}
         if "split_alone" in entry:  # the split launch alone, on workspaces allocated once
-            alone = load(out / entry["split_alone"])
-            spaces = allocate(torch, entry["workspaces"], DEVICE)
+            alone = variants.load(out / entry["split_alone"])
+            spaces = variants.allocate(torch, entry["workspaces"], DEVICE)
             fns["split launch"] = lambda: alone(q, k, v, o, *spaces)
-        med, paired = alternate(fns, rounds, time_one, "sdpa")
+        med, paired = variants.alternate(fns, rounds, time_one, "sdpa")
         gbs = k.numel() * k.element_size() * 2 / med["ours"] / 1e6  # K + V bytes / time
         split = med.get("split launch")
         alone_text = f"  split launch alone {split:.4f} ms" if split else ""
@@ -184,9 +178,7 @@ def run(out: Path, warmup: int, rep: int, rounds: int) -> int:
 
 
 def main(argv=None) -> int:
-    return variants.main(variants.parser(__doc__, VARIANTS, warmup=10, rep=30),
-                         lambda args: export(args.export, f"cuda/{args.arch}", args.only),
-                         lambda args: run(args.run, args.warmup, args.rep, args.rounds), argv)
+    return variants.main(__doc__, VARIANTS, export, run, argv, warmup=10, rep=30)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ on the GPU. Compile here, run there:
     .venv/bin/python bench/gemm_class_variants.py --export build/gemm_class_variants [--only a,b]
 
     # on the GPU machine (torch + cuda-python; TVM not needed)
-    python bench/gemm_class_variants.py --run build/gemm_class_variants [--rounds 5] [--rep 30]
+    python bench/gemm_class_variants.py --run build/gemm_class_variants [--rounds 5] [--rep 30] [--only a,b]
 
 The problems are bench/ops.py's rows: `batched_gemm` 16 x 2048^3, `grouped_gemm` 8 groups of
 64..2047 rows (a fixed split drawn with seed 0, recorded in the manifest) by 4096 x 4096,
@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/: the shared h
 
 import variants  # noqa: E402
 from attention import _time  # noqa: E402  (bench/attention.py: CUDA events, median of `rep` calls)
-from variants import allocate, alternate, compare, load, poison_freed, sync  # noqa: E402
 
 _GEMM = {"trans_a": False, "trans_b": False, "bias": False, "activation": "none", "dtype": "float16"}
 PROBLEMS = {
@@ -181,35 +180,29 @@ def _check(torch, kernel, entry: dict) -> tuple[bool, float]:
     RTOL |ref| of torch in float32, the largest error)."""
     ours, out, _, reference, _ = _case(torch, entry)
     ref = reference()
-    out.fill_(float("nan"))
-    poison_freed(torch, entry["workspaces"], DEVICE)
-    ours(kernel)
-    sync(torch, DEVICE)
-    return compare(torch, out, ref, ATOL, RTOL)
+    return variants.check(torch, lambda: ours(kernel), out, ref, entry["workspaces"], DEVICE, ATOL, RTOL)
 
 
-def run(out: Path, warmup: int, rep: int, rounds: int) -> int:
-    """Check and time every variant exported to `out`. :returns: the exit status."""
-    torch = variants.torch_for(DEVICE)
+def run(out: Path, rounds: int = 5, only: list[str] | None = None, warmup: int = 10, rep: int = 30) -> int:
+    """Check every variant exported to `out` (`only`: those names) against torch and time it
+    beside torch (conv2d's launches alone too) in `rounds` alternating rounds (each the median
+    of `rep` calls after `warmup`). :returns: the exit status."""
+    torch, manifest = variants.begin(out, DEVICE)
     if torch is None:
         return 2
-    manifest = variants.read_manifest(out)
-    time_one = (lambda fn: _time(fn, warmup, rep)) if DEVICE == "cuda" else variants.wall_clock_ms
-    torch.manual_seed(0)
-    ok = True
-    rows = []
-    for entry in manifest["variants"]:
-        kernel = load(out / entry["name"])
+    time_one = variants.timer(DEVICE, lambda fn: _time(fn, warmup, rep))
+    ok, rows = True, []
+    for entry, kernel in variants.exports(out, manifest["variants"], only):
         good, err = _check(torch, kernel, entry)
         ok &= good
         ours, _, theirs, _, flops = _case(torch, entry)
         fns = {"ours": lambda: ours(kernel), "torch": theirs}
         for part in entry.get("alone", ()):  # a conv2d launch alone, on workspaces allocated once
-            spaces = allocate(torch, entry["workspaces"], DEVICE)
-            launch = load(out / part)
+            spaces = variants.allocate(torch, entry["workspaces"], DEVICE)
+            launch = variants.load(out / part)
             fns[part.rsplit(".", 1)[1]] = (lambda launch=launch, spaces=spaces: ours(
                 lambda *args: launch(*args, *spaces)))
-        med, paired = alternate(fns, rounds, time_one, "torch")
+        med, paired = variants.alternate(fns, rounds, time_one, "torch")
         tflops = flops / med["ours"] / 1e9
         parts = "".join(f"  {k} launch alone {med[k]:.4f} ms" for k in ("layout", "gemm") if k in med)
         print(f"{entry['name']:<18} ours {med['ours']:.4f} ms {tflops:6.1f} TFLOP/s  torch "
@@ -228,9 +221,7 @@ def run(out: Path, warmup: int, rep: int, rounds: int) -> int:
 
 
 def main(argv=None) -> int:
-    return variants.main(variants.parser(__doc__, VARIANTS, warmup=10, rep=30),
-                         lambda args: export(args.export, f"cuda/{args.arch}", args.only),
-                         lambda args: run(args.run, args.warmup, args.rep, args.rounds), argv)
+    return variants.main(__doc__, VARIANTS, export, run, argv, warmup=10, rep=30)
 
 
 if __name__ == "__main__":

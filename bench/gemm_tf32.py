@@ -118,28 +118,25 @@ def _check(torch, a, b_kn, c) -> tuple[bool, float]:
 def run(root: Path, only: list[str] | None = None, rounds: int = ROUNDS) -> int:
     """Check and time every kernel exported to `root` (`only`: those whose name contains one of
     these). :returns: the exit status."""
-    torch = variants.torch_for(DEVICE)
+    torch, manifest = variants.begin(root, DEVICE)
     if torch is None:
         return 2
     if DEVICE == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True  # cuBLAS at TF32: what precision "high" allows
-    manifest = variants.read_manifest(root)
     device = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
     print(f"device: {device} (kernels built for {manifest['arch']}), torch {torch.__version__}")
     print(f"{'kernel':<34} {'engine':<14} {'err/bound':>9} {'ours':>8} {'cuBLAS':>8} {'ours/cuBLAS':>11}"
           f"   (TFLOP/s; paired over {rounds} rounds)")
-    time_one = (lambda fn: _time_ms(torch, fn)) if DEVICE == "cuda" else variants.wall_clock_ms
+    time_one = variants.timer(DEVICE, lambda fn: _time_ms(torch, fn))
     failures, best = 0, {}
-    for entry in manifest["kernels"]:
-        if only and not any(part in entry["name"] for part in only):
-            continue
+    chosen = [e for e in manifest["kernels"] if not only or any(part in e["name"] for part in only)]
+    for entry, kernel in variants.exports(root, chosen):
         n = entry["size"]
         gen = torch.Generator(device=DEVICE).manual_seed(0)
         a = torch.randn(n, n, device=DEVICE, generator=gen)
         b = torch.randn(n, n, device=DEVICE, generator=gen)  # (K, N), or (N, K) for "nt"
         bias = torch.zeros(1, device=DEVICE)
         c = torch.full((n, n), float("nan"), device=DEVICE)  # poisoned: every element must be written
-        kernel = variants.load(root / entry["name"])
         kernel(a.view(1, n, n), b.view(1, n, n), bias, c.view(1, n, n))
         variants.sync(torch, DEVICE)
         b_kn = b.t() if entry["trans_b"] else b
@@ -163,14 +160,17 @@ def run(root: Path, only: list[str] | None = None, rounds: int = ROUNDS) -> int:
 
 
 def main(argv=None) -> int:
-    parser = variants.parser(__doc__, None, rounds=ROUNDS, only_help="parts of kernel names: run only the kernels "
-                             "whose name contains one")
+    parser = variants.parser(__doc__, None, rounds=ROUNDS,
+                             only_help="parts of kernel names: run only the kernels whose name contains one")
     parser.add_argument("--sizes", default="4096,8192", help="square problem sizes (default 4096,8192)")
     parser.add_argument("--tiles", default=",".join(TILES),
                         help="tile variants of the nn kernel, BMxBNxBKxSTAGES comma-separated ('' for none)")
-    return variants.main(parser, lambda args: export(args.export, args.arch, tuple(int(x) for x in args.sizes.split(",")),
-                                                     tuple(t for t in args.tiles.split(",") if t)),
-                         lambda args: run(args.run, args.only, args.rounds), argv)
+
+    def export_kernels(args):
+        export(args.export, args.arch, tuple(int(x) for x in args.sizes.split(",")),
+               tuple(t for t in args.tiles.split(",") if t))
+
+    return variants.dispatch(parser, export_kernels, lambda args: run(args.run, args.only, args.rounds), argv)
 
 
 if __name__ == "__main__":

@@ -6,15 +6,18 @@ precision with the outputs poisoned first, times it beside torch in alternating 
 prints a table (`--run DIR`). A bench keeps its variant data, problem builders, references and
 checks; this module holds the rest, one way each:
 
-- `parser` and `main`: the command line (`--export DIR`, `--run DIR`, `--arch`, `--only a,b`,
-  `--rounds`, and `--warmup`/`--rep` where the bench's timer takes them); `--run` keeps TVM out
-  of the process. `check_only` refuses `--only` names the bench does not have.
+- `main`: the command line (`--export DIR`, `--run DIR`, `--arch`, `--only a,b`: the variants
+  to export and to run, `--rounds`, and `--warmup`/`--rep` where the bench's timer takes them);
+  `--run` keeps TVM out of the process. A bench with options of its own builds on `parser` and
+  `dispatch`. `check_only` refuses `--only` names the bench does not have.
 - `write_manifest`, `read_manifest`, `report_size`: DIR/manifest.json and the export's size.
-- `torch_for` and `load`: torch for a run on "cuda" (the CUDA backend of this checkout
-  registered where no installed entry point provides it) or "cpu" (a smoke test away from the
-  GPU), and an export loaded by `tilelang_core.load` (the backend's runtime, no compiler).
-- `allocate`, `poison_freed`, `sync`, `compare`: tensors of (shape, dtype name) lists,
-  workspaces that start as NaN, the device barrier, the element check against a reference.
+- `begin`, `exports`, `timer`: the start of a run (`torch_for`: torch for "cuda", the CUDA
+  backend of this checkout registered where no installed entry point provides it, or "cpu", a
+  smoke test away from the GPU; the manifest), each export loaded by `load`
+  (`tilelang_core.load`: the backend's runtime, no compiler), the timer of one call.
+- `check`: one call with its output and workspaces poisoned first, every element compared
+  with a reference (`compare`); `allocate`, `poison_freed`, `sync`: tensors of (shape, dtype
+  name) lists, workspaces that start as NaN, the device barrier.
 - `alternate`: every timed call once per round for `rounds` rounds; the median time of each
   and the median of the per-round ratios reference / ours. `wall_clock_ms` is the timer of a
   run on the CPU (CUDA events need the GPU).
@@ -44,12 +47,24 @@ MANIFEST = "manifest.json"
 # ---------------------------------------------------------------------------- command line
 
 
+def main(doc: str, names, export: Callable, run: Callable, argv=None, *, rounds: int = 5,
+         warmup: int | None = None, rep: int | None = None, only_help: str = "variants") -> int:
+    """The command line of a variants bench whose `export(out, target, only)` compiles for
+    "cuda/ARCH" and whose `run(out, rounds, only, [warmup, rep])` checks and times: `parser`'s
+    options, handed over by `dispatch`. :returns: the exit status."""
+    timer = ("warmup", "rep") if warmup is not None else ()
+    return dispatch(parser(doc, names, rounds=rounds, warmup=warmup, rep=rep, only_help=only_help),
+                    lambda args: export(args.export, f"cuda/{args.arch}", args.only),
+                    lambda args: run(args.run, args.rounds, args.only, *(getattr(args, k) for k in timer)), argv)
+
+
 def parser(doc: str, names, *, rounds: int = 5, warmup: int | None = None, rep: int | None = None,
-           only_help: str = "variants to export") -> argparse.ArgumentParser:
-    """The bench's command line: --export DIR, --run DIR, --arch (default sm_90a), --only
-    (comma-separated, `only_help` says what it picks, among `names` where given), --rounds (default
-    `rounds`), and --warmup/--rep with these defaults where `warmup` is given. A bench adds its
-    own options to what this returns, then hands it to `main`."""
+           only_help: str = "variants") -> argparse.ArgumentParser:
+    """The options every variants bench takes: --export DIR, --run DIR, --arch (default
+    sm_90a), --only (comma-separated, `only_help` says what it picks, among `names` where
+    given), --rounds (default `rounds`), and --warmup/--rep with these defaults where `warmup`
+    is given. A bench with options of its own adds them to what this returns and hands it to
+    `dispatch`."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--export", type=Path, metavar="DIR", help="compile and export the variants to DIR")
     parser.add_argument("--run", type=Path, metavar="DIR", help="run the variants exported to DIR on the GPU")
@@ -63,7 +78,7 @@ def parser(doc: str, names, *, rounds: int = 5, warmup: int | None = None, rep: 
     return parser
 
 
-def main(parser: argparse.ArgumentParser, export: Callable, run: Callable, argv=None) -> int:
+def dispatch(parser: argparse.ArgumentParser, export: Callable, run: Callable, argv=None) -> int:
     """Parse `argv` (`args.only` becomes the list of --only names, or None); call `export(args)`
     for --export DIR, then `run(args)` for --run DIR with TVM kept out of the process (the
     runtime half must not need the compiler). :returns: the run's exit status, else 0."""
@@ -137,6 +152,31 @@ def load(path: Path):
     return tilelang_core.load(path)
 
 
+def begin(out: Path, device: str) -> tuple:
+    """The start of a run over the exports in `out` on `device`: (torch, the manifest), torch's
+    generator seeded with 0; (None, None), after saying so, without a CUDA device."""
+    torch = torch_for(device)
+    if torch is None:
+        return None, None
+    manifest = read_manifest(out)
+    torch.manual_seed(0)
+    return torch, manifest
+
+
+def exports(out: Path, entries: list[dict], only: list[str] | None = None, key: str = "name"):
+    """(entry, the kernel loaded from out/NAME) for each manifest entry in turn; with `only`,
+    for those whose `key` is one of these names."""
+    for entry in entries:
+        if not only or entry[key] in only:
+            yield entry, load(out / entry["name"])
+
+
+def timer(device: str, cuda_timer: Callable) -> Callable:
+    """The timer of one call (ms) on `device`: `cuda_timer` (CUDA events) on "cuda", else
+    `wall_clock_ms`."""
+    return cuda_timer if device == "cuda" else wall_clock_ms
+
+
 def sync(torch, device: str) -> None:
     """Wait for the device's queued work (nothing to wait for on the CPU)."""
     if device == "cuda":
@@ -157,6 +197,16 @@ def poison_freed(torch, shapes, device: str) -> None:
     blocks = allocate(torch, shapes, device, float("nan"))
     sync(torch, device)
     del blocks
+
+
+def check(torch, call: Callable, out, ref, workspaces, device: str, atol: float, rtol: float) -> tuple[bool, float]:
+    """One checked call: `out` and the workspaces the call allocates ((shape, dtype name)
+    pairs) poisoned with NaN first, then `call()`, then `compare` with `ref`."""
+    out.fill_(float("nan"))
+    poison_freed(torch, workspaces, device)
+    call()
+    sync(torch, device)
+    return compare(torch, out, ref, atol, rtol)
 
 
 def compare(torch, out, ref, atol: float, rtol: float) -> tuple[bool, float]:

@@ -47,12 +47,15 @@ def test_run_checks_and_times_the_exports_on_the_cpu(bench, monkeypatch, tmp_pat
     monkeypatch.setattr(bench, "PROBLEM", {**bench.PROBLEM, "batch": 2, "heads": 8, "kv_heads": 2, "seq_kv": 300,
                                            "dim": 32})
     bench.export(tmp_path, "cpu", ["table", "n64_s2"])
-    assert bench.run(tmp_path, 0, 1, 1) == 0
+    assert bench.run(tmp_path, 1) == 0
     out = capsys.readouterr().out
     assert "| table |" in out and "| n64_s2 |" in out and "MISMATCH" not in out, out
+    assert bench.run(tmp_path, 1, ["n64_s2"]) == 0  # --only at the run: those variants alone
+    out = capsys.readouterr().out
+    assert "| n64_s2 |" in out and "| table |" not in out, out
     # a negative control: the manifest's scale no longer the one the kernels were built with
     manifest = bench.variants.read_manifest(tmp_path)
     manifest["problem"]["scale"] *= 2
     bench.variants.write_manifest(tmp_path, manifest)
-    assert bench.run(tmp_path, 0, 1, 1) == 1
+    assert bench.run(tmp_path, 1) == 1
     assert "MISMATCH" in capsys.readouterr().out

@@ -53,7 +53,7 @@ def test_run_checks_and_times_the_exports_on_the_cpu(bench, monkeypatch, tmp_pat
     monkeypatch.setattr(bench, "VARIANTS", {**bench.VARIANTS, **exact})
     names = ["bmm.table", "grouped.table", "grouped.exact", "grouped.before", "grouped.shared_s3", "conv.table"]
     bench.export(tmp_path, "cpu", names)
-    assert bench.run(tmp_path, 0, 1, 1) == 0
+    assert bench.run(tmp_path, 1) == 0
     out = capsys.readouterr().out
     assert all(f"| {name} |" in out for name in names) and "MISMATCH" not in out, out
     assert "layout launch alone" in out and "gemm launch alone" in out, out
@@ -65,5 +65,5 @@ def test_run_checks_and_times_the_exports_on_the_cpu(bench, monkeypatch, tmp_pat
     grouped = next(e for e in manifest["variants"] if e["name"] == "grouped.table")
     grouped["table"] = [[(g + 1) % 4, first, end] for g, first, end in grouped["table"]]
     bench.variants.write_manifest(tmp_path, manifest)
-    assert bench.run(tmp_path, 0, 1, 1) == 1
+    assert bench.run(tmp_path, 1) == 1
     assert "MISMATCH" in capsys.readouterr().out

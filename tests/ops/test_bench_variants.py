@@ -35,10 +35,10 @@ def test_command_line(variants, monkeypatch, tmp_path, capsys):
         return 7
 
     argv = ["--export", str(tmp_path), "--run", str(tmp_path), "--only", "b,,a", "--rep", "5"]
-    assert variants.main(parser, lambda args: calls.append(("export", args.export, args.only)), run, argv) == 7
+    assert variants.dispatch(parser, lambda args: calls.append(("export", args.export, args.only)), run, argv) == 7
     assert calls == [("export", tmp_path, ["b", "a"]), ("run", tmp_path, ["b", "a"], 3, 10, 5, None)]
     with pytest.raises(SystemExit) as exc:
-        variants.main(parser, None, None, [])
+        variants.dispatch(parser, None, None, [])
     assert exc.value.code == 2 and "give --export DIR and/or --run DIR" in capsys.readouterr().err
     assert "--warmup" not in variants.parser("doc", ["a"]).format_help()
 
@@ -51,13 +51,17 @@ def test_manifest(variants, tmp_path):
     assert variants.read_manifest(tmp_path) == manifest and (tmp_path / variants.MANIFEST).is_file()
 
 
-def test_compare_and_poisoned_workspaces(variants):
+def test_check_compare_and_poison(variants):
     torch = pytest.importorskip("torch")
     ref = torch.tensor([1.0, -2.0, 100.0])
     assert variants.compare(torch, ref.half(), ref, 1e-3, 1e-2) == (True, 0.0)
     good, err = variants.compare(torch, ref + torch.tensor([0.0, 0.0, 1.5]), ref, 1e-3, 1e-2)
     assert not good and err == 1.5  # beyond 1e-3 + 1e-2 * 100
     assert not variants.compare(torch, torch.tensor([1.0, float("nan"), 100.0]), ref, 1e-3, 1e-2)[0]
+    # the checked call: an element the call leaves unwritten is NaN, though the reference is 0 there
+    out, zeros = torch.zeros(5), torch.zeros(5)
+    assert variants.check(torch, lambda: out.copy_(zeros), out, zeros, [], "cpu", 0.0, 0.0) == (True, 0.0)
+    assert not variants.check(torch, lambda: out[:4].copy_(zeros[:4]), out, zeros, [], "cpu", 0.0, 0.0)[0]
     spaces = variants.allocate(torch, [[[2, 3], "float32"], [[4], "float16"]], "cpu", float("nan"))
     assert [(tuple(s.shape), s.dtype) for s in spaces] == [((2, 3), torch.float32), ((4,), torch.float16)]
     assert all(s.isnan().all() for s in spaces)
