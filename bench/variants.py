@@ -52,10 +52,12 @@ def main(doc: str, names, export: Callable, run: Callable, argv=None, *, rounds:
     """The command line of a variants bench whose `export(out, target, only)` compiles for
     "cuda/ARCH" and whose `run(out, rounds, only, [warmup, rep])` checks and times: `parser`'s
     options, handed over by `dispatch`. :returns: the exit status."""
-    timer = ("warmup", "rep") if warmup is not None else ()
+    def run_exports(args):
+        timing = (args.warmup, args.rep) if warmup is not None else ()
+        return run(args.run, args.rounds, args.only, *timing)
+
     return dispatch(parser(doc, names, rounds=rounds, warmup=warmup, rep=rep, only_help=only_help),
-                    lambda args: export(args.export, f"cuda/{args.arch}", args.only),
-                    lambda args: run(args.run, args.rounds, args.only, *(getattr(args, k) for k in timer)), argv)
+                    lambda args: export(args.export, f"cuda/{args.arch}", args.only), run_exports, argv)
 
 
 def parser(doc: str, names, *, rounds: int = 5, warmup: int | None = None, rep: int | None = None,
@@ -65,17 +67,17 @@ def parser(doc: str, names, *, rounds: int = 5, warmup: int | None = None, rep: 
     given), --rounds (default `rounds`), and --warmup/--rep with these defaults where `warmup`
     is given. A bench with options of its own adds them to what this returns and hands it to
     `dispatch`."""
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--export", type=Path, metavar="DIR", help="compile and export the variants to DIR")
-    parser.add_argument("--run", type=Path, metavar="DIR", help="run the variants exported to DIR on the GPU")
-    parser.add_argument("--arch", default="sm_90a", help="CUDA arch to compile for (default sm_90a)")
+    options = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    options.add_argument("--export", type=Path, metavar="DIR", help="compile and export the variants to DIR")
+    options.add_argument("--run", type=Path, metavar="DIR", help="run the variants exported to DIR on the GPU")
+    options.add_argument("--arch", default="sm_90a", help="CUDA arch to compile for (default sm_90a)")
     known = f" (of {', '.join(names)})" if names else ""
-    parser.add_argument("--only", default="", help=f"comma-separated {only_help}{known}")
+    options.add_argument("--only", default="", help=f"comma-separated {only_help}{known}")
     if warmup is not None:
-        parser.add_argument("--warmup", type=int, default=warmup)
-        parser.add_argument("--rep", type=int, default=rep)
-    parser.add_argument("--rounds", type=int, default=rounds, help=f"alternating rounds (default {rounds})")
-    return parser
+        options.add_argument("--warmup", type=int, default=warmup)
+        options.add_argument("--rep", type=int, default=rep)
+    options.add_argument("--rounds", type=int, default=rounds, help=f"alternating rounds (default {rounds})")
+    return options
 
 
 def dispatch(parser: argparse.ArgumentParser, export: Callable, run: Callable, argv=None) -> int:

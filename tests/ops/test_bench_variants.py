@@ -24,23 +24,30 @@ def test_every_bench_refuses_an_unknown_variant(load_bench, tmp_path, name):
 
 
 def test_command_line(variants, monkeypatch, tmp_path, capsys):
-    """Export, then run with TVM kept out of the process; --only becomes a list; with neither
-    --export nor --run the command line says what to give."""
+    """Export for cuda/ARCH, then run with TVM kept out of the process; --only becomes a list;
+    with neither --export nor --run the command line says what to give."""
     calls = []
-    parser = variants.parser("doc", ["a", "b"], rounds=3, warmup=10, rep=30)
     monkeypatch.setitem(sys.modules, "tvm", sys.modules.get("tvm"))  # restored after the test
 
-    def run(args):
-        calls.append(("run", args.run, args.only, args.rounds, args.warmup, args.rep, sys.modules["tvm"]))
+    def export(out, target, only):
+        calls.append(("export", out, target, only))
+
+    def run(out, rounds, only, *timing):
+        calls.append(("run", out, rounds, only, timing, sys.modules["tvm"]))
         return 7
 
-    argv = ["--export", str(tmp_path), "--run", str(tmp_path), "--only", "b,,a", "--rep", "5"]
-    assert variants.dispatch(parser, lambda args: calls.append(("export", args.export, args.only)), run, argv) == 7
-    assert calls == [("export", tmp_path, ["b", "a"]), ("run", tmp_path, ["b", "a"], 3, 10, 5, None)]
+    argv = ["--export", str(tmp_path), "--run", str(tmp_path), "--only", "b,,a", "--rep", "5", "--arch", "sm_80"]
+    assert variants.main("doc", ["a", "b"], export, run, argv, rounds=3, warmup=10, rep=30) == 7
+    assert calls == [("export", tmp_path, "cuda/sm_80", ["b", "a"]), ("run", tmp_path, 3, ["b", "a"], (10, 5), None)]
+    calls.clear()
+    assert variants.main("doc", ["a"], export, run, ["--run", str(tmp_path)]) == 7
+    assert calls == [("run", tmp_path, 5, None, (), None)]  # no --warmup/--rep: the bench's timer takes none
     with pytest.raises(SystemExit) as exc:
-        variants.dispatch(parser, None, None, [])
+        variants.main("doc", ["a"], export, run, ["--rep", "5"])
+    assert exc.value.code == 2 and "unrecognized arguments: --rep" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        variants.main("doc", ["a"], export, run, [])
     assert exc.value.code == 2 and "give --export DIR and/or --run DIR" in capsys.readouterr().err
-    assert "--warmup" not in variants.parser("doc", ["a"]).format_help()
 
 
 def test_manifest(variants, tmp_path):
