@@ -5,7 +5,7 @@ GPU. Compile here, run there:
     .venv/bin/python bench/decode_variants.py --export build/decode_variants [--arch sm_90a] [--only a,b]
 
     # on the GPU machine (torch + cuda-python; TVM not needed)
-    python bench/decode_variants.py --run build/decode_variants [--rounds 5] [--rep 30]
+    python bench/decode_variants.py --run build/decode_variants [--rounds 5] [--rep 30] [--only a,b]
 
 The problem is bench/ops.py's `attention_decode` row: batch 16, 32 query heads over 8 KV heads
 (GQA group 4), 8192 keys, dim 128, float16 (K + V: 537 MB). Each variant is the operator's
@@ -25,21 +25,16 @@ Exit status: 0 when every variant matched, 1 otherwise, 2 without a GPU.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-for _path in (REPO, Path(__file__).resolve().parent):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/: the shared half, variants.py
 
+import variants  # noqa: E402
 from attention import _time  # noqa: E402  (bench/attention.py: CUDA events, median of `rep` calls)
 
-MANIFEST = "manifest.json"
 PROBLEM = {"batch": 16, "heads": 32, "kv_heads": 8, "seq_kv": 8192, "dim": 128, "dtype": "float16",
            "scale": 1 / math.sqrt(128), "splits": 0}
 # name -> config changes over the table's config for the target (threads, not warps)
@@ -87,9 +82,7 @@ def export(out: Path, target: str, only: list[str] | None = None) -> list[dict]:
     target = get_plugin_manager().parse_target(target)
     problem = {**PROBLEM, "processors": target.capabilities.processor_count or 0}
     build = ops.get("attention_decode").kernels["online_softmax"]
-    unknown = sorted(set(only or ()) - set(VARIANTS))
-    if unknown:
-        raise SystemExit(f"--only names unknown variants {unknown}; known: {', '.join(VARIANTS)}")
+    variants.check_only(only, VARIANTS)
     out.mkdir(parents=True, exist_ok=True)
     entries = []
     for name, changes in VARIANTS.items():
@@ -118,24 +111,11 @@ def export(out: Path, target: str, only: list[str] | None = None) -> list[dict]:
         entries.append(entry)
         print(f"exported {name}: {splits} splits of {chunk} keys, {entry['threads']} threads, "
               f"{split_launch.shared_memory // 1024} KB shared, in {time.perf_counter() - start:.1f} s", flush=True)
-    (out / MANIFEST).write_text(json.dumps({"target": str(target), "problem": problem, "variants": entries}, indent=1))
+    variants.write_manifest(out, {"target": str(target), "problem": problem, "variants": entries})
     return entries
 
 
 # ---------------------------------------------------------------------------- run
-
-
-def _sync(torch) -> None:
-    if DEVICE == "cuda":
-        torch.cuda.synchronize()
-
-
-def _poisoned(torch, shapes) -> None:
-    """Fill freed allocator blocks of these (shape, dtype name) sizes with NaN, so the
-    workspaces the next call allocates start poisoned."""
-    blocks = [torch.full(shape, float("nan"), dtype=getattr(torch, dtype), device=DEVICE) for shape, dtype in shapes]
-    _sync(torch)
-    del blocks
 
 
 def _inputs(torch, problem: dict):
@@ -156,94 +136,49 @@ def _check(torch, kernel, entry: dict, problem: dict) -> tuple[bool, float]:
     ATOL + RTOL |ref| of SDPA in float32, the largest error)."""
     q, k, v = _inputs(torch, problem)
     ref = _sdpa(q.float(), k.float(), v.float(), problem["scale"])
-    o = torch.full_like(q, float("nan"))
-    _poisoned(torch, entry["workspaces"])
-    kernel(q, k, v, o)
-    _sync(torch)
-    err = (o.float() - ref).abs()
-    good = bool(torch.isfinite(o).all()) and bool((err <= ATOL + RTOL * ref.abs()).all())
-    return good, float(err.max())
+    o = torch.empty_like(q)
+    return variants.check(torch, lambda: kernel(q, k, v, o), o, ref, entry["workspaces"], DEVICE, ATOL, RTOL)
 
 
-def run(out: Path, warmup: int, rep: int, rounds: int) -> int:
-    """Check and time every variant exported to `out`. :returns: the exit status."""
-    import torch
-
-    import tilelang_core
-    from tilelang_core.plugin import get_plugin_manager
-
-    manager = get_plugin_manager()
-    if "cuda" not in manager.registry.kinds:  # a bare machine: the backend from this checkout
-        sys.path.insert(0, str(REPO / "backends" / "cuda"))
-        manager.register_module("cuda", "tilelang_cuda.plugin")
-    if DEVICE == "cuda" and not torch.cuda.is_available():
-        print("no CUDA device here")
+def run(out: Path, rounds: int = 5, only: list[str] | None = None, warmup: int = 10, rep: int = 30) -> int:
+    """Check every variant exported to `out` (`only`: those names) against SDPA and time it
+    beside SDPA in `rounds` alternating rounds (each the median of `rep` calls after `warmup`).
+    :returns: the exit status."""
+    torch, manifest = variants.begin(out, DEVICE)
+    if torch is None:
         return 2
-    manifest = json.loads((out / MANIFEST).read_text())
     problem = manifest["problem"]
-    torch.manual_seed(0)
-    ok = True
-    rows = []
-    for entry in manifest["variants"]:
-        kernel = tilelang_core.load(out / entry["name"])
+    time_one = variants.timer(DEVICE, lambda fn: _time(fn, warmup, rep))
+    ok, rows = True, []
+    for entry, kernel in variants.exports(out, manifest["variants"], only):
         good, err = _check(torch, kernel, entry, problem)
         ok &= good
         q, k, v = _inputs(torch, problem)
         o = torch.empty_like(q)
         fns = {"ours": lambda: kernel(q, k, v, o), "sdpa": lambda: _sdpa(q, k, v, problem["scale"])}
         if "split_alone" in entry:  # the split launch alone, on workspaces allocated once
-            alone = tilelang_core.load(out / entry["split_alone"])
-            spaces = [torch.empty(shape, dtype=getattr(torch, dtype), device=DEVICE)
-                      for shape, dtype in entry["workspaces"]]
+            alone = variants.load(out / entry["split_alone"])
+            spaces = variants.allocate(torch, entry["workspaces"], DEVICE)
             fns["split launch"] = lambda: alone(q, k, v, o, *spaces)
-        samples = {name: [] for name in fns}
-        for _ in range(rounds):
-            for name, fn in fns.items():
-                samples[name].append(_time(fn, warmup, rep))
-        med = {name: sorted(t)[rounds // 2] for name, t in samples.items()}
-        paired = sorted(s / u for u, s in zip(samples["ours"], samples["sdpa"]))[rounds // 2]
-        nbytes = k.numel() * k.element_size() * 2
-        row = {"name": entry["name"], "ours_ms": med["ours"], "sdpa_ms": med["sdpa"], "ratio": paired,
-               "gbs": nbytes / med["ours"] / 1e6, "sdpa_gbs": nbytes / med["sdpa"] / 1e6, "err": err, "ok": good,
-               "split_ms": med.get("split launch"), "entry": entry}
-        rows.append(row)
-        split = f"  split launch alone {row['split_ms']:.4f} ms" if row["split_ms"] else ""
-        print(f"{entry['name']:<14} ours {row['ours_ms']:.4f} ms {row['gbs']:7.1f} GB/s  SDPA {row['sdpa_ms']:.4f} ms  "
-              f"SDPA/ours {paired:.3f}  max err {err:.1e} {'ok' if good else 'MISMATCH'}{split}", flush=True)
+        med, paired = variants.alternate(fns, rounds, time_one, "sdpa")
+        gbs = k.numel() * k.element_size() * 2 / med["ours"] / 1e6  # K + V bytes / time
+        split = med.get("split launch")
+        alone_text = f"  split launch alone {split:.4f} ms" if split else ""
+        print(f"{entry['name']:<14} ours {med['ours']:.4f} ms {gbs:7.1f} GB/s  SDPA {med['sdpa']:.4f} ms  "
+              f"SDPA/ours {paired:.3f}  max err {err:.1e} {'ok' if good else 'MISMATCH'}{alone_text}", flush=True)
+        rows.append([entry["name"], variants.describe(entry["changes"]), f"{entry['splits']} x {entry['chunk']}",
+                     entry["threads"], entry["shared_memory"] // 1024, f"{med['ours']:.4f}", f"{gbs:.1f}",
+                     f"{med['sdpa']:.4f}", f"**{paired:.2f}**", f"{split:.4f}" if split else "-",
+                     f"{err:.1e}{'' if good else ' MISMATCH'}"])
         del q, k, v, o, fns
-    print("\n| variant | changes | splits x keys | threads | shared KB | ours ms | GB/s | SDPA ms | SDPA/ours (paired) "
-          "| split launch alone ms | max abs err |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        e = r["entry"]
-        changes = ", ".join(f"{k}={v}" for k, v in e["changes"].items()) or "-"
-        split = f"{r['split_ms']:.4f}" if r["split_ms"] else "-"
-        print(f"| {r['name']} | {changes} | {e['splits']} x {e['chunk']} | {e['threads']} | {e['shared_memory'] // 1024} "
-              f"| {r['ours_ms']:.4f} | {r['gbs']:.1f} | {r['sdpa_ms']:.4f} | **{r['ratio']:.2f}** | {split} "
-              f"| {r['err']:.1e}{'' if r['ok'] else ' MISMATCH'} |")
-    device = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
-    print(f"device: {device}, torch {torch.__version__}; memory-bound floor 0.9x")
+    variants.print_table(["variant", "changes", "splits x keys", "threads", "shared KB", "ours ms", "GB/s", "SDPA ms",
+                          "SDPA/ours (paired)", "split launch alone ms", "max abs err"], rows)
+    print(variants.device_line(torch, DEVICE, "memory-bound floor 0.9x"))
     return 0 if ok else 1
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--export", type=Path, metavar="DIR", help="compile and export the variants to DIR")
-    parser.add_argument("--run", type=Path, metavar="DIR", help="run the variants exported to DIR on the GPU")
-    parser.add_argument("--arch", default="sm_90a")
-    parser.add_argument("--only", default="", help=f"comma-separated variants to export (of {', '.join(VARIANTS)})")
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--rep", type=int, default=30)
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args(argv)
-    if not (args.export or args.run):
-        parser.error("give --export DIR and/or --run DIR")
-    if args.export:
-        export(args.export, f"cuda/{args.arch}", [n for n in args.only.split(",") if n] or None)
-    if args.run:
-        sys.modules["tvm"] = None  # the runtime half must not need the compiler
-        return run(args.run, args.warmup, args.rep, args.rounds)
-    return 0
+    return variants.main(__doc__, VARIANTS, export, run, argv, warmup=10, rep=30)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ on the GPU. Compile here, run there:
     .venv/bin/python bench/gemm_class_variants.py --export build/gemm_class_variants [--only a,b]
 
     # on the GPU machine (torch + cuda-python; TVM not needed)
-    python bench/gemm_class_variants.py --run build/gemm_class_variants [--rounds 5] [--rep 30]
+    python bench/gemm_class_variants.py --run build/gemm_class_variants [--rounds 5] [--rep 30] [--only a,b]
 
 The problems are bench/ops.py's rows: `batched_gemm` 16 x 2048^3, `grouped_gemm` 8 groups of
 64..2047 rows (a fixed split drawn with seed 0, recorded in the manifest) by 4096 x 4096,
@@ -25,21 +25,16 @@ Exit status: 0 when every variant matched, 1 otherwise, 2 without a GPU.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-for _path in (REPO, Path(__file__).resolve().parent):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/: the shared half, variants.py
 
+import variants  # noqa: E402
 from attention import _time  # noqa: E402  (bench/attention.py: CUDA events, median of `rep` calls)
 
-MANIFEST = "manifest.json"
 _GEMM = {"trans_a": False, "trans_b": False, "bias": False, "activation": "none", "dtype": "float16"}
 PROBLEMS = {
     "batched_gemm": {**_GEMM, "batch": 16, "M": 2048, "N": 2048, "K": 2048},
@@ -109,9 +104,7 @@ def export(out: Path, target: str, only: list[str] | None = None) -> list[dict]:
     from tilelang_core.transform.launches import split_launches
 
     target = get_plugin_manager().parse_target(target)
-    unknown = sorted(set(only or ()) - set(VARIANTS))
-    if unknown:
-        raise SystemExit(f"--only names unknown variants {unknown}; known: {', '.join(VARIANTS)}")
+    variants.check_only(only, VARIANTS)
     out.mkdir(parents=True, exist_ok=True)
     entries = []
     for name, (op_name, changes) in VARIANTS.items():
@@ -142,24 +135,11 @@ def export(out: Path, target: str, only: list[str] | None = None) -> list[dict]:
         entries.append(entry)
         print(f"exported {name}: grids {entry['grids'] or '-'}, persistent {entry['persistent']}, "
               f"TMA store {entry['tma_store']}, in {time.perf_counter() - start:.1f} s", flush=True)
-    (out / MANIFEST).write_text(json.dumps({"target": str(target), "variants": entries}, indent=1))
+    variants.write_manifest(out, {"target": str(target), "variants": entries})
     return entries
 
 
 # ---------------------------------------------------------------------------- run
-
-
-def _sync(torch) -> None:
-    if DEVICE == "cuda":
-        torch.cuda.synchronize()
-
-
-def _poisoned(torch, shapes) -> None:
-    """Fill freed allocator blocks of these (shape, dtype name) sizes with NaN, so the
-    workspaces the next call allocates start poisoned."""
-    blocks = [torch.full(shape, float("nan"), dtype=getattr(torch, dtype), device=DEVICE) for shape, dtype in shapes]
-    _sync(torch)
-    del blocks
 
 
 def _case(torch, entry: dict):
@@ -200,94 +180,48 @@ def _check(torch, kernel, entry: dict) -> tuple[bool, float]:
     RTOL |ref| of torch in float32, the largest error)."""
     ours, out, _, reference, _ = _case(torch, entry)
     ref = reference()
-    out.fill_(float("nan"))
-    _poisoned(torch, entry["workspaces"])
-    ours(kernel)
-    _sync(torch)
-    err = (out.float() - ref).abs()
-    good = bool(torch.isfinite(out).all()) and bool((err <= ATOL + RTOL * ref.abs()).all())
-    return good, float(err.max())
+    return variants.check(torch, lambda: ours(kernel), out, ref, entry["workspaces"], DEVICE, ATOL, RTOL)
 
 
-def run(out: Path, warmup: int, rep: int, rounds: int) -> int:
-    """Check and time every variant exported to `out`. :returns: the exit status."""
-    import torch
-
-    import tilelang_core
-    from tilelang_core.plugin import get_plugin_manager
-
-    manager = get_plugin_manager()
-    if "cuda" not in manager.registry.kinds:  # a bare machine: the backend from this checkout
-        sys.path.insert(0, str(REPO / "backends" / "cuda"))
-        manager.register_module("cuda", "tilelang_cuda.plugin")
-    if DEVICE == "cuda" and not torch.cuda.is_available():
-        print("no CUDA device here")
+def run(out: Path, rounds: int = 5, only: list[str] | None = None, warmup: int = 10, rep: int = 30) -> int:
+    """Check every variant exported to `out` (`only`: those names) against torch and time it
+    beside torch (conv2d's launches alone too) in `rounds` alternating rounds (each the median
+    of `rep` calls after `warmup`). :returns: the exit status."""
+    torch, manifest = variants.begin(out, DEVICE)
+    if torch is None:
         return 2
-    manifest = json.loads((out / MANIFEST).read_text())
-    torch.manual_seed(0)
-    ok = True
-    rows = []
-    for entry in manifest["variants"]:
-        kernel = tilelang_core.load(out / entry["name"])
+    time_one = variants.timer(DEVICE, lambda fn: _time(fn, warmup, rep))
+    ok, rows = True, []
+    for entry, kernel in variants.exports(out, manifest["variants"], only):
         good, err = _check(torch, kernel, entry)
         ok &= good
         ours, _, theirs, _, flops = _case(torch, entry)
         fns = {"ours": lambda: ours(kernel), "torch": theirs}
         for part in entry.get("alone", ()):  # a conv2d launch alone, on workspaces allocated once
-            spaces = [torch.empty(shape, dtype=getattr(torch, dtype), device=DEVICE)
-                      for shape, dtype in entry["workspaces"]]
-            launch = tilelang_core.load(out / part)
+            spaces = variants.allocate(torch, entry["workspaces"], DEVICE)
+            launch = variants.load(out / part)
             fns[part.rsplit(".", 1)[1]] = (lambda launch=launch, spaces=spaces: ours(
                 lambda *args: launch(*args, *spaces)))
-        samples = {name: [] for name in fns}
-        for _ in range(rounds):
-            for name, fn in fns.items():
-                samples[name].append(_time(fn, warmup, rep))
-        med = {name: sorted(t)[rounds // 2] for name, t in samples.items()}
-        paired = sorted(s / u for u, s in zip(samples["ours"], samples["torch"]))[rounds // 2]
-        row = {"name": entry["name"], "ours_ms": med["ours"], "torch_ms": med["torch"], "ratio": paired,
-               "tflops": flops / med["ours"] / 1e9, "err": err, "ok": good, "layout_ms": med.get("layout"),
-               "gemm_ms": med.get("gemm"), "entry": entry}
-        rows.append(row)
+        med, paired = variants.alternate(fns, rounds, time_one, "torch")
+        tflops = flops / med["ours"] / 1e9
         parts = "".join(f"  {k} launch alone {med[k]:.4f} ms" for k in ("layout", "gemm") if k in med)
-        print(f"{entry['name']:<18} ours {row['ours_ms']:.4f} ms {row['tflops']:6.1f} TFLOP/s  torch "
-              f"{row['torch_ms']:.4f} ms  torch/ours {paired:.3f}  max err {err:.1e} "
+        print(f"{entry['name']:<18} ours {med['ours']:.4f} ms {tflops:6.1f} TFLOP/s  torch "
+              f"{med['torch']:.4f} ms  torch/ours {paired:.3f}  max err {err:.1e} "
               f"{'ok' if good else 'MISMATCH'}{parts}", flush=True)
+        grids = " + ".join("x".join(str(d) for d in g) for g in entry["grids"]) or "-"
+        rows.append([entry["name"], variants.describe(entry["changes"]), grids, entry["persistent"],
+                     f"{med['ours']:.4f}", f"{tflops:.1f}", f"{med['torch']:.4f}", f"**{paired:.2f}**",
+                     *(f"{med[k]:.4f}" if med.get(k) else "-" for k in ("layout", "gemm")),
+                     f"{err:.1e}{'' if good else ' MISMATCH'}"])
         del fns, ours, theirs
-    print("\n| variant | changes | grids | persistent | ours ms | TFLOP/s | torch ms | torch/ours (paired) "
-          "| layout launch ms | GEMM launch ms | max abs err |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        e = r["entry"]
-        changes = ", ".join(f"{k}={v}" for k, v in e["changes"].items()) or "-"
-        grids = " + ".join("x".join(str(d) for d in g) for g in e["grids"]) or "-"
-        alone = [f"{r[k]:.4f}" if r[k] else "-" for k in ("layout_ms", "gemm_ms")]
-        print(f"| {r['name']} | {changes} | {grids} | {e['persistent']} | {r['ours_ms']:.4f} | {r['tflops']:.1f} "
-              f"| {r['torch_ms']:.4f} | **{r['ratio']:.2f}** | {alone[0]} | {alone[1]} "
-              f"| {r['err']:.1e}{'' if r['ok'] else ' MISMATCH'} |")
-    device = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
-    print(f"device: {device}, torch {torch.__version__}; GEMM floor 0.95x")
+    variants.print_table(["variant", "changes", "grids", "persistent", "ours ms", "TFLOP/s", "torch ms",
+                          "torch/ours (paired)", "layout launch ms", "GEMM launch ms", "max abs err"], rows)
+    print(variants.device_line(torch, DEVICE, "GEMM floor 0.95x"))
     return 0 if ok else 1
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--export", type=Path, metavar="DIR", help="compile and export the variants to DIR")
-    parser.add_argument("--run", type=Path, metavar="DIR", help="run the variants exported to DIR on the GPU")
-    parser.add_argument("--arch", default="sm_90a")
-    parser.add_argument("--only", default="", help=f"comma-separated variants to export (of {', '.join(VARIANTS)})")
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--rep", type=int, default=30)
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args(argv)
-    if not (args.export or args.run):
-        parser.error("give --export DIR and/or --run DIR")
-    if args.export:
-        export(args.export, f"cuda/{args.arch}", [n for n in args.only.split(",") if n] or None)
-    if args.run:
-        sys.modules["tvm"] = None  # the runtime half must not need the compiler
-        return run(args.run, args.warmup, args.rep, args.rounds)
-    return 0
+    return variants.main(__doc__, VARIANTS, export, run, argv, warmup=10, rep=30)
 
 
 if __name__ == "__main__":

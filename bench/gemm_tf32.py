@@ -6,7 +6,7 @@ as ratios. Compile here, run there:
     .venv/bin/python bench/gemm_tf32.py --export /tmp/gemm_tf32 [--sizes 4096,8192] [--tiles 256x128x32x4,...]
 
     # on the GPU machine (torch + cuda-python + numpy; TVM not needed)
-    python bench/gemm_tf32.py --run /tmp/gemm_tf32
+    python bench/gemm_tf32.py --run /tmp/gemm_tf32 [--rounds 3] [--only nn-mma,nt]
 
 Exported per size, each a kernel of `tilelang_core.ops.gemm` built from its config table
 (`GEMM_TABLE`'s wgmma row) for a float32 problem at precision "high":
@@ -27,22 +27,18 @@ otherwise, 2 without a GPU.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-for _path in (REPO, REPO / "backends" / "cuda", Path(__file__).resolve().parent):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/: the shared half, variants.py
 
-from gemm import _time_ms, gpu_torch  # noqa: E402  (bench/gemm.py)
+import variants  # noqa: E402
+from gemm import _time_ms  # noqa: E402  (bench/gemm.py: CUDA events, the median of 7 trials of 20 calls)
 
-MANIFEST = "manifest.json"
 SIZES = (4096, 8192)
 ROUNDS = 3  # alternating rounds of ours and cuBLAS per kernel
+DEVICE = "cuda"  # where the inputs live (a CPU smoke test of this script sets "cpu")
 # tile variants beside the table's (block_M x block_N x block_K x stages, as run)
 TILES = ("128x256x32x4", "256x128x32x3", "256x128x64x2", "128x128x32x4")
 
@@ -74,15 +70,15 @@ def export(out: Path, arch: str, sizes: tuple, tiles: tuple) -> None:
     entries = []
     for size in sizes:
         table, _ = resolve_config(op, target, _problem(size, False))
-        variants = [("nn", False, table, None), ("nn-mma", False, table, {"tl.disable_wgmma": True}),
-                    ("nt", True, table, None)]
+        builds = [("nn", False, table, None), ("nn-mma", False, table, {"tl.disable_wgmma": True}),
+                  ("nt", True, table, None)]
         for tile in tiles:
             bm, bn, bk, stages = (int(x) for x in tile.split("x"))
             # block_K in the table counts 16-bit elements: a float32 tile takes half of it
             config = {**table, "block_M": bm, "block_N": bn, "block_K": 2 * bk, "stages": stages,
                       "tf32_nn_transposed_tile": False}
-            variants.append((f"nn-{tile}", False, config, None))
-        for label, trans_b, config, pass_configs in variants:
+            builds.append((f"nn-{tile}", False, config, None))
+        for label, trans_b, config, pass_configs in builds:
             start = time.perf_counter()
             func = op.kernels[config["kernel"]](_problem(size, trans_b), config)
             kernel = tilelang_core.compile(func, target=target, pass_configs=pass_configs)  # C passed in: poisoned
@@ -94,9 +90,8 @@ def export(out: Path, arch: str, sizes: tuple, tiles: tuple) -> None:
                             "grid": list(kernel.meta.grid), "shared_memory": kernel.meta.shared_memory})
             print(f"exported {name} ({entries[-1]['engine']}, block {kernel.meta.block}, "
                   f"{kernel.meta.shared_memory // 1024} KB shared) in {time.perf_counter() - start:.1f} s", flush=True)
-    (out / MANIFEST).write_text(json.dumps({"arch": arch, "kernels": entries}, indent=1))
-    total = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
-    print(f"wrote {len(entries)} kernels to {out} ({total / 1e6:.1f} MB)")
+    variants.write_manifest(out, {"arch": arch, "kernels": entries})
+    variants.report_size(out, len(entries))
 
 
 # ---------------------------------------------------------------------------- run
@@ -120,48 +115,40 @@ def _check(torch, a, b_kn, c) -> tuple[bool, float]:
     return bool(torch.isfinite(c).all()) and worst <= 1.0, worst
 
 
-def run(root: Path, only: str | None) -> int:
-    torch = gpu_torch()
+def run(root: Path, only: list[str] | None = None, rounds: int = ROUNDS) -> int:
+    """Check and time every kernel exported to `root` (`only`: those whose name contains one of
+    these). :returns: the exit status."""
+    torch, manifest = variants.begin(root, DEVICE)
     if torch is None:
         return 2
-    import tilelang_core
-
-    torch.backends.cuda.matmul.allow_tf32 = True  # cuBLAS at TF32: what precision "high" allows
-    manifest = json.loads((root / MANIFEST).read_text())
-    print(f"device: {torch.cuda.get_device_name()} (kernels built for {manifest['arch']}), torch {torch.__version__}")
+    if DEVICE == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True  # cuBLAS at TF32: what precision "high" allows
+    device = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
+    print(f"device: {device} (kernels built for {manifest['arch']}), torch {torch.__version__}")
     print(f"{'kernel':<34} {'engine':<14} {'err/bound':>9} {'ours':>8} {'cuBLAS':>8} {'ours/cuBLAS':>11}"
-          f"   (TFLOP/s; paired over {ROUNDS} rounds)")
+          f"   (TFLOP/s; paired over {rounds} rounds)")
+    time_one = variants.timer(DEVICE, lambda fn: _time_ms(torch, fn))
     failures, best = 0, {}
-    for entry in manifest["kernels"]:
-        if only and only not in entry["name"]:
-            continue
+    chosen = [e for e in manifest["kernels"] if not only or any(part in e["name"] for part in only)]
+    for entry, kernel in variants.exports(root, chosen):
         n = entry["size"]
-        gen = torch.Generator(device="cuda").manual_seed(0)
-        a = torch.randn(n, n, device="cuda", generator=gen)
-        b = torch.randn(n, n, device="cuda", generator=gen)  # (K, N), or (N, K) for "nt"
-        bias = torch.zeros(1, device="cuda")
-        c = torch.full((n, n), float("nan"), device="cuda")  # poisoned: every element must be written
-        kernel = tilelang_core.load(root / entry["name"])
+        gen = torch.Generator(device=DEVICE).manual_seed(0)
+        a = torch.randn(n, n, device=DEVICE, generator=gen)
+        b = torch.randn(n, n, device=DEVICE, generator=gen)  # (K, N), or (N, K) for "nt"
+        bias = torch.zeros(1, device=DEVICE)
+        c = torch.full((n, n), float("nan"), device=DEVICE)  # poisoned: every element must be written
         kernel(a.view(1, n, n), b.view(1, n, n), bias, c.view(1, n, n))
-        torch.cuda.synchronize()
+        variants.sync(torch, DEVICE)
         b_kn = b.t() if entry["trans_b"] else b
         ok, worst = _check(torch, a, b_kn, c)
         failures += not ok
         c_ref = torch.empty_like(c)
-
-        def ours():
-            kernel(a.view(1, n, n), b.view(1, n, n), bias, c.view(1, n, n))
-
-        def theirs():
-            torch.matmul(a, b_kn, out=c_ref)
-
-        rounds = [(_time_ms(torch, ours), _time_ms(torch, theirs)) for _ in range(ROUNDS)]
+        fns = {"ours": lambda: kernel(a.view(1, n, n), b.view(1, n, n), bias, c.view(1, n, n)),
+               "cublas": lambda: torch.matmul(a, b_kn, out=c_ref)}
+        med, paired = variants.alternate(fns, rounds, time_one, "cublas")
         flops = 2.0 * n ** 3
-        t_ours = sorted(t for t, _ in rounds)[ROUNDS // 2]
-        t_ref = sorted(t for _, t in rounds)[ROUNDS // 2]
-        paired = sorted(r / o for o, r in rounds)[ROUNDS // 2]
-        print(f"{entry['name']:<34} {entry['engine']:<14} {worst:9.2f} {flops / t_ours / 1e9:8.1f} "
-              f"{flops / t_ref / 1e9:8.1f} {paired:11.2f}{'' if ok else '   WRONG RESULT'}", flush=True)
+        print(f"{entry['name']:<34} {entry['engine']:<14} {worst:9.2f} {flops / med['ours'] / 1e9:8.1f} "
+              f"{flops / med['cublas'] / 1e9:8.1f} {paired:11.2f}{'' if ok else '   WRONG RESULT'}", flush=True)
         key = (n, "nt" if entry["trans_b"] else "nn")
         if ok and paired > best.get(key, ("", 0.0))[1]:
             best[key] = (entry["label"], paired)
@@ -172,22 +159,18 @@ def run(root: Path, only: str | None) -> int:
     return 1 if failures else 0
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("--export", type=Path, metavar="DIR", help="compile and export the kernels to DIR")
-    group.add_argument("--run", type=Path, metavar="DIR", help="run the kernels exported to DIR on the GPU")
-    parser.add_argument("--arch", default="sm_90a", help="CUDA arch to compile for (default sm_90a)")
+def main(argv=None) -> int:
+    parser = variants.parser(__doc__, None, rounds=ROUNDS,
+                             only_help="parts of kernel names: run only the kernels whose name contains one")
     parser.add_argument("--sizes", default="4096,8192", help="square problem sizes (default 4096,8192)")
     parser.add_argument("--tiles", default=",".join(TILES),
                         help="tile variants of the nn kernel, BMxBNxBKxSTAGES comma-separated ('' for none)")
-    parser.add_argument("--only", help="run only the kernels whose name contains this")
-    args = parser.parse_args()
-    if args.export:
+
+    def export_kernels(args):
         export(args.export, args.arch, tuple(int(x) for x in args.sizes.split(",")),
                tuple(t for t in args.tiles.split(",") if t))
-        return 0
-    return run(args.run, args.only)
+
+    return variants.dispatch(parser, export_kernels, lambda args: run(args.run, args.only, args.rounds), argv)
 
 
 if __name__ == "__main__":

@@ -39,19 +39,15 @@ Exit status: 0 when every variant matched, 1 otherwise, 2 without a GPU.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-for _path in (REPO, REPO / "backends" / "cuda", Path(__file__).resolve().parent):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/: the shared half, variants.py
 
-MANIFEST = "manifest.json"
+import variants  # noqa: E402
+
 SIZES = (4096, 8192)
 # name -> (config changes over the table's config for the target, problem changes, probe:
 # blocks per SM asked of ptxas through `__launch_bounds__(threads, blocks)`, or 0)
@@ -172,9 +168,7 @@ def export(out: Path, target: str, only: list[str] | None = None, sizes: tuple =
     from tilelang_core import ops
     from tilelang_core.plugin import get_plugin_manager
 
-    unknown = sorted(set(only or ()) - set(VARIANTS))
-    if unknown:
-        raise SystemExit(f"--only names unknown variants {unknown}; known: {', '.join(VARIANTS)}")
+    variants.check_only(only, VARIANTS)
     target = get_plugin_manager().parse_target(target)
     build = ops.get("gemm").kernels["tiled"]
     out.mkdir(parents=True, exist_ok=True)
@@ -202,18 +196,12 @@ def export(out: Path, target: str, only: list[str] | None = None, sizes: tuple =
             print(f"exported {label}: {entry['threads']} threads, {entry['shared_memory'] // 1024} KB shared, "
                   f"{sass.get('registers')} registers, loop {sass.get('loop')} in {time.perf_counter() - start:.1f} s",
                   flush=True)
-    (out / MANIFEST).write_text(json.dumps({"target": str(target), "variants": entries}, indent=1))
-    total = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
-    print(f"wrote {len(entries)} kernels to {out} ({total / 1e6:.1f} MB)")
+    variants.write_manifest(out, {"target": str(target), "variants": entries})
+    variants.report_size(out, len(entries))
     return entries
 
 
 # ---------------------------------------------------------------------------- run
-
-
-def _sync(torch) -> None:
-    if DEVICE == "cuda":
-        torch.cuda.synchronize()
 
 
 def _inputs(torch, entry: dict, generator):
@@ -232,43 +220,26 @@ def check(torch, kernel, entry: dict, generator) -> tuple[bool, float]:
     a_in, b_in, a, b = _inputs(torch, entry, generator)
     c = torch.full((n, n), float("nan"), device=DEVICE)
     kernel(a_in.view(1, n, n), b_in.view(1, n, n), torch.zeros(1, device=DEVICE), c.view(1, n, n))
-    _sync(torch)
+    variants.sync(torch, DEVICE)
     a64, b64 = a.double(), b.double()
     bound = 2.0 * (n + 2) * 2.0 ** -24 * (a64.abs() @ b64.abs())
     worst = float(((c.double() - a64 @ b64).abs() / bound).max())
     return bool(torch.isfinite(c).all()) and worst <= 1.0, worst
 
 
-def load(path: Path):
-    """The exported kernel at `path` (`tilelang_core.load`: the backend's runtime, no TVM)."""
-    import tilelang_core
-
-    return tilelang_core.load(path)
-
-
 def run(root: Path, rounds: int = ROUNDS, only: list[str] | None = None) -> int:
     """Check and time every variant exported to `root`. :returns: the exit status."""
-    import torch
-
-    from tilelang_core.plugin import get_plugin_manager
-
+    torch, manifest = variants.begin(root, DEVICE)
+    if torch is None:
+        return 2
     if DEVICE == "cuda":
-        if not torch.cuda.is_available():
-            print("no CUDA device here")
-            return 2
-        manager = get_plugin_manager()
-        if "cuda" not in manager.registry.kinds:  # a bare machine: the backend from this checkout
-            manager.register_module("cuda", "tilelang_cuda.plugin")
         torch.backends.cuda.matmul.allow_tf32 = False  # cuBLAS SGEMM: float32 products, as ours
         torch.set_float32_matmul_precision("highest")
-    manifest = json.loads((root / MANIFEST).read_text())
+    time_one = variants.timer(DEVICE, lambda fn: _time(torch, fn))
     generator = torch.Generator(device=DEVICE).manual_seed(0)
     ok, rows = True, []
-    for entry in manifest["variants"]:
-        if only and entry["variant"] not in only:
-            continue
+    for entry, kernel in variants.exports(root, manifest["variants"], only, key="variant"):
         n = entry["size"]
-        kernel = load(root / entry["name"])
         good, worst = check(torch, kernel, entry, generator)
         ok &= good
         a_in, b_in, a, b = _inputs(torch, entry, generator)
@@ -276,12 +247,7 @@ def run(root: Path, rounds: int = ROUNDS, only: list[str] | None = None) -> int:
         c, c_ref = torch.empty(n, n, device=DEVICE), torch.empty(n, n, device=DEVICE)
         fns = {"ours": lambda: kernel(a_in.view(1, n, n), b_in.view(1, n, n), bias, c.view(1, n, n)),
                "cublas": lambda: torch.matmul(a, b, out=c_ref)}
-        samples = {name: [] for name in fns}
-        for _ in range(rounds):
-            for name, fn in fns.items():
-                samples[name].append(_time(torch, fn))
-        med = {name: sorted(t)[rounds // 2] for name, t in samples.items()}
-        paired = sorted(r / o for o, r in zip(samples["ours"], samples["cublas"]))[rounds // 2]
+        med, paired = variants.alternate(fns, rounds, time_one, "cublas")
         flops = 2.0 * n ** 3
         row = {"entry": entry, "ours_ms": med["ours"], "cublas_ms": med["cublas"], "ratio": paired,
                "tflops": flops / med["ours"] / 1e9, "cublas_tflops": flops / med["cublas"] / 1e9, "worst": worst,
@@ -291,13 +257,10 @@ def run(root: Path, rounds: int = ROUNDS, only: list[str] | None = None) -> int:
               f"{row['cublas_ms']:.3f} ms {row['cublas_tflops']:5.1f}  cuBLAS ms / ours ms {paired:.3f}  err/bound "
               f"{worst:.2f} {'ok' if good else 'MISMATCH'}", flush=True)
         del a_in, b_in, a, b, c, c_ref, fns
-    print("\n| variant | size | changes | threads | shared KB | registers | loop FFMA / LDS.128 / instructions "
-          "| ours TFLOP/s | cuBLAS TFLOP/s | cuBLAS ms / ours ms (paired) | err / bound |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    table = []
     for r in rows:
         e = r["entry"]
-        changes = ", ".join(f"{k}={v}" for k, v in e["changes"].items() if e["variant"] != "before") or \
-            ("the config before" if e["variant"] == "before" else "-")
+        changes = "the config before" if e["variant"] == "before" else variants.describe(e["changes"])
         if e["problem"]["trans_a"]:
             changes += " A as (K, M)"
         if e["problem"]["trans_b"]:
@@ -306,9 +269,12 @@ def run(root: Path, rounds: int = ROUNDS, only: list[str] | None = None) -> int:
             changes += f" (probe: __launch_bounds__(T, {e['probe_blocks_per_sm']}))"
         loop = e["sass"].get("loop") or {}
         mix = f"{loop.get('FFMA')} / {loop.get('LDS.128')} / {loop.get('instructions')}" if loop else "-"
-        print(f"| {e['variant']} | {e['size']} | {changes} | {e['threads']} | {e['shared_memory'] // 1024} "
-              f"| {e['sass'].get('registers', '-')} | {mix} | {r['tflops']:.1f} | {r['cublas_tflops']:.1f} "
-              f"| **{r['ratio']:.2f}** | {r['worst']:.2f}{'' if r['ok'] else ' MISMATCH'} |")
+        table.append([e["variant"], e["size"], changes, e["threads"], e["shared_memory"] // 1024,
+                      e["sass"].get("registers", "-"), mix, f"{r['tflops']:.1f}", f"{r['cublas_tflops']:.1f}",
+                      f"**{r['ratio']:.2f}**", f"{r['worst']:.2f}{'' if r['ok'] else ' MISMATCH'}"])
+    variants.print_table(["variant", "size", "changes", "threads", "shared KB", "registers",
+                          "loop FFMA / LDS.128 / instructions", "ours TFLOP/s", "cuBLAS TFLOP/s",
+                          "cuBLAS ms / ours ms (paired)", "err / bound"], table)
     for size in sorted({r["entry"]["size"] for r in rows}):
         good = [r for r in rows if r["entry"]["size"] == size and r["ok"]
                 and not (r["entry"]["problem"]["trans_a"] or r["entry"]["problem"]["trans_b"])]
@@ -316,28 +282,12 @@ def run(root: Path, rounds: int = ROUNDS, only: list[str] | None = None) -> int:
             best = max(good, key=lambda r: r["ratio"])
             print(f"best at {size}^3: {best['entry']['variant']} {best['ratio']:.2f}x cuBLAS "
                   f"(config {best['entry']['config']})")
-    device = torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE
-    print(f"device: {device}, torch {torch.__version__}; floor 0.9x cuBLAS SGEMM")
+    print(variants.device_line(torch, DEVICE, "floor 0.9x cuBLAS SGEMM"))
     return 0 if ok else 1
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--export", type=Path, metavar="DIR", help="compile and export the variants to DIR")
-    parser.add_argument("--run", type=Path, metavar="DIR", help="run the variants exported to DIR on the GPU")
-    parser.add_argument("--arch", default="sm_90a")
-    parser.add_argument("--only", default="", help=f"comma-separated variants (of {', '.join(VARIANTS)})")
-    parser.add_argument("--rounds", type=int, default=ROUNDS)
-    args = parser.parse_args(argv)
-    if not (args.export or args.run):
-        parser.error("give --export DIR and/or --run DIR")
-    only = [n for n in args.only.split(",") if n] or None
-    if args.export:
-        export(args.export, f"cuda/{args.arch}", only)
-    if args.run:
-        sys.modules["tvm"] = None  # the runtime half must not need the compiler
-        return run(args.run, args.rounds, only)
-    return 0
+    return variants.main(__doc__, VARIANTS, export, run, argv, rounds=ROUNDS)
 
 
 if __name__ == "__main__":
