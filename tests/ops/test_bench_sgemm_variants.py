@@ -1,7 +1,8 @@
 """bench/sgemm_variants.py without a GPU: the export compiles the chosen variants of the FMA
-GEMM for sm_90a (the table's config, the one before it, a `__launch_bounds__` probe) and
-writes a manifest the run reads; the run checks every element against float64 and times
-(on the CPU, with stand-in kernels: the exported CUDA kernels need the GPU)."""
+GEMM for sm_90a (the table's config, the one before it, a `__launch_bounds__` probe; with
+`nvcc`, each a second time by that nvcc) and writes a manifest the run reads; the run checks
+every element against float64 and times (on the CPU, with stand-in kernels: the exported CUDA
+kernels need the GPU)."""
 from __future__ import annotations
 
 import importlib.util
@@ -22,30 +23,63 @@ def bench():
     return module
 
 
-def test_export_writes_the_variants_and_the_manifest(bench, tmp_path):
+def test_export_writes_the_variants_and_the_manifest(bench, monkeypatch, tmp_path):
     from tilelang_core.plugin import get_plugin_manager
 
-    entries = bench.export(tmp_path, "cuda/sm_90a", ["table", "before", "swizzle_lb2"], sizes=(4096,))
+    monkeypatch.setitem(bench.VARIANTS, "probe", ({"fma_swizzle_a": True, "fma_min_blocks": 0}, {}, 2))
+    entries = bench.export(tmp_path, "cuda/sm_90a", ["table", "before", "probe"], sizes=(4096,))
     manifest = json.loads((tmp_path / bench.MANIFEST).read_text())
-    assert [e["name"] for e in manifest["variants"]] == ["table_4096", "before_4096", "swizzle_lb2_4096"]
+    assert [e["name"] for e in manifest["variants"]] == ["table_4096", "before_4096", "probe_4096"]
     assert manifest["variants"] == json.loads(json.dumps(entries))
     table, before, probe = manifest["variants"]
     target = get_plugin_manager().parse_target("cuda/sm_90a")
     config = bench.variant_config(target, bench.problem_of(4096), {})
     assert table["config"] == {k: v for k, v in config.items() if k.startswith("fma_") and k != "fma_warps"}
-    assert before["config"]["fma_stages"] == 2 and not before["config"]["fma_skew"]
-    assert probe["config"] == {**table["config"], "fma_skew": False, "fma_swizzle_a": True}
+    assert table["config"]["fma_offset_loop"] and before["config"] == {**table["config"], "fma_offset_loop": False}
+    assert probe["config"] == {**table["config"], "fma_swizzle_a": True, "fma_min_blocks": 0}
     assert table["threads"] == before["threads"] == 256 and table["grid"] == [32, 32, 1]
     assert probe["probe_blocks_per_sm"] == 2 and table["probe_blocks_per_sm"] == 0
-    assert "__launch_bounds__(256, 2)" in (tmp_path / "swizzle_lb2_4096" / "kernel.src").read_text()
+    assert "__launch_bounds__(256, 2)" in (tmp_path / "probe_4096" / "kernel.src").read_text()
+    assert "__launch_bounds__(256, 2)" in (tmp_path / "table_4096" / "kernel.src").read_text()  # fma_min_blocks
+    assert all(e["compiler"].startswith(("nvrtc ", "nvcc ")) for e in entries)
     if table["sass"]:  # cuobjdump found: the main loop is FMA with 16-byte shared reads only
         for entry in (table, before, probe):
             loop, k = entry["sass"]["loop"], entry["config"]["fma_block_K"]
             assert loop["FFMA"] == 64 * k and loop["LDS.128"] == 4 * k and loop["LDS other"] == 0, entry["name"]
             assert loop["FFMA"] >= 0.85 * loop["instructions"], entry["name"]
-            assert entry["sass"]["local_memory_ops"] == 0
+            assert entry["sass"]["local_memory_ops"] == 0 and entry["sass"]["stack"] == 0
             assert entry["sass"]["registers"] <= 128, entry["name"]  # two blocks of 256 threads per SM
     assert sum(f.stat().st_size for f in tmp_path.rglob("*") if f.is_file()) < 1 << 20
+
+
+def test_export_builds_each_variant_again_with_nvcc(bench, tmp_path):
+    """`--nvcc PATH`: a second build of each variant by that nvcc, beside the first, named
+    and recorded (compiler, registers, stack) in the manifest; the run reads both."""
+    from tilelang_cuda import compile as cuda_compile
+
+    nvcc = cuda_compile._find_tool("nvcc")
+    if nvcc is None:
+        pytest.skip("no nvcc here")
+    version = cuda_compile.toolchain_version("nvcc")
+    entries = bench.export(tmp_path, "cuda/sm_90a", ["table"], sizes=(256,), nvcc=nvcc)
+    suffix = "_nvcc" + ".".join(version.split()[1].split(".")[:2])
+    assert [e["name"] for e in entries] == ["table_256", f"table_256{suffix}"]
+    assert entries[1]["compiler"] == version and entries[0]["compiler"] != version
+    first, second = ((tmp_path / e["name"] / "kernel.bin").read_bytes() for e in entries)
+    assert first != second and second[:4] == b"\x7fELF"
+    assert json.loads((tmp_path / bench.MANIFEST).read_text())["variants"] == json.loads(json.dumps(entries))
+    if entries[1]["sass"]:
+        assert entries[1]["sass"]["registers"] <= 128 and entries[1]["sass"]["stack"] == 0
+
+
+def test_nvcc_that_the_backend_would_not_run_is_refused(bench, tmp_path):
+    fake = tmp_path / "nvcc"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    with pytest.raises(SystemExit, match="the CUDA backend's compiler=\"nvcc\" runs"):
+        bench.export(tmp_path / "out", "cuda/sm_90a", ["table"], nvcc=str(fake))
+    with pytest.raises(SystemExit, match="no such executable"):
+        bench.export(tmp_path / "out", "cuda/sm_90a", ["table"], nvcc=str(tmp_path / "missing"))
 
 
 def test_unknown_variant_is_refused(bench, tmp_path):
