@@ -74,6 +74,15 @@ def test_fma_gemm_computes_float32_products_in_the_emulator(ta, tb, changes, M, 
     assert (np.abs(c[0] - ref) <= 2 * (K + 2) * 2.0 ** -24 * magnitude).all()
 
 
+def _opcodes(sass: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for line in sass.splitlines():
+        match = re.match(r"\s+/\*[0-9a-f]+\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]+(\.[A-Z0-9_.]+)?)", line)
+        if match:
+            counts[match.group(2)] = counts.get(match.group(2), 0) + 1
+    return counts
+
+
 def test_fma_gemm_sass_reads_shared_memory_16_bytes_at_a_time():
     import tilelang_core
     from tilelang_cuda.compile import disassemble
@@ -90,15 +99,6 @@ def test_fma_gemm_sass_reads_shared_memory_16_bytes_at_a_time():
     assert counts.get("STG.E.128", 0) == 0 and counts.get("STG.E", 0) == 64, counts
     assert any(k.startswith("LDGSTS") and k.endswith(".128") for k in counts), "slabs should come through cp.async"
     assert counts.get("LDL", 0) == 0 and counts.get("STL", 0) == 0, "the 8 x 8 accumulators must stay in registers"
-
-
-def _opcodes(sass: str) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for line in sass.splitlines():
-        match = re.match(r"\s+/\*[0-9a-f]+\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]+(\.[A-Z0-9_.]+)?)", line)
-        if match:
-            counts[match.group(2)] = counts.get(match.group(2), 0) + 1
-    return counts
 
 
 @pytest.mark.parametrize("offset", [True, False])

@@ -114,13 +114,15 @@ def test_run_checks_every_element_and_times_on_the_cpu(bench, monkeypatch, tmp_p
 
     monkeypatch.setattr(bench, "DEVICE", "cpu")
     monkeypatch.setattr(bench, "_time", wall_ms)
-    kinds = {"float32": "float32", "kmajor": "float32", "kminor_b": "float32", "tf32": "tf32", "hole": "hole"}
+    kinds = {"float32": "float32", "float32_nvcc13.0": "float32", "kmajor": "float32", "kminor_b": "float32",
+             "tf32": "tf32", "hole": "hole"}
     variants = []
     for name in kinds:
         problem = bench.problem_of(64, {"trans_a": name == "kmajor", "trans_b": name == "kminor_b"})
-        variants.append({"name": name, "variant": name, "size": 64, "changes": {}, "problem": problem,
-                         "probe_blocks_per_sm": 0, "config": {}, "threads": 256, "grid": [1, 1, 1],
-                         "shared_memory": 0, "sass": {}})
+        variants.append({"name": name, "variant": name.split("_nvcc")[0], "size": 64, "changes": {},
+                         "problem": problem, "probe_blocks_per_sm": 0, "config": {}, "threads": 256,
+                         "grid": [1, 1, 1], "shared_memory": 0, "sass": {"registers": 128, "stack": 8},
+                         "compiler": "nvcc 13.0.88" if "_nvcc" in name else "nvrtc 13.5"})
     (tmp_path / bench.MANIFEST).write_text(json.dumps({"target": "cpu", "variants": variants}))
     by_name = {v["name"]: v for v in variants}
     manifest_entry = None
@@ -133,9 +135,11 @@ def test_run_checks_every_element_and_times_on_the_cpu(bench, monkeypatch, tmp_p
     monkeypatch.setattr(bench, "load", load)
     assert bench.run(tmp_path, 1, ["float32", "kmajor", "kminor_b"]) == 0
     out = capsys.readouterr().out
-    assert "| float32 | 64 |" in out and "| kmajor | 64 | - A as (K, M) |" in out and "MISMATCH" not in out, out
-    assert "| kminor_b | 64 | - B as (N, K) |" in out
-    assert "best at 64^3: float32 " in out  # A as (K, M) is another problem: not a candidate
+    assert "| float32 | 64 | - [nvrtc 13.5] | 256 | 0 | 128 (8 B stack) |" in out, out
+    assert "| float32 | 64 | - [nvcc 13.0.88] |" in out and "MISMATCH" not in out, out
+    assert "| kmajor | 64 | - A as (K, M) [nvrtc 13.5] |" in out and "| kminor_b | 64 | - B as (N, K) [" in out
+    # the best per compiler; A as (K, M) is another problem: not a candidate
+    assert "best at 64^3 (nvrtc 13.5): float32 " in out and "best at 64^3 (nvcc 13.0.88): float32 " in out
     assert bench.run(tmp_path, 1, ["tf32"]) == 1
     assert bench.run(tmp_path, 1, ["hole"]) == 1
     out = capsys.readouterr().out
