@@ -77,6 +77,7 @@ VARIANTS = {
     "swizzle": ({"fma_swizzle_a": True}, {}, 0),
     "lanes8": ({"fma_lanes_n": 8}, {}, 0),  # warps of 4 x 8 threads: a 32 x 64 warp tile
     "lanes4": ({"fma_lanes_n": 4}, {}, 0),  # warps of 8 x 4 threads: 64 x 32
+    "lanes8_skew": ({"fma_lanes_n": 8, "fma_skew": True}, {}, 0),  # each LDS.128 one wavefront (A 4 rows, B 128 B)
     "s3": ({"fma_stages": 3}, {}, 0),
     "s4": ({"fma_stages": 4}, {}, 0),
     "skew_s3": ({"fma_skew": True, "fma_stages": 3}, {}, 0),
