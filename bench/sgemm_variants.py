@@ -2,10 +2,11 @@
 the gemm operator's FMA kernel (`tilelang_core.ops.gemm._gemm_fma_kernel`) in config variants.
 Compile here, run there:
 
-    # here (no GPU needed): compile each variant for sm_90a and export it (~0.1 MB each);
-    # --nvcc PATH builds each one a second time with that nvcc (NAME_SIZE_nvccX.Y beside NAME_SIZE)
+    # here (no GPU needed): compile each variant for sm_90a and export it (~0.15 MB each);
+    # --nvrtc LIB / --nvcc PATH build each one again with that compiler (NAME_SIZE_nvrtcX.Y,
+    # NAME_SIZE_nvccX.Y beside NAME_SIZE)
     .venv/bin/python bench/sgemm_variants.py --export build/sgemm_variants [--arch sm_90a] [--only a,b] \
-        [--nvcc /usr/local/cuda-13.0/bin/nvcc]
+        [--nvrtc build/nvrtc13.0/nvidia/cu13/lib] [--nvcc /usr/local/cuda-13.0/bin/nvcc]
 
     # on the GPU machine (torch + cuda-python; TVM not needed)
     python bench/sgemm_variants.py --run build/sgemm_variants [--rounds 3] [--only a,b]
@@ -33,12 +34,17 @@ The manifest records each export's compiler, threads, shared memory, registers, 
 the instruction mix of its main loop (FFMA, LDS.128, other LDS, SASS bytes; local memory)
 where cuobjdump is found.
 
-Why `--nvcc`: the kernels are built here by NVRTC (13.5), but `bench/ops.py` compiles on the
-H100 with that image's NVRTC 13.0, and the two releases build the same source differently
-(the table's kernel before `fma_offset_loop`: 128 registers and an 18 KB loop from NVRTC 13.5;
-169 registers, or 128 with 8 bytes of stack under `__launch_bounds__(256, 2)`, and the K loop
-unrolled 8 times into 142 KB from nvcc 13.0; on the H100, NVRTC 13.0: 167, or 128 with 32 bytes). nvcc 13.0 (same NVVM and ptxas generation as NVRTC
-13.0) builds here what the H100's compiler would; the run times both builds side by side.
+Why `--nvrtc` / `--nvcc`: the kernels are built here by NVRTC 13.5, but `bench/ops.py` compiles
+on the H100 with that image's NVRTC 13.0, and the two releases build the same source
+differently (the table's kernel before `fma_offset_loop`: 128 registers and an 18 KB loop from
+13.5; 167 registers, or 128 with 32 bytes of stack under `__launch_bounds__(256, 2)`, and the
+K loop unrolled 8 times into 142 KB from 13.0). `--nvrtc` takes another release's
+libnvrtc.so.13 (13.0's from the wheel `nvidia-cuda-nvrtc==13.0.88`: `pip download --no-deps -d
+DIR nvidia-cuda-nvrtc==13.0.88`, then `python -m zipfile -e DIR/*.whl DIR`; the library is in
+DIR/nvidia/cu13/lib) and calls it with the backend's flags: it builds what the H100 builds
+(the counts above, exactly). `--nvcc` runs the backend's `compiler="nvcc"` with that nvcc;
+nvcc 13.0 is close to NVRTC 13.0, not the same (169 registers, 8 bytes of stack). The run
+times every build side by side.
 
 `--run` loads every export with `tilelang_core.load`, checks it on fresh random inputs (C
 poisoned with NaN first; every element within the float32 bound 2 (K + 2) 2^-24 (|A| @ |B|)
@@ -65,14 +71,14 @@ MANIFEST = "manifest.json"
 SIZES = (4096, 8192)
 # name -> (config changes over the table's config for the target, problem changes, probe:
 # blocks per SM asked of ptxas through `__launch_bounds__(threads, blocks)`, or 0)
-# `before`: the table's config before "fma_offset_loop" (nvcc 13.0 here: the K loop unrolled 8
-# times, 128 registers with 8 bytes of stack; NVRTC 13.0 on the H100: 32 bytes, bench/ops.py 0.75x)
+# `before`: the table's config before "fma_offset_loop" (NVRTC 13.0: the K loop unrolled 8 times,
+# 128 registers with 32 bytes of stack; bench/ops.py on the H100 0.75x)
 BEFORE = {"fma_offset_loop": False}
 ONE_BLOCK = {"fma_min_blocks": 0}  # no register cap: thread tiles of 8 x 16 need 255 registers
 VARIANTS = {
     "table": ({}, {}, 0),
     "before": (BEFORE, {}, 0),
-    "nolb": (ONE_BLOCK, {}, 0),  # no __launch_bounds__ minimum: 125 registers, still 2 blocks per SM
+    "nolb": (ONE_BLOCK, {}, 0),  # no __launch_bounds__ minimum: 125 registers from 13.5, 151 from 13.0
     "skew": ({"fma_skew": True}, {}, 0),  # A's rows 4 apart in distinct bank groups (16-byte skew)
     "swizzle": ({"fma_swizzle_a": True}, {}, 0),
     "lanes8": ({"fma_lanes_n": 8}, {}, 0),  # warps of 4 x 8 threads: a 32 x 64 warp tile
@@ -82,7 +88,7 @@ VARIANTS = {
     "s4": ({"fma_stages": 4}, {}, 0),
     "skew_s3": ({"fma_skew": True, "fma_stages": 3}, {}, 0),
     "k8_s4": ({"fma_block_K": 8, "fma_stages": 4}, {}, 0),
-    "k32": ({"fma_block_K": 32, **ONE_BLOCK}, {}, 0),  # 130 registers (spills under the cap)
+    "k32": ({"fma_block_K": 32, **ONE_BLOCK}, {}, 0),  # 130 (13.5) or 171 (13.0) registers; spills under the cap
     "panel8": ({"fma_panel": 8}, {}, 0),
     "skew_panel8": ({"fma_skew": True, "fma_panel": 8}, {}, 0),
     "vector_store": ({"fma_vector_store": True}, {}, 0),
@@ -92,7 +98,7 @@ VARIANTS = {
     "b256x128_t16x8": ({"fma_block_M": 256, "fma_thread_M": 16, **ONE_BLOCK}, {}, 0),
     "a_kmajor": ({}, {"trans_a": True}, 0),
     "b_kminor": ({}, {"trans_b": True}, 0),  # a @ b.T with b (N, K): another problem
-    "b_kminor_nolb": (ONE_BLOCK, {"trans_b": True}, 0),  # 150 registers; 48 bytes of stack under the cap
+    "b_kminor_nolb": (ONE_BLOCK, {"trans_b": True}, 0),  # 150 (13.5) or 228 (13.0) registers, no stack
     "b_kminor_before": (BEFORE, {"trans_b": True}, 0),
 }
 AT_8192 = ("table", "before", "skew", "s3", "panel8")
@@ -164,24 +170,20 @@ def sass_summary(binary: bytes) -> dict:
     return summary
 
 
-def probe(kernel, out: Path, blocks: int, arch: str, options: dict | None = None) -> None:
-    """Rebuild the export in `out` from the kernel's source with `__launch_bounds__(threads,
-    blocks)` (`options`: compile_cuda's, e.g. the compiler): what a backend option for a
-    register cap would give."""
-    from tilelang_cuda.compile import compile_cuda
-
+def probe_source(kernel, blocks: int) -> str:
+    """The kernel's source with `__launch_bounds__(threads, blocks)`: what a backend option for
+    a register cap would give."""
     source, count = re.subn(r"__launch_bounds__\((\d+)(?:, \d+)?\)", lambda m: f"__launch_bounds__({m.group(1)}, {blocks})",
                             kernel.get_kernel_source(), count=1)
     if count != 1:
         raise SystemExit("probe: the kernel source has no __launch_bounds__(threads) to extend")
-    (out / kernel.meta.binary_name).write_bytes(compile_cuda(source, arch, options))
-    (out / "kernel.src").write_text(source)
+    return source
 
 
-def nvcc_compiler(nvcc: str) -> str:
-    """The name ("nvcc 13.0.88") of the nvcc at `nvcc` (a path, or a name on PATH), after
-    checking that the CUDA backend's `compiler="nvcc"` runs that one: its lookup (NVIDIA
-    wheels, CUDA_PATH / CUDA_HOME, PATH, /usr/local/cuda) may find another first."""
+def nvcc_compiler(nvcc: str, arch: str):
+    """(source -> cubin, its name "nvcc 13.0.88") for the nvcc at `nvcc` (a path, or a name on
+    PATH): the CUDA backend's `compiler="nvcc"`, after checking that it runs that nvcc (its
+    lookup tries NVIDIA wheels and CUDA_PATH / CUDA_HOME first)."""
     import os
     import shutil
 
@@ -196,14 +198,69 @@ def nvcc_compiler(nvcc: str) -> str:
                          f"tries NVIDIA wheels and CUDA_PATH / CUDA_HOME before PATH); start the export with "
                          f"CUDA_PATH={Path(path).resolve().parent.parent} and no nvcc wheel installed, or pass "
                          f"--nvcc {found}")
-    return cuda_compile.toolchain_version("nvcc")
+    return (lambda source: cuda_compile.compile_cuda(source, arch, {"compiler": "nvcc"}),
+            cuda_compile.toolchain_version("nvcc"))
+
+
+def nvrtc_compiler(library: str, arch: str):
+    """(source -> cubin, its name "nvrtc 13.0") for the NVRTC shared library at `library`
+    (libnvrtc.so.13 of another release, e.g. from the wheel nvidia-cuda-nvrtc==13.0.88, or
+    the directory holding it beside its libnvrtc-builtins), called through ctypes with the
+    flags of the CUDA backend's NVRTC path (`--gpu-architecture`, `-default-device`,
+    `-std=c++17`, `-lineinfo`, its include directories): what the backend builds where that
+    release is the one installed, as on the H100 image."""
+    import ctypes
+
+    from tilelang_cuda.compile import include_dirs, toolchain_version
+
+    # the backend's own NVRTC is loaded (by its name, libnvrtc.so.13) before this one is (by
+    # its path): loaded first, this one would answer for that name in the backend too
+    backend = toolchain_version()
+    path = Path(library)
+    if path.is_dir():
+        path = path / "libnvrtc.so.13"
+    if not path.is_file():
+        raise SystemExit(f"--nvrtc {library}: no NVRTC library there (give libnvrtc.so.13 or its directory)")
+    for builtins in sorted(path.parent.glob("libnvrtc-builtins.so.*.*")):  # libnvrtc loads it by name
+        ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
+    lib = ctypes.CDLL(str(path))
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    name = f"nvrtc {major.value}.{minor.value}"
+    if toolchain_version() != backend:
+        raise SystemExit(f"--nvrtc {library}: loading it changed the CUDA backend's NVRTC ({backend} -> "
+                         f"{toolchain_version()}); run the export in a fresh process")
+    flags = [f"--gpu-architecture={arch}", "-default-device", "-std=c++17", "-lineinfo",
+             *(f"-I{d}" for d in include_dirs())]
+
+    def build(source: str) -> bytes:
+        program, size = ctypes.c_void_p(), ctypes.c_size_t()
+        if lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), b"kernel.cu", 0, None, None):
+            raise RuntimeError(f"{name}: nvrtcCreateProgram failed")
+        try:
+            encoded = [f.encode() for f in flags]
+            failed = lib.nvrtcCompileProgram(program, len(encoded), (ctypes.c_char_p * len(encoded))(*encoded))
+            if failed:
+                lib.nvrtcGetProgramLogSize(program, ctypes.byref(size))
+                log = ctypes.create_string_buffer(size.value)
+                lib.nvrtcGetProgramLog(program, log)
+                raise RuntimeError(f"{name} failed on the kernel (error {failed}):\n{log.value.decode()[-4000:]}")
+            lib.nvrtcGetCUBINSize(program, ctypes.byref(size))
+            cubin = ctypes.create_string_buffer(size.value)
+            lib.nvrtcGetCUBIN(program, cubin)
+            return cubin.raw
+        finally:
+            lib.nvrtcDestroyProgram(ctypes.byref(program))
+
+    return build, name
 
 
 def export(out: Path, target: str, only: list[str] | None = None, sizes: tuple = SIZES,
-           nvcc: str | None = None) -> list[dict]:
+           nvcc: str | None = None, nvrtc: str | None = None) -> list[dict]:
     """Compile the variants (`only`: those names) for `target` (e.g. "cuda/sm_90a") and export
-    each to out/NAME_SIZE; with `nvcc` (a CUDA target), build each a second time with that
-    nvcc into out/NAME_SIZE_nvccX.Y. Write the manifest. :returns: the manifest's entries."""
+    each to out/NAME_SIZE; on a CUDA target, build each again with the nvcc at `nvcc` into
+    out/NAME_SIZE_nvccX.Y and with the NVRTC library at `nvrtc` into out/NAME_SIZE_nvrtcX.Y.
+    Write the manifest. :returns: the manifest's entries."""
     import tilelang_core
     from tilelang_core import ops
     from tilelang_core.plugin import get_plugin_manager
@@ -212,17 +269,19 @@ def export(out: Path, target: str, only: list[str] | None = None, sizes: tuple =
     if unknown:
         raise SystemExit(f"--only names unknown variants {unknown}; known: {', '.join(VARIANTS)}")
     target = get_plugin_manager().parse_target(target)
-    # (compile_cuda options of a rebuild or None: the kernel as compiled, label suffix, compiler)
+    # (source -> cubin, or None: the kernel as compiled; label suffix; compiler)
     builds = [(None, "", None)]
     if target.kind == "cuda":
         from tilelang_cuda.compile import compile_cuda, toolchain_version
 
         builds = [(None, "", toolchain_version())]
-        if nvcc:
-            version = nvcc_compiler(nvcc)  # "nvcc 13.0.88": labels end in _nvcc13.0
-            builds.append(({"compiler": "nvcc"}, "_nvcc" + ".".join(version.split()[1].split(".")[:2]), version))
-    elif nvcc:
-        raise SystemExit(f"--nvcc builds CUDA kernels; the target is {target}")
+        for path, make in ((nvcc, nvcc_compiler), (nvrtc, nvrtc_compiler)):
+            if path:
+                compile_with, compiler = make(path, target.arch)  # "nvcc 13.0.88": labels end in _nvcc13.0
+                kind, version = compiler.split()
+                builds.append((compile_with, f"_{kind}" + ".".join(version.split(".")[:2]), compiler))
+    elif nvcc or nvrtc:
+        raise SystemExit(f"--nvcc and --nvrtc build CUDA kernels; the target is {target}")
     build = ops.get("gemm").kernels["tiled"]
     out.mkdir(parents=True, exist_ok=True)
     entries = []
@@ -233,15 +292,15 @@ def export(out: Path, target: str, only: list[str] | None = None, sizes: tuple =
             problem = problem_of(size, problem_changes)
             config = variant_config(target, problem, changes)
             kernel = tilelang_core.compile(build(problem, config), target=target)  # C passed in: poisoned
-            for options, suffix, compiler in builds:
+            for compile_with, suffix, compiler in builds:
                 start = time.perf_counter()
                 label = f"{name}_{size}{suffix}"
                 kernel.export(out / label)
-                if blocks:
-                    probe(kernel, out / label, blocks, target.arch, options)
-                elif options:
-                    (out / label / kernel.meta.binary_name).write_bytes(
-                        compile_cuda(kernel.get_kernel_source(), target.arch, options))
+                if blocks or compile_with:  # rebuilt from the (probe's) source
+                    source = probe_source(kernel, blocks) if blocks else kernel.get_kernel_source()
+                    compile_with = compile_with or (lambda src: compile_cuda(src, target.arch))
+                    (out / label / kernel.meta.binary_name).write_bytes(compile_with(source))
+                    (out / label / "kernel.src").write_text(source)
                 binary = (out / label / kernel.meta.binary_name).read_bytes()
                 entry = {"name": label, "variant": name, "size": size, "changes": changes, "problem": problem,
                          "config": {k: v for k, v in config.items() if k.startswith("fma_") and k != "fma_warps"},
@@ -384,14 +443,16 @@ def main(argv=None) -> int:
     parser.add_argument("--arch", default="sm_90a")
     parser.add_argument("--only", default="", help=f"comma-separated variants (of {', '.join(VARIANTS)})")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
-    parser.add_argument("--nvcc", metavar="PATH", help="with --export: build each variant a second time with this "
-                        "nvcc (e.g. /usr/local/cuda-13.0/bin/nvcc, the H100 image's compiler generation)")
+    parser.add_argument("--nvcc", metavar="PATH", help="with --export: build each variant again with this nvcc "
+                        "(e.g. /usr/local/cuda-13.0/bin/nvcc)")
+    parser.add_argument("--nvrtc", metavar="PATH", help="with --export: build each variant again with this NVRTC "
+                        "library (libnvrtc.so.13 of another release or its directory, e.g. 13.0's, the H100 image's)")
     args = parser.parse_args(argv)
     if not (args.export or args.run):
         parser.error("give --export DIR and/or --run DIR")
     only = [n for n in args.only.split(",") if n] or None
     if args.export:
-        export(args.export, f"cuda/{args.arch}", only, nvcc=args.nvcc)
+        export(args.export, f"cuda/{args.arch}", only, nvcc=args.nvcc, nvrtc=args.nvrtc)
     if args.run:
         sys.modules["tvm"] = None  # the runtime half must not need the compiler
         return run(args.run, args.rounds, only)

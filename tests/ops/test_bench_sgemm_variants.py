@@ -52,24 +52,55 @@ def test_export_writes_the_variants_and_the_manifest(bench, monkeypatch, tmp_pat
     assert sum(f.stat().st_size for f in tmp_path.rglob("*") if f.is_file()) < 1 << 20
 
 
-def test_export_builds_each_variant_again_with_nvcc(bench, tmp_path):
-    """`--nvcc PATH`: a second build of each variant by that nvcc, beside the first, named
-    and recorded (compiler, registers, stack) in the manifest; the run reads both."""
+def _nvrtc_library():
+    try:
+        import cuda.pathfinder as pathfinder
+
+        return pathfinder.load_nvidia_dynamic_lib("nvrtc").abs_path
+    except Exception:  # noqa: BLE001 - no pathfinder or no NVRTC here
+        return None
+
+
+def test_export_builds_each_variant_again_with_nvcc_and_nvrtc(bench, tmp_path):
+    """`--nvcc PATH` / `--nvrtc LIB`: further builds of each variant by those compilers, beside
+    the first, named and recorded (compiler, registers, stack) in the manifest; the run reads
+    them all."""
     from tilelang_cuda import compile as cuda_compile
 
-    nvcc = cuda_compile._find_tool("nvcc")
-    if nvcc is None:
-        pytest.skip("no nvcc here")
-    version = cuda_compile.toolchain_version("nvcc")
-    entries = bench.export(tmp_path, "cuda/sm_90a", ["table"], sizes=(256,), nvcc=nvcc)
-    suffix = "_nvcc" + ".".join(version.split()[1].split(".")[:2])
-    assert [e["name"] for e in entries] == ["table_256", f"table_256{suffix}"]
-    assert entries[1]["compiler"] == version and entries[0]["compiler"] != version
-    first, second = ((tmp_path / e["name"] / "kernel.bin").read_bytes() for e in entries)
-    assert first != second and second[:4] == b"\x7fELF"
+    nvcc, library = cuda_compile._find_tool("nvcc"), _nvrtc_library()
+    if nvcc is None or library is None:
+        pytest.skip("needs nvcc and an NVRTC library here")
+    nvcc_name = cuda_compile.toolchain_version("nvcc")
+    nvrtc_name = cuda_compile.toolchain_version()
+    entries = bench.export(tmp_path, "cuda/sm_90a", ["table"], sizes=(256,), nvcc=nvcc, nvrtc=library)
+    suffix = "_nvcc" + ".".join(nvcc_name.split()[1].split(".")[:2])
+    assert [e["name"] for e in entries] == ["table_256", f"table_256{suffix}",
+                                            "table_256_nvrtc" + nvrtc_name.split()[1]]
+    assert [e["compiler"] for e in entries] == [nvrtc_name, nvcc_name, nvrtc_name]
+    first, second, third = ((tmp_path / e["name"] / "kernel.bin").read_bytes() for e in entries)
+    assert first != second and second[:4] == third[:4] == b"\x7fELF"
     assert json.loads((tmp_path / bench.MANIFEST).read_text())["variants"] == json.loads(json.dumps(entries))
-    if entries[1]["sass"]:
-        assert entries[1]["sass"]["registers"] <= 128 and entries[1]["sass"]["stack"] == 0
+    for entry in entries[1:]:
+        if entry["sass"]:
+            assert entry["sass"]["registers"] <= 128 and entry["sass"]["stack"] == 0, entry
+
+
+def test_nvrtc_library_builds_what_the_backend_builds(bench, tmp_path):
+    """`--nvrtc LIB` calls that NVRTC with the CUDA backend's flags: given the backend's own
+    library it gives the backend's cubin byte for byte (so a build by 13.0's library is what
+    the backend builds where 13.0 is installed, as on the H100 image)."""
+    from tilelang_cuda.compile import compile_cuda
+
+    library = _nvrtc_library()
+    if library is None:
+        pytest.skip("no NVRTC library here")
+    build, name = bench.nvrtc_compiler(library, "sm_90a")
+    source = '#include "tl_cuda_common.h"\nextern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
+    assert name.startswith("nvrtc 13.") and build(source) == compile_cuda(source, "sm_90a")
+    with pytest.raises(RuntimeError, match=f"{name} failed on the kernel"):
+        build("this is not CUDA")
+    with pytest.raises(SystemExit, match="no NVRTC library there"):
+        bench.nvrtc_compiler(str(tmp_path), "sm_90a")
 
 
 def test_nvcc_that_the_backend_would_not_run_is_refused(bench, tmp_path):

@@ -47,8 +47,8 @@ _FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_thr
 # SM, 0.41x in bench/ops.py) where NVRTC 13.5 gives 128 (two blocks, the 0.89x above); with the
 # cap 13.0 kept 128 registers with stack (0.75x). "fma_offset_loop": the cause was 13.0 unrolling
 # the K loop 8 times (142 KB of SASS) where the prefetch guard repeated the loop's exit test; the
-# loop counted from fma_stages - 1 builds in 13.0 as in 13.5 (nvcc 13.0 here: the same SASS as
-# NVRTC 13.5, 128 registers, no stack, an 18 KB loop; 125 registers without the cap)
+# loop counted from fma_stages - 1 stays rolled (NVRTC 13.0.88 here: 128 registers, no stack, an
+# 18 KB loop, as 13.5 builds it); without the cap 13.0 still takes 151 registers, so the cap stays
 _FMA_GEMM = {**_FMA, "fma_block_K": 16, "fma_thread_M": 8, "fma_thread_N": 8, "fma_lanes_n": 16,
              "fma_skew": False, "fma_swizzle_a": False, "fma_stages": 2, "fma_panel": 0, "fma_vector_store": False,
              "fma_min_blocks": 2, "fma_offset_loop": True}
