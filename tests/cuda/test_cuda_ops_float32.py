@@ -103,11 +103,12 @@ def test_fma_gemm_sass_reads_shared_memory_16_bytes_at_a_time():
 
 @pytest.mark.parametrize("offset", [True, False])
 def test_fma_gemm_built_by_nvcc_13_0(offset):
-    """The H100 image compiles with NVRTC 13.0; nvcc 13.0 is the same NVVM and ptxas. With the
-    K loop counted from 0, the pipeline's prefetch guard (`ko + 1 < 256`) is the loop's own exit
-    test, and 13.0 unrolls the loop 8 times (8192 FFMA, 142 KB) and spills under the 128-register
-    cap; counted from `fma_stages - 1` (`fma_offset_loop`, the table's) the guard reads the
-    counter itself and the loop stays one 16-wide slab: 1024 FFMA, 128 registers, no stack."""
+    """The H100 image compiles with NVRTC 13.0; nvcc 13.0 (of this image) unrolls as it does
+    (NVRTC 13.0 itself: `bench/sgemm_variants.py --nvrtc`). With the K loop counted from 0, the
+    pipeline's prefetch guard (`ko + 1 < 256`) is the loop's own exit test, and 13.0 unrolls
+    the loop 8 times (8192 FFMA, 142 KB) and spills under the 128-register cap; counted from
+    `fma_stages - 1` (`fma_offset_loop`, the table's) the guard reads the counter itself and
+    the loop stays one 16-wide slab: 1024 FFMA, 128 registers, no stack."""
     import subprocess
     import tempfile
 
