@@ -2,33 +2,49 @@
 the gemm operator's FMA kernel (`tilelang_core.ops.gemm._gemm_fma_kernel`) in config variants.
 Compile here, run there:
 
-    # here (no GPU needed): compile each variant for sm_90a and export it (~0.1 MB each)
-    .venv/bin/python bench/sgemm_variants.py --export build/sgemm_variants [--arch sm_90a] [--only a,b]
+    # here (no GPU needed): compile each variant for sm_90a and export it (~0.15 MB each);
+    # --nvrtc LIB / --nvcc PATH build each one again with that compiler (NAME_SIZE_nvrtcX.Y,
+    # NAME_SIZE_nvccX.Y beside NAME_SIZE)
+    .venv/bin/python bench/sgemm_variants.py --export build/sgemm_variants [--arch sm_90a] [--only a,b] \
+        [--nvrtc build/nvrtc13.0/nvidia/cu13/lib] [--nvcc /usr/local/cuda-13.0/bin/nvcc]
 
     # on the GPU machine (torch + cuda-python; TVM not needed)
     python bench/sgemm_variants.py --run build/sgemm_variants [--rounds 3] [--only a,b]
 
 The problem is C = A @ B, float32, A (M, K), B (K, N), square: every variant at 4096^3, the
 ones in `AT_8192` at 8192^3 too (with `--only`, the named variants at both sizes). `table` is
-the config `ops.gemm` runs at precision "highest" on the target today; `before` is the one it
-ran before this bench (0.41x cuBLAS at 4096^3 on the H100, 2026-11-26: 16-wide K slabs in 2
-stages, warps of 2 x 16 threads, A's tile unskewed, C stored a float at a time). The others change one or two keys of
-`table`: the warp's arrangement (`fma_lanes_n` threads along N), how A's K-minor tile avoids
-bank conflicts (16-byte skew every 4 rows, XOR swizzle, neither), stages, the K slab, the
-per-thread tile (8 x 16 and 16 x 8: 128 threads for 128 x 128), the block tile, block
-rasterization, and `a_kmajor`: A handed over as (K, M) (`trans_a=True`, beside cuBLAS on the
-same layout), what a transposing load of A would give the plain `a @ b`. `b_kminor` and
-`b_kminor_before` are the other problem `a @ b.T` (B as (N, K), `trans_b=True`) with the
-table's config and the one before.
+the config `ops.gemm` runs at precision "highest" on the target today (16-wide K slabs in 2
+stages, warps of 2 x 16 threads, A unskewed, scalar stores, `__launch_bounds__(256, 2)`, the
+K loop counted from 1); `before` is the same without `fma_offset_loop` (the K loop counted
+from 0: what `bench/ops.py` ran at 0.75x on the H100, built there by NVRTC 13.0). The others
+change one or two keys of `table`: no register cap (`nolb`), the warp's arrangement
+(`fma_lanes_n` threads along N), how A's K-minor tile avoids bank conflicts (16-byte skew
+every 4 rows, XOR swizzle), stages, the K slab, block rasterization, 16-byte stores of C, the
+per-thread tile (8 x 16 and 16 x 8: 128 threads for 128 x 128), the block tile, and
+`a_kmajor`: A handed over as (K, M) (`trans_a=True`, beside cuBLAS on the same layout), what
+a transposing load of A would give the plain `a @ b`. `b_kminor*` are the other problem
+`a @ b.T` (B as (N, K), `trans_b=True`): the table's config, without the register cap, and
+before.
 
-Variants named `*_lb2` are probes, not what the language emits: their CUDA source is rebuilt
-with `__launch_bounds__(threads, 2)` (two blocks per SM: ptxas keeps 128 registers), to
-measure what a backend option for that cap would bring to configs ptxas otherwise gives
-more than 128 registers (one block per SM).
+A variant's third field, when nonzero, makes it a probe, not what the language emits: its
+CUDA source is rebuilt with `__launch_bounds__(threads, n)`. (The language now asks for that
+itself, `fma_min_blocks`; no variant of the list is a probe today.)
 
-The manifest records each export's threads, shared memory, registers, and the instruction
-mix of its main loop (FFMA, LDS.128, other LDS, SASS bytes; local memory) where cuobjdump is
-found.
+The manifest records each export's compiler, threads, shared memory, registers, stack, and
+the instruction mix of its main loop (FFMA, LDS.128, other LDS, SASS bytes; local memory)
+where cuobjdump is found.
+
+Why `--nvrtc` / `--nvcc`: the kernels are built here by NVRTC 13.5, but `bench/ops.py` compiles
+on the H100 with that image's NVRTC 13.0, and the two releases build the same source
+differently (the table's kernel before `fma_offset_loop`: 128 registers and an 18 KB loop from
+13.5; 167 registers, or 128 with 32 bytes of stack under `__launch_bounds__(256, 2)`, and the
+K loop unrolled 8 times into 142 KB from 13.0). `--nvrtc` takes another release's
+libnvrtc.so.13 (13.0's from the wheel `nvidia-cuda-nvrtc==13.0.88`: `pip download --no-deps -d
+DIR nvidia-cuda-nvrtc==13.0.88`, then `python -m zipfile -e DIR/*.whl DIR`; the library is in
+DIR/nvidia/cu13/lib) and calls it with the backend's flags: it builds what the H100 builds
+(the counts above, exactly). `--nvcc` runs the backend's `compiler="nvcc"` with that nvcc;
+nvcc 13.0 is close to NVRTC 13.0, not the same (169 registers, 8 bytes of stack). The run
+times every build side by side.
 
 `--run` loads every export with `tilelang_core.load`, checks it on fresh random inputs (C
 poisoned with NaN first; every element within the float32 bound 2 (K + 2) 2^-24 (|A| @ |B|)
@@ -51,35 +67,37 @@ import variants  # noqa: E402
 SIZES = (4096, 8192)
 # name -> (config changes over the table's config for the target, problem changes, probe:
 # blocks per SM asked of ptxas through `__launch_bounds__(threads, blocks)`, or 0)
-BEFORE = {"fma_lanes_n": 16, "fma_skew": False, "fma_swizzle_a": False, "fma_stages": 2, "fma_block_K": 16,
-          "fma_thread_M": 8, "fma_thread_N": 8, "fma_block_M": 128, "fma_block_N": 128, "fma_panel": 0,
-          "fma_vector_store": False}
+# `before`: the table's config before "fma_offset_loop" (NVRTC 13.0: the K loop unrolled 8 times,
+# 128 registers with 32 bytes of stack; bench/ops.py on the H100 0.75x)
+BEFORE = {"fma_offset_loop": False}
+ONE_BLOCK = {"fma_min_blocks": 0}  # no register cap: thread tiles of 8 x 16 need 255 registers
 VARIANTS = {
     "table": ({}, {}, 0),
     "before": (BEFORE, {}, 0),
-    "lanes16": ({"fma_lanes_n": 16}, {}, 0),  # warps of 2 x 16 threads: a 16 x 128 warp tile
+    "nolb": (ONE_BLOCK, {}, 0),  # no __launch_bounds__ minimum: 125 registers from 13.5, 151 from 13.0
+    "skew": ({"fma_skew": True}, {}, 0),  # A's rows 4 apart in distinct bank groups (16-byte skew)
+    "swizzle": ({"fma_swizzle_a": True}, {}, 0),
+    "lanes8": ({"fma_lanes_n": 8}, {}, 0),  # warps of 4 x 8 threads: a 32 x 64 warp tile
     "lanes4": ({"fma_lanes_n": 4}, {}, 0),  # warps of 8 x 4 threads: 64 x 32
-    "k16_s2": ({"fma_block_K": 16, "fma_stages": 2}, {}, 0),
-    "k16_s3": ({"fma_block_K": 16, "fma_stages": 3}, {}, 0),
-    "k16_s3_lb2": ({"fma_block_K": 16, "fma_stages": 3}, {}, 2),
-    "k32_s2": ({"fma_block_K": 32, "fma_stages": 2}, {}, 0),
+    "lanes8_skew": ({"fma_lanes_n": 8, "fma_skew": True}, {}, 0),  # each LDS.128 one wavefront (A 4 rows, B 128 B)
     "s3": ({"fma_stages": 3}, {}, 0),
-    "s6": ({"fma_stages": 6}, {}, 0),
-    "no_skew": ({"fma_skew": False}, {}, 0),
-    "swizzle": ({"fma_skew": False, "fma_swizzle_a": True}, {}, 0),
-    "swizzle_lb2": ({"fma_skew": False, "fma_swizzle_a": True}, {}, 2),
+    "s4": ({"fma_stages": 4}, {}, 0),
+    "skew_s3": ({"fma_skew": True, "fma_stages": 3}, {}, 0),
+    "k8_s4": ({"fma_block_K": 8, "fma_stages": 4}, {}, 0),
+    "k32": ({"fma_block_K": 32, **ONE_BLOCK}, {}, 0),  # 130 (13.5) or 171 (13.0) registers; spills under the cap
+    "panel8": ({"fma_panel": 8}, {}, 0),
+    "skew_panel8": ({"fma_skew": True, "fma_panel": 8}, {}, 0),
+    "vector_store": ({"fma_vector_store": True}, {}, 0),
     "t8x16": ({"fma_thread_N": 16}, {}, 0),  # 128 threads
     "t16x8": ({"fma_thread_M": 16}, {}, 0),
-    "b128x256_t8x16": ({"fma_block_N": 256, "fma_thread_N": 16}, {}, 0),  # 256 threads
-    "b256x128_t16x8": ({"fma_block_M": 256, "fma_thread_M": 16}, {}, 0),
-    "panel8": ({"fma_panel": 8}, {}, 0),
-    "panel8_lb2": ({"fma_panel": 8}, {}, 2),
-    "scalar_store": ({"fma_vector_store": False}, {}, 0),
+    "b128x256_t8x16": ({"fma_block_N": 256, "fma_thread_N": 16, **ONE_BLOCK}, {}, 0),  # 256 threads
+    "b256x128_t16x8": ({"fma_block_M": 256, "fma_thread_M": 16, **ONE_BLOCK}, {}, 0),
     "a_kmajor": ({}, {"trans_a": True}, 0),
     "b_kminor": ({}, {"trans_b": True}, 0),  # a @ b.T with b (N, K): another problem
+    "b_kminor_nolb": (ONE_BLOCK, {"trans_b": True}, 0),  # 150 (13.5) or 228 (13.0) registers, no stack
     "b_kminor_before": (BEFORE, {"trans_b": True}, 0),
 }
-AT_8192 = ("table", "before", "k16_s3_lb2", "t8x16", "panel8_lb2")
+AT_8192 = ("table", "before", "skew", "s3", "panel8")
 ROUNDS = 3
 DEVICE = "cuda"  # where the inputs live (a CPU smoke test of this script sets "cpu")
 
@@ -148,28 +166,116 @@ def sass_summary(binary: bytes) -> dict:
     return summary
 
 
-def probe(kernel, out: Path, blocks: int, arch: str) -> None:
-    """Rebuild the export in `out` from the kernel's source with `__launch_bounds__(threads,
-    blocks)`: what a backend option for a register cap would give (the language has none)."""
-    from tilelang_cuda.compile import compile_cuda
-
+def probe_source(kernel, blocks: int) -> str:
+    """The kernel's source with `__launch_bounds__(threads, blocks)`: what a backend option for
+    a register cap would give."""
     source, count = re.subn(r"__launch_bounds__\((\d+)(?:, \d+)?\)", lambda m: f"__launch_bounds__({m.group(1)}, {blocks})",
                             kernel.get_kernel_source(), count=1)
     if count != 1:
         raise SystemExit("probe: the kernel source has no __launch_bounds__(threads) to extend")
-    (out / kernel.meta.binary_name).write_bytes(compile_cuda(source, arch))
-    (out / "kernel.src").write_text(source)
+    return source
 
 
-def export(out: Path, target: str, only: list[str] | None = None, sizes: tuple = SIZES) -> list[dict]:
+def nvcc_compiler(nvcc: str, arch: str):
+    """(source -> cubin, its name "nvcc 13.0.88") for the nvcc at `nvcc` (a path, or a name on
+    PATH): the CUDA backend's `compiler="nvcc"`, after checking that it runs that nvcc (its
+    lookup tries NVIDIA wheels and CUDA_PATH / CUDA_HOME first)."""
+    import os
+    import shutil
+
+    from tilelang_cuda import compile as cuda_compile
+
+    path = shutil.which(nvcc)
+    if path is None:
+        raise SystemExit(f"--nvcc {nvcc}: no such executable")
+    found = cuda_compile._find_tool("nvcc")
+    if found is None or not os.path.samefile(found, path):
+        raise SystemExit(f"--nvcc {nvcc}: the CUDA backend's compiler=\"nvcc\" runs {found} instead (its lookup "
+                         f"tries NVIDIA wheels and CUDA_PATH / CUDA_HOME before PATH); start the export with "
+                         f"CUDA_PATH={Path(path).resolve().parent.parent} and no nvcc wheel installed, or pass "
+                         f"--nvcc {found}")
+    return (lambda source: cuda_compile.compile_cuda(source, arch, {"compiler": "nvcc"}),
+            cuda_compile.toolchain_version("nvcc"))
+
+
+def nvrtc_compiler(library: str, arch: str):
+    """(source -> cubin, its name "nvrtc 13.0") for the NVRTC shared library at `library`
+    (libnvrtc.so.13 of another release, e.g. from the wheel nvidia-cuda-nvrtc==13.0.88, or
+    the directory holding it beside its libnvrtc-builtins), called through ctypes with the
+    flags of the CUDA backend's NVRTC path (`--gpu-architecture`, `-default-device`,
+    `-std=c++17`, `-lineinfo`, its include directories): what the backend builds where that
+    release is the one installed, as on the H100 image."""
+    import ctypes
+
+    from tilelang_cuda.compile import include_dirs, toolchain_version
+
+    # the backend's own NVRTC is loaded (by its name, libnvrtc.so.13) before this one is (by
+    # its path): loaded first, this one would answer for that name in the backend too
+    backend = toolchain_version()
+    path = Path(library)
+    if path.is_dir():
+        path = path / "libnvrtc.so.13"
+    if not path.is_file():
+        raise SystemExit(f"--nvrtc {library}: no NVRTC library there (give libnvrtc.so.13 or its directory)")
+    for builtins in sorted(path.parent.glob("libnvrtc-builtins.so.*.*")):  # libnvrtc loads it by name
+        ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
+    lib = ctypes.CDLL(str(path))
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    name = f"nvrtc {major.value}.{minor.value}"
+    if toolchain_version() != backend:
+        raise SystemExit(f"--nvrtc {library}: loading it changed the CUDA backend's NVRTC ({backend} -> "
+                         f"{toolchain_version()}); run the export in a fresh process")
+    flags = [f"--gpu-architecture={arch}", "-default-device", "-std=c++17", "-lineinfo",
+             *(f"-I{d}" for d in include_dirs())]
+
+    def build(source: str) -> bytes:
+        program, size = ctypes.c_void_p(), ctypes.c_size_t()
+        if lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), b"kernel.cu", 0, None, None):
+            raise RuntimeError(f"{name}: nvrtcCreateProgram failed")
+        try:
+            encoded = [f.encode() for f in flags]
+            failed = lib.nvrtcCompileProgram(program, len(encoded), (ctypes.c_char_p * len(encoded))(*encoded))
+            if failed:
+                lib.nvrtcGetProgramLogSize(program, ctypes.byref(size))
+                log = ctypes.create_string_buffer(size.value)
+                lib.nvrtcGetProgramLog(program, log)
+                raise RuntimeError(f"{name} failed on the kernel (error {failed}):\n{log.value.decode()[-4000:]}")
+            lib.nvrtcGetCUBINSize(program, ctypes.byref(size))
+            cubin = ctypes.create_string_buffer(size.value)
+            lib.nvrtcGetCUBIN(program, cubin)
+            return cubin.raw
+        finally:
+            lib.nvrtcDestroyProgram(ctypes.byref(program))
+
+    return build, name
+
+
+def export(out: Path, target: str, only: list[str] | None = None, sizes: tuple = SIZES,
+           nvcc: str | None = None, nvrtc: str | None = None) -> list[dict]:
     """Compile the variants (`only`: those names) for `target` (e.g. "cuda/sm_90a") and export
-    each to out/NAME_SIZE; write the manifest. :returns: the manifest's entries."""
+    each to out/NAME_SIZE; on a CUDA target, build each again with the nvcc at `nvcc` into
+    out/NAME_SIZE_nvccX.Y and with the NVRTC library at `nvrtc` into out/NAME_SIZE_nvrtcX.Y.
+    Write the manifest. :returns: the manifest's entries."""
     import tilelang_core
     from tilelang_core import ops
     from tilelang_core.plugin import get_plugin_manager
 
     variants.check_only(only, VARIANTS)
     target = get_plugin_manager().parse_target(target)
+    # (source -> cubin, or None: the kernel as compiled; label suffix; compiler)
+    builds = [(None, "", None)]
+    if target.kind == "cuda":
+        from tilelang_cuda.compile import compile_cuda, toolchain_version
+
+        builds = [(None, "", toolchain_version())]
+        for path, make in ((nvcc, nvcc_compiler), (nvrtc, nvrtc_compiler)):
+            if path:
+                compile_with, compiler = make(path, target.arch)  # "nvcc 13.0.88": labels end in _nvcc13.0
+                kind, version = compiler.split()
+                builds.append((compile_with, f"_{kind}" + ".".join(version.split(".")[:2]), compiler))
+    elif nvcc or nvrtc:
+        raise SystemExit(f"--nvcc and --nvrtc build CUDA kernels; the target is {target}")
     build = ops.get("gemm").kernels["tiled"]
     out.mkdir(parents=True, exist_ok=True)
     entries = []
@@ -177,25 +283,31 @@ def export(out: Path, target: str, only: list[str] | None = None, sizes: tuple =
         for name, (changes, problem_changes, blocks) in VARIANTS.items():
             if (only and name not in only) or (size != sizes[0] and name not in AT_8192 and not only):
                 continue
-            start = time.perf_counter()
             problem = problem_of(size, problem_changes)
             config = variant_config(target, problem, changes)
             kernel = tilelang_core.compile(build(problem, config), target=target)  # C passed in: poisoned
-            label = f"{name}_{size}"
-            kernel.export(out / label)
-            if blocks:
-                probe(kernel, out / label, blocks, target.arch)
-            binary = (out / label / kernel.meta.binary_name).read_bytes()
-            entry = {"name": label, "variant": name, "size": size, "changes": changes, "problem": problem,
-                     "config": {k: v for k, v in config.items() if k.startswith("fma_") and k != "fma_warps"},
-                     "threads": kernel.meta.block[0], "grid": list(kernel.meta.grid),
-                     "shared_memory": kernel.meta.shared_memory,
-                     "probe_blocks_per_sm": blocks, "sass": sass_summary(binary) if target.kind == "cuda" else {}}
-            entries.append(entry)
-            sass = entry["sass"]
-            print(f"exported {label}: {entry['threads']} threads, {entry['shared_memory'] // 1024} KB shared, "
-                  f"{sass.get('registers')} registers, loop {sass.get('loop')} in {time.perf_counter() - start:.1f} s",
-                  flush=True)
+            for compile_with, suffix, compiler in builds:
+                start = time.perf_counter()
+                label = f"{name}_{size}{suffix}"
+                kernel.export(out / label)
+                if blocks or compile_with:  # rebuilt from the (probe's) source
+                    source = probe_source(kernel, blocks) if blocks else kernel.get_kernel_source()
+                    compile_with = compile_with or (lambda src: compile_cuda(src, target.arch))
+                    (out / label / kernel.meta.binary_name).write_bytes(compile_with(source))
+                    (out / label / "kernel.src").write_text(source)
+                binary = (out / label / kernel.meta.binary_name).read_bytes()
+                entry = {"name": label, "variant": name, "size": size, "changes": changes, "problem": problem,
+                         "config": {k: v for k, v in config.items() if k.startswith("fma_") and k != "fma_warps"},
+                         "compiler": compiler,
+                         "threads": kernel.meta.block[0], "grid": list(kernel.meta.grid),
+                         "shared_memory": kernel.meta.shared_memory,
+                         "probe_blocks_per_sm": blocks, "sass": sass_summary(binary) if target.kind == "cuda" else {}}
+                entries.append(entry)
+                sass = entry["sass"]
+                print(f"exported {label} ({entry['compiler']}): {entry['threads']} threads, "
+                      f"{entry['shared_memory'] // 1024} KB shared, {sass.get('registers')} registers, "
+                      f"{sass.get('stack')} bytes of stack, loop {sass.get('loop')} in "
+                      f"{time.perf_counter() - start:.1f} s", flush=True)
     variants.write_manifest(out, {"target": str(target), "variants": entries})
     variants.report_size(out, len(entries))
     return entries
@@ -253,41 +365,54 @@ def run(root: Path, rounds: int = ROUNDS, only: list[str] | None = None) -> int:
                "tflops": flops / med["ours"] / 1e9, "cublas_tflops": flops / med["cublas"] / 1e9, "worst": worst,
                "ok": good}
         rows.append(row)
-        print(f"{entry['name']:<22} ours {row['ours_ms']:.3f} ms {row['tflops']:5.1f} TFLOP/s  cuBLAS "
+        print(f"{entry['name']:<28} ours {row['ours_ms']:.3f} ms {row['tflops']:5.1f} TFLOP/s  cuBLAS "
               f"{row['cublas_ms']:.3f} ms {row['cublas_tflops']:5.1f}  cuBLAS ms / ours ms {paired:.3f}  err/bound "
               f"{worst:.2f} {'ok' if good else 'MISMATCH'}", flush=True)
         del a_in, b_in, a, b, c, c_ref, fns
     table = []
     for r in rows:
         e = r["entry"]
-        changes = "the config before" if e["variant"] == "before" else variants.describe(e["changes"])
+        changes = variants.describe(e["changes"])
         if e["problem"]["trans_a"]:
             changes += " A as (K, M)"
         if e["problem"]["trans_b"]:
             changes += " B as (N, K)"
         if e["probe_blocks_per_sm"]:
             changes += f" (probe: __launch_bounds__(T, {e['probe_blocks_per_sm']}))"
+        if e.get("compiler"):
+            changes += f" [{e['compiler']}]"
+        registers = str(e["sass"].get("registers", "-")) + (f" ({e['sass']['stack']} B stack)"
+                                                             if e["sass"].get("stack") else "")
         loop = e["sass"].get("loop") or {}
         mix = f"{loop.get('FFMA')} / {loop.get('LDS.128')} / {loop.get('instructions')}" if loop else "-"
-        table.append([e["variant"], e["size"], changes, e["threads"], e["shared_memory"] // 1024,
-                      e["sass"].get("registers", "-"), mix, f"{r['tflops']:.1f}", f"{r['cublas_tflops']:.1f}",
-                      f"**{r['ratio']:.2f}**", f"{r['worst']:.2f}{'' if r['ok'] else ' MISMATCH'}"])
+        table.append([e["variant"], e["size"], changes, e["threads"], e["shared_memory"] // 1024, registers, mix,
+                      f"{r['tflops']:.1f}", f"{r['cublas_tflops']:.1f}", f"**{r['ratio']:.2f}**",
+                      f"{r['worst']:.2f}{'' if r['ok'] else ' MISMATCH'}"])
     variants.print_table(["variant", "size", "changes", "threads", "shared KB", "registers",
                           "loop FFMA / LDS.128 / instructions", "ours TFLOP/s", "cuBLAS TFLOP/s",
                           "cuBLAS ms / ours ms (paired)", "err / bound"], table)
-    for size in sorted({r["entry"]["size"] for r in rows}):
-        good = [r for r in rows if r["entry"]["size"] == size and r["ok"]
-                and not (r["entry"]["problem"]["trans_a"] or r["entry"]["problem"]["trans_b"])]
+    for size, compiler in sorted({(r["entry"]["size"], r["entry"].get("compiler") or "") for r in rows}):
+        good = [r for r in rows if r["entry"]["size"] == size and (r["entry"].get("compiler") or "") == compiler
+                and r["ok"] and not (r["entry"]["problem"]["trans_a"] or r["entry"]["problem"]["trans_b"])]
         if good:
             best = max(good, key=lambda r: r["ratio"])
-            print(f"best at {size}^3: {best['entry']['variant']} {best['ratio']:.2f}x cuBLAS "
-                  f"(config {best['entry']['config']})")
+            print(f"best at {size}^3{f' ({compiler})' if compiler else ''}: {best['entry']['variant']} "
+                  f"{best['ratio']:.2f}x cuBLAS (config {best['entry']['config']})")
     print(variants.device_line(torch, DEVICE, "floor 0.9x cuBLAS SGEMM"))
     return 0 if ok else 1
 
 
 def main(argv=None) -> int:
-    return variants.main(__doc__, VARIANTS, export, run, argv, rounds=ROUNDS)
+    parser = variants.parser(__doc__, VARIANTS, rounds=ROUNDS)
+    parser.add_argument("--nvcc", metavar="PATH", help="with --export: build each variant again with this nvcc "
+                        "(e.g. /usr/local/cuda-13.0/bin/nvcc)")
+    parser.add_argument("--nvrtc", metavar="PATH", help="with --export: build each variant again with this NVRTC "
+                        "library (libnvrtc.so.13 of another release or its directory, e.g. 13.0's, the H100 image's)")
+
+    def export_variants(args):
+        export(args.export, f"cuda/{args.arch}", args.only, nvcc=args.nvcc, nvrtc=args.nvrtc)
+
+    return variants.dispatch(parser, export_variants, lambda args: run(args.run, args.rounds, args.only), argv)
 
 
 if __name__ == "__main__":

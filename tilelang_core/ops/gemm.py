@@ -44,10 +44,14 @@ _FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_thr
 # slower: 8-wide slabs in 4 stages with a 16-byte skew and 16-byte stores 0.78x, 32-wide slabs
 # 0.83x, 8 x 16 thread tiles 0.76x, 256-wide blocks 0.80x, 3 or 6 stages 0.77x.
 # "fma_min_blocks" 2: NVRTC 13.0 (the H100 image's) gave this kernel 167 registers (one block per
-# SM, 0.41x in bench/ops.py) where NVRTC 13.5 gives 128 (two blocks, the 0.89x above)
+# SM, 0.41x in bench/ops.py) where NVRTC 13.5 gives 128 (two blocks, the 0.89x above); with the
+# cap 13.0 kept 128 registers with stack (0.75x). "fma_offset_loop": the cause was 13.0 unrolling
+# the K loop 8 times (142 KB of SASS) where the prefetch guard repeated the loop's exit test; the
+# loop counted from fma_stages - 1 stays rolled (NVRTC 13.0.88 here: 128 registers, no stack, an
+# 18 KB loop, as 13.5 builds it); without the cap 13.0 still takes 151 registers, so the cap stays
 _FMA_GEMM = {**_FMA, "fma_block_K": 16, "fma_thread_M": 8, "fma_thread_N": 8, "fma_lanes_n": 16,
              "fma_skew": False, "fma_swizzle_a": False, "fma_stages": 2, "fma_panel": 0, "fma_vector_store": False,
-             "fma_min_blocks": 2}
+             "fma_min_blocks": 2, "fma_offset_loop": True}
 GEMM_TABLE = (
     ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1,
                                 **_FMA_SERIAL}),
@@ -238,6 +242,14 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     A's 16-byte chunks by row / 4. Without the skew, a K-minor B tile in 16-wide K slabs is
     read with thread tj owning columns tj + gn n, its chunks XOR-swizzled by row pair (8 rows
     in 8 bank groups).
+    `fma_offset_loop` counts the K loop from `fma_stages` - 1 instead of 0 (the slab is the
+    counter minus that): a pipeline's guard on its prefetch, `ko + stages - 1 < n` over a
+    loop from 0, reads `ko + 1` against the bound when stages is 2, the loop's own exit test,
+    and NVVM 13.0 then unrolls the loop 8 times (8 copies of 1024 FFMA; ptxas needs 169
+    registers); from stages - 1 the guard reads the counter, `ko < n`, and the loop stays
+    rolled. NVRTC 13.5 keeps it rolled either way.
+    `fma_min_blocks` (a backend keyword: CUDA's `min_blocks_per_sm`) caps the registers so
+    that many blocks share an SM.
     `fma_panel` > 0 rasterizes the blocks in panels of that many (`T.use_swizzle`). Where the
     tiles are whole and C is stored as computed (float32, no bias, no activation),
     `fma_vector_store` stores each 4-column run with one 16-byte store; otherwise every
@@ -248,6 +260,7 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     bM, bN, bK = _tile(config, M, N, K, dtype, True)
     TM, TN, gm, gn = _fma_threads(config, bM, bN)
     stages = config.get("fma_stages", 2)
+    base = stages - 1 if config.get("fma_offset_loop", False) else 0
     panel = config.get("fma_panel", 0)
     rasterize = panel > 0
     KV = 4  # k per register refill: one 16-byte read of a K-minor row
@@ -308,15 +321,15 @@ def _gemm_fma_kernel(problem: dict, config: dict):
             for t in T.Parallel(threads):
                 for e in T.unroll(TM * TN):
                     acc[e] = 0.0
-            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+            for ko in T.Pipelined(base, T.ceildiv(K, bK) + base, num_stages=stages):
                 if ta:
-                    T.copy(A[bz, ko * bK, by * bM], A_s)
+                    T.copy(A[bz, (ko - base) * bK, by * bM], A_s)
                 else:
-                    T.copy(A[bz, by * bM, ko * bK], A_s)
+                    T.copy(A[bz, by * bM, (ko - base) * bK], A_s)
                 if tb:
-                    T.copy(Bm[bz, bx * bN, ko * bK], B_s)
+                    T.copy(Bm[bz, bx * bN, (ko - base) * bK], B_s)
                 else:
-                    T.copy(Bm[bz, ko * bK, bx * bN], B_s)
+                    T.copy(Bm[bz, (ko - base) * bK, bx * bN], B_s)
                 for t in T.Parallel(threads):
                     for k4 in T.unroll(bK // KV):
                         for m in T.unroll(TM):
