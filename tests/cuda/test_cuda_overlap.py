@@ -174,3 +174,15 @@ def test_negative_control_accumulator_touched_while_in_flight(monkeypatch):
     out = np.full((1, 1, seq_q, dim), np.nan, np.float16)
     run_kernel(lowered, q[None, None], k[None, None], v[None, None], out)
     assert np.abs(out[0, 0].astype(np.float64) - _reference(q, k, v, False)).max() > 5e-2
+
+
+def test_epilogue_tile_takes_the_swizzled_placement():
+    """O_shared, written only from the accumulator and stored only by TMA, is placed in
+    wgmma's swizzled slabs (its writes meet no bank conflicts) and stored one slab per box;
+    the emulator runs above check the values."""
+    import json
+
+    lowered = _lower(flash_attention(128, 256, 64, False))
+    maps = json.loads(str(lowered.attrs["cuda.tensor_maps"]))
+    store = [m for m in maps if m["param"] == 3]  # Output
+    assert store and store[0]["swizzle"] == 128, maps
