@@ -5,6 +5,8 @@ element, and the run checks, times and ranks what a manifest lists (on the CPU, 
 kernels: the exported CUDA kernels need the GPU)."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -63,6 +65,7 @@ def test_run_checks_times_and_ranks_on_the_cpu(bench, monkeypatch, tmp_path, cap
     trans = {k["name"]: k["trans_b"] for k in kernels}
     monkeypatch.setattr(bench, "DEVICE", "cpu")
     monkeypatch.setattr(bench.variants, "load", lambda path: stand_in(path.name, trans[path.name]))
+    monkeypatch.setitem(sys.modules, "tvm", sys.modules.get("tvm"))  # --run keeps TVM out: restored after
     assert bench.main(["--run", str(tmp_path), "--rounds", "1", "--only", "_nn_,_nt_"]) == 0
     out = capsys.readouterr().out
     assert "float32 nn 64^3:" in out and "float32 nt 64^3:" in out and "hole" not in out, out
