@@ -224,8 +224,9 @@ class _MusaMachine(_Machine):
                     out[r, kk] = float((raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)[0])
         return out
 
-    def wgmma(self, name: str, lane_args) -> None:
-        """The 128-thread collective the shared block scheduler runs (`sqmma` or `fmma`)."""
+    def wgmma(self, name: str, lane_args, group: int = 0) -> None:
+        """The 128-thread collective the shared block scheduler runs (`sqmma` or `fmma`); it
+        completes at issue here (`group`, the warp squad, is not needed)."""
         (self.fmma if _FMMA.fullmatch(name) else self.sqmma)(name, lane_args)
 
     @staticmethod
