@@ -48,6 +48,15 @@ def test_tile_placement_is_what_a_descriptor_reads(rows, cols, element, mn_major
                     assert addr == base + element * tile.flat(*want), (r, k, want)
 
 
+def _run(lowered, *arrays) -> None:
+    """Run a lowered kernel in the emulator, the one with TMA where it loads or stores by TMA
+    (an epilogue from a wgmma accumulator is staged and stored by TMA when it can be)."""
+    if lowered.attrs is not None and "cuda.tensor_maps" in lowered.attrs:
+        run_tma_kernel(lowered, *arrays)
+    else:
+        run_kernel(lowered, *arrays)
+
+
 def test_accumulator_layout_covers_the_tile_once():
     for m, n, groups in [(128, 128, 1), (128, 256, 2), (64, 256, 2), (256, 128, 2)]:
         tiling = choose_warpgroups(m, n, groups)
@@ -71,10 +80,7 @@ def _emulate(M, N, K, dtype="float16", trans_a=False, trans_b=False, relu=False,
     a_shape, b_shape = ((K, M) if trans_a else (M, K)), ((N, K) if trans_b else (K, N))
     a, b, av, bv = _operands(dtype, a_shape, b_shape, rng)
     c = np.zeros((M, N), np.float32)
-    if lowered.attrs is not None and "cuda.tensor_maps" in lowered.attrs:  # loads through TMA (test_cuda_tma.py)
-        run_tma_kernel(lowered, a, b, c)
-    else:
-        run_kernel(lowered, a, b, c)
+    _run(lowered, a, b, c)  # loads or stores through TMA: test_cuda_tma.py's emulator
     ref = (av.T if trans_a else av) @ (bv.T if trans_b else bv)
     if relu:  # an elementwise epilogue on C in the D layout
         ref = np.maximum(ref, 0)
@@ -150,10 +156,7 @@ def _k_major_run(M, N, K, dtype, rng, **kw):
         finite = codes[np.isfinite(codes.view(fp8).astype(np.float64))]
         a, b = rng.choice(finite, (M, K)), rng.choice(finite, (N, K))
     c = np.full((M, N), -7 if dtype == "int8" else np.nan, np.int32 if dtype == "int8" else np.float32)
-    if lowered.attrs is not None and "cuda.tensor_maps" in lowered.attrs:
-        run_tma_kernel(lowered, a, b, c)
-    else:
-        run_kernel(lowered, a, b, c)
+    _run(lowered, a, b, c)
     return c, a, b, lowered.script()
 
 
@@ -239,10 +242,7 @@ def _swapped_run(M, N, K, rng, **kw):
     lowered = lower(gemm_kernel(M, N, K, dtype="float32", **kw), _target("sm_90a"), options)
     a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
     c = np.full((M, N), np.nan, np.float32)
-    if lowered.attrs is not None and "cuda.tensor_maps" in lowered.attrs:
-        run_tma_kernel(lowered, a, b, c)
-    else:
-        run_kernel(lowered, a, b, c)
+    _run(lowered, a, b, c)
     return c, a, b, lowered.script()
 
 
@@ -313,7 +313,7 @@ def test_swapped_tf32_gemm_keeps_the_users_placement_of_b():
     rng = np.random.default_rng(14)
     a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
     c = np.full((M, N), np.nan, np.float32)
-    run_kernel(lowered, a, b, c)
+    _run(lowered, a, b, c)
     at, bt = _truncate_tf32(a).astype(np.float64), _truncate_tf32(b).astype(np.float64)
     assert (np.abs(c - at @ bt) <= 2 * (K + 2) * 2.0 ** -24 * (np.abs(at) @ np.abs(bt))).all()
 
@@ -345,7 +345,7 @@ def test_tf32_rs_gemm_reads_a_from_registers_in_emulator():
     rng = np.random.default_rng(13)
     a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((N, K)).astype(np.float32)
     c = np.full((M, N), np.nan, np.float32)
-    run_kernel(lowered, a, b, c)
+    _run(lowered, a, b, c)
     at, bt = _truncate_tf32(a).astype(np.float64), _truncate_tf32(b).astype(np.float64)
     assert (np.abs(c - at @ bt.T) <= 2 * (K + 2) * 2.0 ** -24 * (np.abs(at) @ np.abs(bt).T)).all()
 
@@ -443,7 +443,7 @@ def test_rs_gemm_reads_a_from_registers_in_emulator(M, N, K, D, dtype, threads, 
     q, k, qv, kv = _operands(dtype, (M, K), (N, K), rng)
     v, _, vv, _ = _operands(dtype, (D, N) if trans_v else (N, D), (1, 1), rng)
     o = np.full((M, D), np.nan, np.float32)
-    run_kernel(lowered, q, k, v, o)
+    _run(lowered, q, k, v, o)
     s = qv @ kv.T
     ref = s.astype(np.float16).astype(np.float64) @ (vv.T if trans_v else vv)  # P is rounded to fp16 in the kernel
     assert np.abs(o - ref).max() / max(1.0, np.abs(ref).max()) < 1e-3
