@@ -112,8 +112,8 @@ def _pipelines_left(func) -> bool:
 
 
 def _wgmma_accumulators(func, ctx) -> set:
-    """The C fragments of the gemms that run on wgmma (A from shared memory or registers; not
-    the swapped tf32 form, whose accumulator is C transposed)."""
+    """The C fragments of the gemms that run on wgmma (A from shared memory or registers, the
+    swapped tf32 form too: its fragment is C transposed, which the staging copy follows)."""
     from tilelang_core.ir import collect_tile_ops
 
     from .lower_wgmma import plan_wgmma, takes_wgmma
@@ -123,7 +123,7 @@ def _wgmma_accumulators(func, ctx) -> set:
     found = set()
     for op in collect_tile_ops(func):
         plan = plan_wgmma(op, threads) if op.name == "gemm" and isinstance(threads, int) else None
-        if plan is not None and not plan.swap and takes_wgmma(plan, op, layouts):
+        if plan is not None and takes_wgmma(plan, op, layouts):
             found.add(_key(op.regions[2].buffer))
     return found
 
