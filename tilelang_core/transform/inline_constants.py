@@ -22,22 +22,15 @@ import tvm_ffi
 from tvm import ir as _ir
 from tvm import tirx as tir
 
-from .irutil import analyzer, map_stmts, seq, substitute, walk
+from .irutil import analyzer, is_scalar_buffer, map_stmts, seq, substitute, walk
 
 __all__ = ["inline_constants"]
 
-_SCALAR_SCOPES = ("local", "local.var")
 _BY_ADDRESS = ("tirx.address_of", "tirx.tvm_access_ptr", "tirx.buffer_data")
 
 
 def _key(node) -> int:
     return node.__chandle__()
-
-
-def _is_scalar(buffer) -> bool:
-    shape = list(buffer.shape)
-    return (buffer.scope() in _SCALAR_SCOPES and len(shape) == 1 and isinstance(shape[0], tir.IntImm)
-            and int(shape[0]) == 1)
 
 
 def _constant(value, known_vars: dict, known_buffers: dict):
@@ -56,7 +49,7 @@ def _constant_scalars(body: tir.Stmt) -> tuple[dict, dict]:
     order: list = []
 
     def collect(node):
-        if isinstance(node, tir.BufferStore) and _is_scalar(node.buffer):
+        if isinstance(node, tir.BufferStore) and is_scalar_buffer(node.buffer):
             stores.setdefault(_key(node.buffer), []).append(node)
             order.append(node)
         elif isinstance(node, (tir.Bind, tir.LetStmt)):

@@ -22,6 +22,7 @@ __all__ = [
     "region_indices",
     "zero",
     "analyzer",
+    "is_scalar_buffer",
 ]
 
 _ANALYZER = Analyzer()
@@ -30,6 +31,14 @@ _ANALYZER = Analyzer()
 def analyzer() -> Analyzer:
     """The shared arithmetic analyzer (`tvm.sym.Analyzer`) for simplifying and proving."""
     return _ANALYZER
+
+
+def is_scalar_buffer(buffer) -> bool:
+    """A one-element local buffer: what TVMScript makes of a name the kernel assigns
+    (`x: T.int32 = ...`, `q_idx = bx * 128 + i`)."""
+    shape = list(buffer.shape)
+    return buffer.scope() in ("local", "local.var") and len(shape) == 1 and isinstance(shape[0], tir.IntImm) \
+        and int(shape[0]) == 1
 
 
 def const(value, dtype: str = "int32") -> tir.Expr:

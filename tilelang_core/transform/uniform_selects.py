@@ -29,7 +29,7 @@ from tvm import ir as _ir
 from tvm import tirx as tir
 from tvm.sym import detect_linear_equation
 
-from .irutil import analyzer, map_stmts, mentions, seq, substitute, walk
+from .irutil import analyzer, is_scalar_buffer, map_stmts, mentions, seq, substitute, walk
 
 __all__ = ["split_uniform_selects"]
 
@@ -42,13 +42,6 @@ def _nest(loop: tir.For) -> tuple[list[tir.For], tir.Stmt]:
     while isinstance(loops[-1].body, tir.For) and loops[-1].body.kind == tir.ForKind.PARALLEL:
         loops.append(loops[-1].body)
     return loops, loops[-1].body
-
-
-def _is_scalar(buf) -> bool:
-    """A one-element local buffer: what TVMScript makes of a name assigned in the kernel."""
-    shape = list(buf.ty.shape)
-    return str(buf.ty.storage_scope) in ("local", "local.var") and len(shape) == 1 \
-        and isinstance(shape[0], tir.IntImm) and int(shape[0]) == 1
 
 
 def _inline(expr, bound: dict):
@@ -71,14 +64,14 @@ def _store(body: tir.Stmt) -> tuple[tir.BufferStore, list] | None:
     bound: dict = {}
     declared = False
     for stmt in stmts[:-1]:
-        if isinstance(stmt, tir.AllocBuffer) and _is_scalar(stmt.buffer):
+        if isinstance(stmt, tir.AllocBuffer) and is_scalar_buffer(stmt.buffer):
             declared = True
             continue
-        if not (isinstance(stmt, tir.BufferStore) and _is_scalar(stmt.buffer)):
+        if not (isinstance(stmt, tir.BufferStore) and is_scalar_buffer(stmt.buffer)):
             return None
         bound[stmt.buffer.__chandle__()] = _inline(stmt.value, bound)
     store = stmts[-1]
-    if not isinstance(store, tir.BufferStore) or _is_scalar(store.buffer):
+    if not isinstance(store, tir.BufferStore) or is_scalar_buffer(store.buffer):
         return None
     keep = [] if declared else stmts[:-1]
     return tir.BufferStore(store.buffer, _inline(store.value, bound),
