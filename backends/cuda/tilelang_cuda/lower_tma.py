@@ -265,13 +265,18 @@ class _TmaPipeline:
         # the overlapped form of two chained gemms (`plan_overlap`): each gemm's tiles on
         # their own full/empty barriers (group 0: the first gemm's, 1: the second's)
         self.overlap = overlap
-        groups = 2 if overlap is not None else 1
-        self.barriers = tir.decl_buffer((2 * stages * groups,), "uint64", name="tma_barriers", scope=SCOPE_BARRIER)
+        self.barriers = tir.decl_buffer((2 * stages * self.groups,), "uint64", name="tma_barriers",
+                                        scope=SCOPE_BARRIER)
         self.staged = {}
         for load in loads:
             buf = load.dst.buffer
             self.staged[_key(buf)] = tir.decl_buffer((stages, load.rows, load.cols), str(buf.ty.dtype),
                                                      name=buf.name, scope=str(buf.ty.storage_scope))
+
+    @property
+    def groups(self) -> int:
+        """Barrier groups: 2 in the overlapped form (K's and V's tiles apart), else 1."""
+        return 2 if self.overlap is not None else 1
 
     def _count(self, it) -> tir.PrimExpr:
         """Iteration `it` of this run counted over every run of the loop: what picks its stage
@@ -397,7 +402,7 @@ class _TmaPipeline:
         ov = self.overlap
         stmt = self._at(ov.second if second else ov.first, at)
         extra = [tir.const(wg_wait, "int32"), tir.const(1, "int32"), tir.const(phase, "int32")]
-        if second and ov.a_regs is not None:
+        if second:
             extra.append(tir.BufferLoad(ov.a_regs, [0]))
         return tir.Evaluate(make_call("gemm", *stmt.value.args[:10], *extra), span=stmt.span)
 
@@ -465,11 +470,10 @@ class _TmaPipeline:
         return seq([proxy_fence(), whole if analyzer().can_prove(cond) else tir.IfThenElse(cond, whole, None)])
 
     def _init(self) -> list:
-        groups = 2 if self.overlap is not None else 1
         init = [_extern("tl::mbarrier_init", self.full(s, g), tir.const(1, "uint32"))
-                for g in range(groups) for s in range(self.stages)]
+                for g in range(self.groups) for s in range(self.stages)]
         init += [_extern("tl::mbarrier_init", self.empty(s, g), tir.const(self.warps, "uint32"))
-                 for g in range(groups) for s in range(self.stages)]
+                 for g in range(self.groups) for s in range(self.stages)]
         init.append(_extern("tl::fence_barrier_init"))
         return [tir.AllocBuffer(self.barriers), tir.IfThenElse(tir.EQ(self.tx, 0), seq(init), None)]
 
@@ -480,7 +484,7 @@ class _TmaPipeline:
         loop, stages, tx = self.loop, self.stages, self.tx
         n = loop.extent
         j = tir.Var(f"{loop.loop_var.name}_load", "int32")
-        groups = [None] if self.overlap is None else [0, 1]
+        groups = [None] if self.overlap is None else list(range(self.groups))
         producer = tir.For(j, tir.const(0, "int32"), n, tir.ForKind.SERIAL, seq([
             step
             for g in groups
@@ -531,11 +535,7 @@ class _Overlap:
 
 def _accesses(stmt: tir.Stmt) -> tuple[set, set]:
     """(buffers `stmt` reads, buffers it writes; -1 among them: an opaque call)."""
-    from tilelang_core.transform import walk
-
-    reads: set = set()
-    walk(stmt, lambda e: reads.add(_key(e.source)), (_ir.TensorLoad,))
-    return reads, _writes(stmt)
+    return _reads(stmt)[0], _writes(stmt)
 
 
 def _commute(a: tuple[set, set], b: tuple[set, set]) -> bool:

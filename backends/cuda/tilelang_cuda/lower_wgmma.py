@@ -391,7 +391,7 @@ def lower_wgmma(op: TileOp, ctx) -> tir.Stmt | None:
                   _loop(kk, plan.k_steps, _loop(j, 4, tir.BufferStore(
                       a_regs, tir.call_extern("uint32", "tl::pack_b16x2", bits(kk * 8 + j * 2),
                                               bits(kk * 8 + j * 2 + 1)), [kk * 4 + j])))]
-        fence_a = [_extern(f"tl::wgmma_fence_operands<{plan.k_steps * 4}>",
+        fence_a = [_extern(f"tl::wgmma_fence_operands<{a_register_count(plan)}>",
                            tir.address_of(tir.BufferLoad(a_regs, [0])))]
         mma = _extern(plan.function, tir.address_of(tir.BufferLoad(acc, [t.slot(mi, ni)])),
                       tir.address_of(tir.BufferLoad(a_regs, [kk * 4])), b_desc, tir.const(1, "int32"))
