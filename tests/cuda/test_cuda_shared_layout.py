@@ -306,6 +306,51 @@ def test_a_layout_that_splits_16_byte_runs_copies_without_cp_async():
         _lower(gemm_kernel(64, 64, 64, 64, 64, 32, 2, _column_major), "sm_80")
 
 
+def _column_sums(M, K, bm, bk, layout):
+    """Out[m] = sum_k A[m, k], A's (bm, bk) tiles arriving in a 2-stage `T.Pipelined` loop into
+    a shared tile placed by `layout(bm, bk)`."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float32"), Out: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, bm), threads=64) as bx:
+            A_s = T.alloc_shared((bm, bk), "float32")
+            acc = T.alloc_fragment((bm,), "float32")
+            T.annotate_layout({A_s: layout(bm, bk)})
+            T.clear(acc)
+            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=2):
+                T.copy(A[bx * bm, ko * bk], A_s)
+                for i in T.Parallel(bm):
+                    for k in T.serial(bk):
+                        acc[i] += A_s[i, k]
+            T.copy(acc, Out[bx * bm])
+
+    return main
+
+
+def _transposed(bm, bk):  # K-major rows bm + 4 floats apart: one float of a row per 4 bytes
+    return T.Layout((bm, bk), lambda i, k: (k * (bm + 4) + i,))
+
+
+def _pairs(bm, bk):  # k pairs of a row stay together: 8-byte runs
+    return T.Layout((bm, bk), lambda i, k: (k // 2, i, k % 2))
+
+
+@pytest.mark.parametrize("layout, size", [(_transposed, 4), (_pairs, 8)])
+def test_a_float32_layout_that_keeps_4_or_8_byte_runs_copies_with_cp_async_ca(layout, size):
+    """A placement that splits 16-byte runs but keeps 4 (a transposed tile) or 8 bytes
+    together: the pipelined copy still runs on cp.async, one `cp.async.ca` of that size per
+    run (zero-filled past the ragged edges), in two stages; the sums match NumPy."""
+    M, K = 45, 70
+    lowered = _lower(_column_sums(M, K, 32, 16, layout), "sm_80")
+    script = lowered.script()
+    assert f"tl::cp_async_ca_zfill<{size}>" in script and "cp_async_cg16" not in script
+    assert "tl::cp_async_wait<0>" in script  # the 2-stage pipeline's wait, not a synchronous copy's wait_all
+    a = np.random.default_rng(5).standard_normal((M, K)).astype(np.float32)
+    out = np.full((M,), np.nan, np.float32)
+    run_kernel(lowered, a, out)
+    np.testing.assert_allclose(out, a.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
 def test_a_layout_that_places_two_elements_together_is_an_error():
     from tilelang_core.transform.errors import TileLangCompileError
 

@@ -352,10 +352,11 @@ class _Machine:
             raise NotImplementedError(f"emulator: statement {t.__name__}")
 
     def extern(self, name: str, args, th):
-        if name.startswith("tl::cp_async_cg16"):
+        if name.startswith(("tl::cp_async_cg16", "tl::cp_async_ca")):
             dst, src = args[0], args[1]
+            size = 16 if name.startswith("tl::cp_async_cg16") else int(name.split("<")[1].rstrip(">"))
             valid = bool(args[2]) if len(args) > 2 else True
-            data = src.raw(16).copy() if valid else np.zeros(16, np.uint8)
+            data = src.raw(size).copy() if valid else np.zeros(size, np.uint8)
             th.open_group.append((dst, data))
         elif name == "tl::cp_async_commit":
             th.groups.append(th.open_group)
@@ -364,7 +365,7 @@ class _Machine:
             keep = 0 if name.endswith("wait_all") else int(name.split("<")[1].rstrip(">"))
             while len(th.groups) > keep:
                 for dst, data in th.groups.pop(0):
-                    dst.raw(16)[:] = data
+                    dst.raw(data.size)[:] = data
         elif name == "tl::mma_round_tf32":
             word = args[0].raw(4).view(np.uint32)
             word[0] = _round_tf32(word[0])

@@ -31,7 +31,8 @@ def test_export_writes_the_variants_and_the_manifest(bench, monkeypatch, tmp_pat
     target = get_plugin_manager().parse_target("cuda/sm_90a")
     config = bench.variant_config(target, bench.problem_of(4096), {})
     assert table["config"] == {k: v for k, v in config.items() if k.startswith("fma_") and k != "fma_warps"}
-    assert table["config"]["fma_offset_loop"] and before["config"] == {**table["config"], "fma_offset_loop": False}
+    assert table["config"]["fma_offset_loop"] and table["config"]["fma_transpose_a"]
+    assert before["config"] == {**table["config"], "fma_offset_loop": False, "fma_transpose_a": False}
     assert probe["config"] == {**table["config"], "fma_swizzle_a": True, "fma_min_blocks": 0}
     assert table["threads"] == before["threads"] == 256 and table["grid"] == [32, 32, 1]
     assert probe["probe_blocks_per_sm"] == 2 and table["probe_blocks_per_sm"] == 0

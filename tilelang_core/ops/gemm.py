@@ -48,10 +48,13 @@ _FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_thr
 # cap 13.0 kept 128 registers with stack (0.75x). "fma_offset_loop": the cause was 13.0 unrolling
 # the K loop 8 times (142 KB of SASS) where the prefetch guard repeated the loop's exit test; the
 # loop counted from fma_stages - 1 stays rolled (NVRTC 13.0.88 here: 128 registers, no stack, an
-# 18 KB loop, as 13.5 builds it); without the cap 13.0 still takes 151 registers, so the cap stays
+# 18 KB loop, as 13.5 builds it); without the cap 13.0 still takes 151 registers, so the cap stays.
+# "fma_transpose_a" (A's tile stored K-major, one float per cp.async): 0.91x at 4096^3 and 8192^3
+# built by NVRTC 13.0 and by 13.5, against 0.80x / 0.82x (13.0) and 0.85x / 0.86x (13.5) with
+# A's tile K-minor (H100, 2026-11-26, bench/sgemm_variants.py)
 _FMA_GEMM = {**_FMA, "fma_block_K": 16, "fma_thread_M": 8, "fma_thread_N": 8, "fma_lanes_n": 16,
              "fma_skew": False, "fma_swizzle_a": False, "fma_stages": 2, "fma_panel": 0, "fma_vector_store": False,
-             "fma_min_blocks": 2, "fma_offset_loop": True}
+             "fma_min_blocks": 2, "fma_offset_loop": True, "fma_transpose_a": True}
 GEMM_TABLE = (
     ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1,
                                 **_FMA_SERIAL}),
@@ -239,7 +242,11 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     (M, K); B as (N, K), `trans_b`) touches one row per distinct thread index on that side,
     rows 4 apart: `fma_skew` shifts every 4 rows of such a tile by 16 bytes, so those rows
     fall in distinct bank groups at no register cost; `fma_swizzle_a` instead XOR-swizzles
-    A's 16-byte chunks by row / 4. Without the skew, a K-minor B tile in 16-wide K slabs is
+    A's 16-byte chunks by row / 4. `fma_transpose_a` (over both) stores A's tile K-major
+    instead, as a (K, M) tile would arrive: a thread's 4-row runs of A are then 16 contiguous
+    bytes of one k row, each feeding 32 FFMA, and the copy moves one float per cp.async
+    (`T.Layout` transposing the tile; rows bM + 4 floats apart, so the copy's 16 k of a row
+    fall in 8 bank groups). Without the skew, a K-minor B tile in 16-wide K slabs is
     read with thread tj owning columns tj + gn n, its chunks XOR-swizzled by row pair (8 rows
     in 8 bank groups).
     `fma_offset_loop` counts the K loop from `fma_stages` - 1 instead of 0 (the slab is the
@@ -282,8 +289,10 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     def row_of(t, m, g):  # the m-th of a thread's rows (or columns), thread index t of g
         return (m // 4) * 4 * g + t * 4 + m % 4
 
-    swizzle_a = config.get("fma_swizzle_a", False) and not ta
-    skew_a = config.get("fma_skew", False) and not ta and not swizzle_a
+    transpose_a = config.get("fma_transpose_a", False) and not ta
+    prefetch = config.get("fma_prefetch", False) and (ta or transpose_a) and not tb
+    swizzle_a = config.get("fma_swizzle_a", False) and not ta and not transpose_a
+    skew_a = config.get("fma_skew", False) and not ta and not swizzle_a and not transpose_a
     skew_b = config.get("fma_skew", False) and tb
     chunks_a = bK // 4  # 16-byte chunks of a K-minor A row
     swizzle_b = tb and bK == 16 and not skew_b  # 4 chunks of 16 bytes a row; 2 rows per 128-byte bank cycle
@@ -304,8 +313,8 @@ def _gemm_fma_kernel(problem: dict, config: dict):
             A_s = T.alloc_shared(a_tile, "float32")
             B_s = T.alloc_shared(b_tile, "float32")
             acc = T.alloc_local((TM * TN,), "float32")
-            a_r = T.alloc_local((TM * KV,), "float32")
-            b_r = T.alloc_local((TN * KV,), "float32")
+            a_r = T.alloc_local((TM * KV * (2 if prefetch else 1),), "float32")
+            b_r = T.alloc_local((TN * KV * (2 if prefetch else 1),), "float32")
             if rasterize:
                 T.use_swizzle(panel_size=panel)
             if swizzle_a:
@@ -313,6 +322,8 @@ def _gemm_fma_kernel(problem: dict, config: dict):
                     r, T.bitwise_xor(c // 4, r // 4 % chunks_a) * 4 + c % 4))})
             if skew_a:
                 T.annotate_layout({A_s: T.Layout(a_tile, lambda r, c: (r * bK + r // 4 * 4 + c,))})
+            if transpose_a:
+                T.annotate_layout({A_s: T.Layout(a_tile, lambda r, c: (c * (bM + 4) + r,))})
             if skew_b:
                 T.annotate_layout({B_s: T.Layout(b_tile, lambda r, c: (r * bK + r // 4 * 4 + c,))})
             if swizzle_b:
@@ -330,7 +341,29 @@ def _gemm_fma_kernel(problem: dict, config: dict):
                     T.copy(Bm[bz, bx * bN, (ko - base) * bK], B_s)
                 else:
                     T.copy(Bm[bz, (ko - base) * bK, bx * bN], B_s)
-                for t in T.Parallel(threads):
+                if prefetch:  # both tiles K-major: k's fragments read while k - 1's are multiplied
+                    for t in T.Parallel(threads):
+                        for m in T.unroll(TM):
+                            if ta:
+                                a_r[m] = A_s[0, row_of(thread_m(t), m, gm)]
+                            else:
+                                a_r[m] = A_s[row_of(thread_m(t), m, gm), 0]
+                        for n in T.unroll(TN):
+                            b_r[n] = B_s[0, col_of(thread_n(t), n)]
+                        for k in T.unroll(bK - 1):
+                            for m in T.unroll(TM):
+                                if ta:
+                                    a_r[(k + 1) % 2 * TM + m] = A_s[k + 1, row_of(thread_m(t), m, gm)]
+                                else:
+                                    a_r[(k + 1) % 2 * TM + m] = A_s[row_of(thread_m(t), m, gm), k + 1]
+                            for n in T.unroll(TN):
+                                b_r[(k + 1) % 2 * TN + n] = B_s[k + 1, col_of(thread_n(t), n)]
+                            for e in T.unroll(TM * TN):
+                                acc[e] += a_r[k % 2 * TM + e // TN] * b_r[k % 2 * TN + e % TN]
+                        for e in T.unroll(TM * TN):
+                            acc[e] += a_r[(bK - 1) % 2 * TM + e // TN] * b_r[(bK - 1) % 2 * TN + e % TN]
+                else:
+                  for t in T.Parallel(threads):
                     for k4 in T.unroll(bK // KV):
                         for m in T.unroll(TM):
                             for kk in T.unroll(KV):

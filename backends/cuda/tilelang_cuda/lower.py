@@ -62,10 +62,10 @@ def lower_tile_op(target, op, ctx):
                 f"{unfit[0].origin} does not keep 16-byte runs of a row together; use "
                 f"make_mma_swizzle_layout or drop the annotation", source_of(op.stmt))
         return lower_gemm(op, ctx, swizzles)
-    if op.name == "copy" and "cp.async" in ctx.caps.copy_engines and not unfit:
-        from .lower_copy import lower_async_copy
+    if op.name == "copy" and "cp.async" in ctx.caps.copy_engines:
+        from .lower_copy import lower_async_copy, vector_bytes
 
-        lowered = lower_async_copy(op, swizzles, ctx.facts.get(ANALYZER))
+        lowered = lower_async_copy(op, swizzles, ctx.facts.get(ANALYZER), vector_bytes(placed, op.regions[1].buffer))
         if lowered is not None and needs_proxy_fence(ctx.facts, [op.regions[1].buffer]):
             lowered = seq([lowered, proxy_fence()])  # wgmma reads the tile next
         return lowered

@@ -1,8 +1,12 @@
-"""`T.copy(global, shared)` with cp.async, 16 bytes per instruction.
+"""`T.copy(global, shared)` with cp.async, 16 bytes per instruction (fewer into a tile whose
+`T.Layout` splits 16-byte runs).
 
 The tile is cut into 16-byte vectors along its contiguous (last) dim; each vector is one
 `cp.async.cg` (L2 only), zero-filled when it lies outside the tensor, so masked tails need
-no branch. Outside a software pipeline the copy also commits and waits for its group, so it
+no branch. Into a shared tile whose user placement keeps only 8- or 4-byte runs of a row
+together (`lower_layout.SharedLayout.run_bytes`: a transposed tile keeps one float), the
+vectors are that many bytes, each one `cp.async.ca` (through L1, which serves the
+neighbouring elements of a row that other instructions copy). Outside a software pipeline the copy also commits and waits for its group, so it
 reads as a synchronous copy; the pipeline pass (`lower_pipeline.py`) issues the same vectors
 without waiting.
 
@@ -22,7 +26,7 @@ from tilelang_core.transform import analyzer, in_bounds, squeeze_extents
 
 from .lower_gemm import SHARED_SCOPES
 
-__all__ = ["CopyPlan", "plan_copy", "lower_async_copy", "async_copy_nest", "launch_analyzer", "commit", "wait"]
+__all__ = ["CopyPlan", "plan_copy", "vector_bytes", "lower_async_copy", "async_copy_nest", "launch_analyzer", "commit", "wait"]
 
 VECTOR_BYTES = 16
 WRITE = 2
@@ -38,7 +42,8 @@ def _bytes(dtype: str) -> int:
 
 @dataclass(frozen=True)
 class CopyPlan:
-    """A global -> shared copy as `vectors` of `lanes` elements along the tile's last dim."""
+    """A global -> shared copy as vectors of `lanes` elements along the tile's last dim
+    (16 bytes, or fewer where the shared tile's placement splits 16-byte runs)."""
 
     src: Region
     dst: Region
@@ -50,16 +55,24 @@ def _divisible(expr, factor: int) -> bool:
     return analyzer().can_prove(tir.floormod(expr, factor) == 0)
 
 
-def plan_copy(op: TileOp) -> CopyPlan | None:
-    if op.name != "copy":
+def vector_bytes(placed: dict, buf) -> int:
+    """The bytes one cp.async may move into shared tile `buf`: 16, or the run its user
+    placement keeps together (`placed`: the `SHARED_LAYOUTS` fact; 0: none)."""
+    layout = placed.get(buf.__chandle__())
+    return VECTOR_BYTES if layout is None else layout.run_bytes
+
+
+def plan_copy(op: TileOp, vector: int = VECTOR_BYTES) -> CopyPlan | None:
+    """The cp.async plan of `op` in vectors of `vector` bytes (16, 8 or 4), or None."""
+    if op.name != "copy" or vector not in (4, 8, VECTOR_BYTES):
         return None
     src, dst = op.regions[:2]
     if src.scope != "global" or dst.scope not in SHARED_SCOPES or src.dtype != dst.dtype:
         return None
     size = _bytes(src.dtype)
-    if size > VECTOR_BYTES or VECTOR_BYTES % size:
+    if size > vector or vector % size:
         return None
-    lanes = VECTOR_BYTES // size
+    lanes = vector // size
     s_dims, d_dims = squeeze_extents(src.extents), squeeze_extents(dst.extents)
     if not s_dims or len(s_dims) != len(d_dims):
         return None
@@ -137,12 +150,15 @@ def async_copy_nest(plan: CopyPlan, swizzle=None, span=None, ana=None) -> tir.St
             ana.bind(var, ir.Range.from_min_extent(tir.const(0, "int32"), tir.const(extent, "int32")))
     valid = in_bounds(src.buffer, s_idx, ana)
     dst_ptr = _pointer(dst.buffer, d_idx, dst.dtype, lanes, WRITE)
+    size = lanes * _bytes(src.dtype)
+    name = "tl::cp_async_cg16" if size == VECTOR_BYTES else f"tl::cp_async_ca<{size}>"
     if valid is None:
-        body = _extern("tl::cp_async_cg16", dst_ptr, _pointer(src.buffer, s_idx, src.dtype, lanes, READ))
+        body = _extern(name, dst_ptr, _pointer(src.buffer, s_idx, src.dtype, lanes, READ))
     else:
         # out of bounds, nothing is read (src-size 0) but the address stays inside the tensor
         safe = [tir.if_then_else(valid, i, tir.const(0, dtype_of(i))) for i in s_idx]
-        body = _extern("tl::cp_async_cg16_zfill", dst_ptr, _pointer(src.buffer, safe, src.dtype, lanes, READ), valid)
+        zfill = "tl::cp_async_cg16_zfill" if size == VECTOR_BYTES else f"tl::cp_async_ca_zfill<{size}>"
+        body = _extern(zfill, dst_ptr, _pointer(src.buffer, safe, src.dtype, lanes, READ), valid)
     for var, extent in reversed(list(zip(loop_vars, plan.shape))):
         body = tir.For(var, tir.const(0, "int32"), tir.const(extent, "int32"), tir.ForKind.PARALLEL, body, span=span)
     return body
@@ -159,14 +175,14 @@ def wait(groups_in_flight: int | None = None) -> tir.Stmt:
     return _extern(f"tl::cp_async_wait<{int(groups_in_flight)}>")
 
 
-def lower_async_copy(op: TileOp, swizzles: dict, ana=None) -> tir.Stmt | None:
+def lower_async_copy(op: TileOp, swizzles: dict, ana=None, vector: int = VECTOR_BYTES) -> tir.Stmt | None:
     """A synchronous-looking cp.async copy: issue, commit, wait for it (None: not eligible).
-    `ana` knows the launch ranges (see `launch_analyzer`)."""
+    `ana` knows the launch ranges (see `launch_analyzer`); `vector`: bytes per cp.async."""
     from tilelang_core.transform import seq
 
     from .lower_pipeline import sync_placed
 
-    plan = plan_copy(op)
+    plan = plan_copy(op, vector)
     if plan is None:
         return None
     swizzle = swizzles.get(plan.dst.buffer.__chandle__())

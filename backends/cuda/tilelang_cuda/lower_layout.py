@@ -7,10 +7,12 @@ column tile, row, swizzled column). Two passes honour it:
 `plan_shared_layouts` (after `infer_layout`, before the tile ops are lowered) records in
 `ctx.facts[SHARED_LAYOUTS]` a `SharedLayout` for each annotated shared tile, after checking
 the map on every element: its outputs are non-negative, no two elements share a place, and it
-says whether each aligned 16-byte run of a row stays 16 contiguous, aligned bytes
-(`keeps_chunks`). The backend's own swizzle (`plan_swizzles`) leaves these tiles alone;
-cp.async copies and ldmatrix reads, which move 16 bytes from one address, use them only when
-they keep chunks (a copy falls back to the portable path, a gemm is an error otherwise).
+says how many bytes of a row stay together: `run_bytes`, the largest of 16, 8 and 4 whose
+aligned runs land on contiguous, aligned bytes (`keeps_chunks`: 16). The backend's own swizzle
+(`plan_swizzles`) leaves these tiles alone. cp.async copies move `run_bytes` per instruction
+(16 through L2 only, 8 or 4 through L1; a tile transposed by its layout takes one element per
+cp.async, and a placement that splits even those takes the portable copy); ldmatrix reads
+need whole 16-byte runs (a gemm is an error otherwise).
 
 `apply_shared_layouts` (after tile-op lowering and thread partitioning, before `vectorize`)
 replaces each such tile by a buffer of the physical shape and every access `buf[idx]` (loads,
@@ -111,8 +113,13 @@ class SharedLayout:
     index_map: object  # tvm.tirx.IndexMap
     logical_shape: tuple[int, ...]
     physical_shape: tuple[int, ...]
-    keeps_chunks: bool  # every aligned 16-byte run of a row is 16 contiguous, aligned bytes
+    run_bytes: int  # the largest of 16, 8, 4 whose aligned runs of a row stay contiguous and aligned; or 0
     origin: str  # "T.annotate_layout at line N", for messages
+
+    @property
+    def keeps_chunks(self) -> bool:
+        """Whether every aligned 16-byte run of a row is 16 contiguous, aligned bytes."""
+        return self.run_bytes == CHUNK_BYTES
 
     def physical(self, indices: list) -> list:
         """Physical indices of logical `indices` (leading unmapped dims pass through)."""
@@ -160,8 +167,8 @@ def _check(buf, index_map, origin: tuple | None) -> SharedLayout:
         raise TileLangCompileError(
             f"{where}: the layout of {buf.name} places elements {a} and {b} at the same index "
             f"{tuple(int(o.reshape(-1)[clash[1]]) for o in out)}", origin)
-    keeps = _keeps_chunks(flat, int(np.prod(physical)), _element_bits(buf))
-    return SharedLayout(index_map, shape, physical, keeps, where)
+    run = _run_bytes(flat, int(np.prod(physical)), _element_bits(buf))
+    return SharedLayout(index_map, shape, physical, run, where)
 
 
 def _first_clash(flat: np.ndarray) -> tuple[int, int] | None:
@@ -174,16 +181,22 @@ def _first_clash(flat: np.ndarray) -> tuple[int, int] | None:
     return int(order[same[0]]), int(order[same[0] + 1])
 
 
-def _keeps_chunks(flat: np.ndarray, physical_size: int, bits: int) -> bool:
-    """Whether every aligned 16-byte run of a row lands on 16 contiguous, aligned bytes
-    (and the physical tile is a whole number of such runs, so stages stay aligned)."""
+def _run_bytes(flat: np.ndarray, physical_size: int, bits: int) -> int:
+    """The largest of 16, 8 and 4 bytes whose every aligned run along a row lands on
+    contiguous, aligned bytes (the physical tile a whole number of such runs, so stages stay
+    aligned), or 0 where none does."""
     if bits % 8 or bits > 64:
-        return False
-    chunk = CHUNK_BYTES * 8 // bits
-    if not flat.shape or flat.shape[-1] % chunk or physical_size % chunk:
-        return False
-    runs = flat.reshape(*flat.shape[:-1], flat.shape[-1] // chunk, chunk)
-    return bool((runs[..., 0] % chunk == 0).all() and (runs - runs[..., :1] == np.arange(chunk)).all())
+        return 0
+    for size in (CHUNK_BYTES, 8, 4):
+        if size * 8 < bits:
+            break
+        chunk = size * 8 // bits
+        if not flat.shape or flat.shape[-1] % chunk or physical_size % chunk:
+            continue
+        runs = flat.reshape(*flat.shape[:-1], flat.shape[-1] // chunk, chunk)
+        if (runs[..., 0] % chunk == 0).all() and (runs - runs[..., :1] == np.arange(chunk)).all():
+            return size
+    return 0
 
 
 def plan_shared_layouts(func: tir.PrimFunc, ctx) -> tir.PrimFunc:

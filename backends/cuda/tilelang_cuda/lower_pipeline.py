@@ -39,7 +39,7 @@ from tilelang_core.transform import ranges_of
 
 from .layout import accumulator_layout, swizzle_for
 from .lower_layout import SHARED_LAYOUTS
-from .lower_copy import CopyPlan, async_copy_nest, commit, launch_analyzer, plan_copy, wait
+from .lower_copy import CopyPlan, async_copy_nest, commit, launch_analyzer, plan_copy, vector_bytes, wait
 from .lower_gemm import SHARED_SCOPES, plan_gemm
 from .lower_barrier import plan_tma_copy
 from .lower_wgmma import WGMMA_OPERANDS, proxy_fence
@@ -197,14 +197,16 @@ class _Loop:
         self.consumers: list[tir.Stmt] = []
 
 
-def _split(loop: tir.For, stages: int, scopes: dict[int, str], unfit: set = frozenset()) -> _Loop | None:
+def _split(loop: tir.For, stages: int, scopes: dict[int, str], placed: dict | None = None) -> _Loop | None:
     """Producers and consumers of `loop`, or None when it does not fit; a copy into a tile
-    in `unfit` (a user's placement that breaks 16-byte runs) is no producer."""
+    the user placed (`placed`: the `SHARED_LAYOUTS` fact) moves the runs its placement keeps
+    together, and is no producer where that is under 4 bytes."""
     split = _Loop(loop, stages)
     for stmt in _statements(loop.body):
-        plan = plan_copy(TileOp.from_stmt(stmt)) if is_tile_op(stmt, "copy") else None
-        if plan is not None and _key(plan.dst.buffer) in unfit:
-            plan = None
+        plan = None
+        if is_tile_op(stmt, "copy"):
+            op = TileOp.from_stmt(stmt)
+            plan = plan_copy(op, vector_bytes(placed or {}, op.regions[1].buffer))
         if plan is not None and _whole(plan.dst) and invariant_mins(plan.src, loop):
             split.producers.append((TileOp.from_stmt(stmt), plan))
         else:
@@ -324,7 +326,7 @@ def _pipeline(split: _Loop, swizzles: dict, ana, known: dict | None = None,
         nests = []
         for op, _ in split.producers:
             moved = TileOp.from_stmt(substitute(op.stmt, {var: lo + it}))
-            plan = plan_copy(moved)
+            plan = plan_copy(moved, vector_bytes(placed, moved.regions[1].buffer))
             if plan is None:  # alignment no longer provable after the shift
                 raise _NotPipelined()
             dst = staged[_key(plan.dst.buffer)]
@@ -382,7 +384,6 @@ def pipeline_async_copies(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     """Pipeline every eligible `T.Pipelined` loop (see the module docstring)."""
     swizzles = ctx.facts.setdefault(SWIZZLES, {})
     placed = ctx.facts.setdefault(SHARED_LAYOUTS, {})
-    unfit = {key for key, layout in placed.items() if not layout.keeps_chunks}
     scopes: dict[int, str] = {}
     walk(func.body, lambda a: scopes.__setitem__(_key(a.buffer), str(a.buffer.ty.storage_scope)), (tir.AllocBuffer,))
     outside = _references(func.body)
@@ -397,7 +398,7 @@ def pipeline_async_copies(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
             return loop  # a hand-written schedule: not ours to reorder
         if _user_synchronized(loop.body):
             return loop
-        split = _split(loop, int(loop.annotations[ANN_NUM_STAGES]), scopes, unfit)
+        split = _split(loop, int(loop.annotations[ANN_NUM_STAGES]), scopes, placed)
         if split is None:
             return loop
         inside = _references(loop.body)

@@ -616,7 +616,7 @@ def _placeable(func: tir.PrimFunc) -> set[int]:
 
 def _place(load: TmaLoad, placed: dict, swizzles: dict) -> None:
     """Give a placeable tile the swizzled placement its TMA boxes write."""
-    from .lower_layout import SharedLayout
+    from .lower_layout import CHUNK_BYTES, SharedLayout
     from .lower_wgmma import _index_map
 
     key = _key(load.dst.buffer)
@@ -626,7 +626,7 @@ def _place(load: TmaLoad, placed: dict, swizzles: dict) -> None:
     tile = wgmma_tile(load.rows, load.cols, element)
     line = load.op.source
     origin = f"TMA load at line {line[1]}" if line else "TMA load"
-    placed[key] = SharedLayout(_index_map(tile), (tile.rows, tile.cols), (tile.rows, tile.cols), True, origin)
+    placed[key] = SharedLayout(_index_map(tile), (tile.rows, tile.cols), (tile.rows, tile.cols), CHUNK_BYTES, origin)
     swizzles.pop(key, None)  # the XOR swizzle planned for cp.async no longer applies
 
 

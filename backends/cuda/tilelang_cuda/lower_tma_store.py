@@ -179,7 +179,7 @@ def stage_fragment_stores(func: tir.PrimFunc, ctx, params: dict[int, int], swizz
     statements, and the stage tile cannot take the main loop's bytes (the loading threads
     fill the next tile's stages meanwhile): there the tile may hold a part of the columns,
     stored in turn (2, 4, ... chunks, the fewest that fit)."""
-    from .lower_layout import SharedLayout
+    from .lower_layout import CHUNK_BYTES, SharedLayout
     from .lower_persistent import is_tile_loop
     from .lower_wgmma import _index_map
 
@@ -208,7 +208,7 @@ def stage_fragment_stores(func: tir.PrimFunc, ctx, params: dict[int, int], swizz
         if tile is not None:
             line = op.source
             ctx.facts.setdefault(SHARED_LAYOUTS, {})[_key(stage)] = SharedLayout(
-                _index_map(tile), (tile.rows, tile.cols), (tile.rows, tile.cols), True,
+                _index_map(tile), (tile.rows, tile.cols), (tile.rows, tile.cols), CHUNK_BYTES,
                 f"TMA store at line {line[1]}" if line else "TMA store")
             swizzled[_key(stage)] = tile
 
@@ -260,7 +260,7 @@ def place_store_tiles(func: tir.PrimFunc, ctx, params: dict[int, int], swizzled:
     from tilelang_core.ir import collect_tile_ops
 
     from .layout_wgmma import wgmma_tile
-    from .lower_layout import SharedLayout
+    from .lower_layout import CHUNK_BYTES, SharedLayout
     from .lower_pipeline import _references
     from .lower_wgmma import _index_map
 
@@ -287,7 +287,7 @@ def place_store_tiles(func: tir.PrimFunc, ctx, params: dict[int, int], swizzled:
             continue
         line = reads[0].source
         ctx.facts.setdefault(SHARED_LAYOUTS, {})[key] = SharedLayout(
-            _index_map(tile), (tile.rows, tile.cols), (tile.rows, tile.cols), True,
+            _index_map(tile), (tile.rows, tile.cols), (tile.rows, tile.cols), CHUNK_BYTES,
             f"TMA store at line {line[1]}" if line else "TMA store")
         swizzled[key] = tile
 

@@ -272,7 +272,7 @@ def _index_map(tile: WgmmaTile):
 
 def place_wgmma_operands(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     """Give the shared operands of every wgmma gemm the swizzled placement (module docstring)."""
-    from .lower_layout import SHARED_LAYOUTS, SharedLayout
+    from .lower_layout import CHUNK_BYTES, SHARED_LAYOUTS, SharedLayout
 
     placed = ctx.facts.setdefault(SHARED_LAYOUTS, {})
     operands = ctx.facts.setdefault(WGMMA_OPERANDS, set())
@@ -304,7 +304,7 @@ def place_wgmma_operands(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
                     f"swizzled placement, but {old.origin} places it otherwise; drop the annotation, or keep "
                     f"mma.sync with pass_configs={{'tl.disable_wgmma': True}}", line)
             if old is None:
-                placed[key] = SharedLayout(_index_map(tile), (tile.rows, tile.cols), (tile.rows, tile.cols), True,
+                placed[key] = SharedLayout(_index_map(tile), (tile.rows, tile.cols), (tile.rows, tile.cols), CHUNK_BYTES,
                                            origin)
             operands.add(key)
     return func
