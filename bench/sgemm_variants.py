@@ -14,18 +14,20 @@ Compile here, run there:
 The problem is C = A @ B, float32, A (M, K), B (K, N), square: every variant at 4096^3, the
 ones in `AT_8192` at 8192^3 too (with `--only`, the named variants at both sizes). `table` is
 the config `ops.gemm` runs at precision "highest" on the target today (16-wide K slabs in 2
-stages, warps of 2 x 16 threads, A's tile stored K-major (`fma_transpose_a`: one float per
-cp.async), scalar stores, `__launch_bounds__(256, 2)`, the K loop counted from 1);
-`kminor_a` is the same with A's tile K-minor, as it arrives (the table before
-`fma_transpose_a`), and `before` that without `fma_offset_loop` (the K loop counted from 0:
-what `bench/ops.py` ran at 0.75x on the H100, built there by NVRTC 13.0). The others change
-one or two keys of `table`: no register cap (`nolb`), the warp's arrangement (`fma_lanes_n`
-threads along N), how a K-minor A tile avoids bank conflicts (16-byte skew every 4 rows, XOR
-swizzle), stages, the K slab, block rasterization, 16-byte stores of C, the per-thread tile
-(8 x 16 and 16 x 8: 128 threads for 128 x 128), the block tile, and `a_kmajor`: A handed
-over as (K, M) (`trans_a=True`, beside cuBLAS on the same layout), whose tile arrives 16 bytes
-per cp.async. `b_kminor*` are the other problem `a @ b.T` (B as (N, K), `trans_b=True`): the
-table's config, without the register cap, and before.
+stages, A's tile stored K-major (`fma_transpose_a`: one float per cp.async), fragments read
+one k ahead into double register buffers (`fma_prefetch`) by 128 threads of 16 x 8 outputs,
+scalar stores, `__launch_bounds__(128, 2)`, the K loop counted from 1); `no_prefetch` is the
+8 x 8 loop (256 threads, fragments of 4 k a refill), `kminor_a` that loop with A's tile
+K-minor, as it arrives (the table before `fma_transpose_a`), and `before` that without
+`fma_offset_loop` (the K loop counted from 0: what `bench/ops.py` ran at 0.75x on the H100,
+built there by NVRTC 13.0). The others change one or two keys of `table`: the prefetch form's
+thread tile, stages, rasterization, no register cap (`nolb`), the warp's arrangement
+(`fma_lanes_n` threads along N), how a K-minor A tile avoids bank conflicts (16-byte skew
+every 4 rows, XOR swizzle), the K slab, 16-byte stores of C, and `a_kmajor`: A handed over as
+(K, M) (`trans_a=True`, beside cuBLAS on the same layout), whose tile arrives 16 bytes per
+cp.async. `b_kminor*` are the other problem `a @ b.T` (B as (N, K), `trans_b=True`, no
+prefetch form: B's tile is K-minor): the table's config, without the register cap, and
+before.
 
 A variant's third field, when nonzero, makes it a probe, not what the language emits: its
 CUDA source is rebuilt with `__launch_bounds__(threads, n)`. (The language now asks for that
@@ -70,41 +72,36 @@ SIZES = (4096, 8192)
 # blocks per SM asked of ptxas through `__launch_bounds__(threads, blocks)`, or 0)
 # `before`: the table's config before "fma_offset_loop" (NVRTC 13.0: the K loop unrolled 8 times,
 # 128 registers with 32 bytes of stack; bench/ops.py on the H100 0.75x)
-KMINOR = {"fma_transpose_a": False}  # A's tile K-minor, as it arrives (the table before fma_transpose_a)
+KMINOR = {"fma_transpose_a": False}  # A's tile K-minor, as it arrives (the 8 x 8 loop without prefetch)
 BEFORE = {"fma_offset_loop": False, **KMINOR}
+NO_PREFETCH = {"fma_prefetch": False}  # 8 x 8 per thread, 4 k of fragments a refill
 ONE_BLOCK = {"fma_min_blocks": 0}  # no register cap: thread tiles of 8 x 16 need 255 registers
 VARIANTS = {
     "table": ({}, {}, 0),
-    "kminor_a": (KMINOR, {}, 0),  # H100: 0.80x (13.0) / 0.85x (13.5) at 4096^3
+    "no_prefetch": (NO_PREFETCH, {}, 0),  # H100: 0.91x at 4096^3 (NVRTC 13.0 and 13.5)
+    "kminor_a": (KMINOR, {}, 0),  # 0.80x (13.0) / 0.85x (13.5) at 4096^3
     "before": (BEFORE, {}, 0),  # and the K loop from 0: 0.75x from 13.0
-    "nolb": (ONE_BLOCK, {}, 0),  # no __launch_bounds__ minimum
+    "prefetch_t8x8": ({"fma_prefetch_thread_M": 8}, {}, 0),  # 256 threads
+    "prefetch_t8x16": ({"fma_prefetch_thread_M": 8, "fma_prefetch_thread_N": 16}, {}, 0),
+    "prefetch_s3": ({"fma_stages": 3}, {}, 0),
+    "prefetch_panel8": ({"fma_panel": 8}, {}, 0),
+    "nolb": ({**NO_PREFETCH, **ONE_BLOCK}, {}, 0),  # no __launch_bounds__ minimum
     "skew": ({"fma_skew": True, **KMINOR}, {}, 0),  # A's rows 4 apart in distinct bank groups (16-byte skew)
     "swizzle": ({"fma_swizzle_a": True, **KMINOR}, {}, 0),
-    "lanes8": ({"fma_lanes_n": 8}, {}, 0),  # warps of 4 x 8 threads: a 32 x 64 warp tile
-    "lanes4": ({"fma_lanes_n": 4}, {}, 0),  # warps of 8 x 4 threads: 64 x 32
+    "lanes8": ({"fma_lanes_n": 8, **NO_PREFETCH}, {}, 0),  # warps of 4 x 8 threads: a 32 x 64 warp tile
     "lanes8_skew": ({"fma_lanes_n": 8, "fma_skew": True, **KMINOR}, {}, 0),
-    "s3": ({"fma_stages": 3}, {}, 0),
-    "s4": ({"fma_stages": 4}, {}, 0),
-    "k8_s4": ({"fma_block_K": 8, "fma_stages": 4}, {}, 0),
-    "k32": ({"fma_block_K": 32}, {}, 0),
-    "panel8": ({"fma_panel": 8}, {}, 0),
-    "vector_store": ({"fma_vector_store": True}, {}, 0),
-    "t8x16": ({"fma_thread_N": 16}, {}, 0),  # 128 threads
-    "t16x8": ({"fma_thread_M": 16}, {}, 0),
-    "b128x256_t8x16": ({"fma_block_N": 256, "fma_thread_N": 16, **ONE_BLOCK}, {}, 0),  # 256 threads
-    "b256x128_t16x8": ({"fma_block_M": 256, "fma_thread_M": 16, **ONE_BLOCK}, {}, 0),
-    "prefetch": ({"fma_prefetch": True}, {}, 0),
-    "prefetch_t16x8": ({"fma_prefetch": True, "fma_thread_M": 16}, {}, 0),
-    "prefetch_k32": ({"fma_prefetch": True, "fma_block_K": 32}, {}, 0),
-    "a_kmajor_prefetch": ({"fma_prefetch": True}, {"trans_a": True}, 0),
-    "a_kmajor_prefetch_t16x8": ({"fma_prefetch": True, "fma_thread_M": 16}, {"trans_a": True}, 0),
+    "s3": ({"fma_stages": 3, **NO_PREFETCH}, {}, 0),
+    "k8_s4": ({"fma_block_K": 8, "fma_stages": 4, **NO_PREFETCH}, {}, 0),
+    "k32": ({"fma_block_K": 32, **NO_PREFETCH}, {}, 0),
+    "vector_store": ({"fma_vector_store": True, **NO_PREFETCH}, {}, 0),
+    "t16x8": ({"fma_thread_M": 16, **NO_PREFETCH}, {}, 0),  # 128 threads, fragments 4 k at a time
     "a_kmajor": ({}, {"trans_a": True}, 0),  # A handed over K-major: its tile arrives 16 bytes per cp.async
-    "a_kmajor_t16x8": ({"fma_thread_M": 16}, {"trans_a": True}, 0),
-    "b_kminor": ({}, {"trans_b": True}, 0),  # a @ b.T with b (N, K): another problem
+    "a_kmajor_no_prefetch": (NO_PREFETCH, {"trans_a": True}, 0),
+    "b_kminor": ({}, {"trans_b": True}, 0),  # a @ b.T with b (N, K): another problem (no prefetch form)
     "b_kminor_nolb": (ONE_BLOCK, {"trans_b": True}, 0),  # 150 (13.5) or 228 (13.0) registers, no stack
     "b_kminor_before": (BEFORE, {"trans_b": True}, 0),
 }
-AT_8192 = ("table", "kminor_a", "before", "panel8", "t16x8")
+AT_8192 = ("table", "no_prefetch", "kminor_a", "a_kmajor")
 ROUNDS = 3
 DEVICE = "cuda"  # where the inputs live (a CPU smoke test of this script sets "cpu")
 

@@ -166,7 +166,7 @@ def test_half_and_bfloat16_compute_in_float_and_copy_raw():
     assert "bfloat16_t" in text and "__bfloat162float(A[" in text and "__float2bfloat16_rn(" in text
     # a copy of a storage-only dtype is a 16-bit move, not a trip through float
     text = render(lp.layouts()).source
-    assert "R[flat" in text and "= S[flat" in text
+    assert "R[r_1 * 128 + tx" in text and "= S[r_1 * 128 + tx]" in text
 
 
 def test_fp8_compiles_on_sm_90a():

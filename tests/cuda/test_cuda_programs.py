@@ -83,7 +83,7 @@ def test_toolchain_error_names_the_generated_and_the_users_line():
                      if "marker: bad extern" in text and "tl_no_such_function" in text)
     assert 'identifier "tl_no_such_function" is undefined' in message
     assert "Offending generated line(s):" in message
-    assert "B[flat] = tl_no_such_function(A[flat]);" in message
+    assert "B[tx] = tl_no_such_function(A[tx]);" in message
     # the kernel's own line or its T.Parallel loop's (the lowering keeps the loop's span)
     assert f"(from {__file__}:{user_line})" in message or f"(from {__file__}:{user_line - 1})" in message
     assert "Reproduce with nvcc:" in message

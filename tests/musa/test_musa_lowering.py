@@ -50,7 +50,7 @@ def test_seed_gemm_without_tme_maps_to_tce_and_async_copies():
     assert src.count("tl_musa_g2s") >= 2 and "tl_musa_g2s_wait();" in src
     assert "__launch_bounds__(512)" in src and "float C_local_reg[128];" in src
     # B's copy writes the slab placement the descriptors read
-    assert re.search(r"&B_shared\[flat_1 % 32 / 16 \* 8192 \+ flat_1 / 32 \* 128 \+ flat_1 % 16 \* 8\]", src), src
+    assert re.search(r"&B_shared\[tx % 32 / 16 \* 8192 \+ r_2 \* 2048 \+ tx / 32 \* 128 \+ tx % 16 \* 8\]", src), src
 
 
 def test_gemm_on_quyuan_maps_to_fmma():

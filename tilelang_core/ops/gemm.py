@@ -51,10 +51,13 @@ _FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_thr
 # 18 KB loop, as 13.5 builds it); without the cap 13.0 still takes 151 registers, so the cap stays.
 # "fma_transpose_a" (A's tile stored K-major, one float per cp.async): 0.91x at 4096^3 and 8192^3
 # built by NVRTC 13.0 and by 13.5, against 0.80x / 0.82x (13.0) and 0.85x / 0.86x (13.5) with
-# A's tile K-minor (H100, 2026-11-26, bench/sgemm_variants.py)
+# A's tile K-minor (H100, 2026-11-26, bench/sgemm_variants.py). "fma_prefetch" with 16 x 8 per
+# thread (128 threads): 0.91x / 0.92x there; A handed over as (K, M) (`trans_a`, 16-byte copies)
+# 0.98x / 0.96x, against 0.93x / 0.91x without the prefetch (NVRTC 13.0)
 _FMA_GEMM = {**_FMA, "fma_block_K": 16, "fma_thread_M": 8, "fma_thread_N": 8, "fma_lanes_n": 16,
              "fma_skew": False, "fma_swizzle_a": False, "fma_stages": 2, "fma_panel": 0, "fma_vector_store": False,
-             "fma_min_blocks": 2, "fma_offset_loop": True, "fma_transpose_a": True}
+             "fma_min_blocks": 2, "fma_offset_loop": True, "fma_transpose_a": True, "fma_prefetch": True,
+             "fma_prefetch_thread_M": 16, "fma_prefetch_thread_N": 8}
 GEMM_TABLE = (
     ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1,
                                 **_FMA_SERIAL}),
@@ -212,13 +215,18 @@ def _gemm_kernel(problem: dict, config: dict):
     return main
 
 
-def _fma_threads(config: dict, bM: int, bN: int) -> tuple[int, int, int, int]:
+def _fma_threads(config: dict, bM: int, bN: int, prefetch: bool = False) -> tuple[int, int, int, int]:
     """(TM, TN, gm, gn) of the FMA GEMM: a thread's block of C (fma_thread_M x fma_thread_N,
-    multiples of 4) and the grid of threads over the (bM, bN) tile (gm x gn threads)."""
+    or fma_prefetch_thread_M x _N in the prefetch form; multiples of 4) and the grid of
+    threads over the (bM, bN) tile (gm x gn threads)."""
     tm, tn = config.get("fma_thread_M", 8), config.get("fma_thread_N", 8)
+    keys = "fma_thread_M, fma_thread_N"
+    if prefetch:
+        tm, tn = config.get("fma_prefetch_thread_M", tm), config.get("fma_prefetch_thread_N", tn)
+        keys = "fma_prefetch_thread_M, fma_prefetch_thread_N"
     if tm % 4 or tn % 4 or bM % tm or bN % tn:
         raise OpError(f"gemm: the FMA config's thread tile {tm} x {tn} must be multiples of 4 that divide the "
-                      f"block tile {bM} x {bN} (fma_thread_M, fma_thread_N)")
+                      f"block tile {bM} x {bN} ({keys})")
     lanes = config.get("fma_lanes_n", 16)
     if lanes not in (1, 2, 4, 8, 16, 32):
         raise OpError(f"gemm: the FMA config's fma_lanes_n={lanes!r} must be a power of two up to 32 "
@@ -246,7 +254,12 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     instead, as a (K, M) tile would arrive: a thread's 4-row runs of A are then 16 contiguous
     bytes of one k row, each feeding 32 FFMA, and the copy moves one float per cp.async
     (`T.Layout` transposing the tile; rows bM + 4 floats apart, so the copy's 16 k of a row
-    fall in 8 bank groups). Without the skew, a K-minor B tile in 16-wide K slabs is
+    fall in 8 bank groups). `fma_prefetch`, where both tiles are K-major in shared memory
+    (A transposed or handed over as (K, M); B as (K, N)), reads k's fragments (one row of
+    each tile) into one half of two register buffers while k - 1's, in the other half, are
+    multiplied: the compiler then keeps every shared read well ahead of its use (NVRTC 13.0
+    otherwise scheduled a quarter of them within 20 instructions of it); that form takes its
+    own thread tile, `fma_prefetch_thread_M` x `fma_prefetch_thread_N`. Without the skew, a K-minor B tile in 16-wide K slabs is
     read with thread tj owning columns tj + gn n, its chunks XOR-swizzled by row pair (8 rows
     in 8 bank groups).
     `fma_offset_loop` counts the K loop from `fma_stages` - 1 instead of 0 (the slab is the
@@ -265,7 +278,9 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     dtype, ta, tb = problem["dtype"], problem["trans_a"], problem["trans_b"]
     has_bias, activation = problem["bias"], problem["activation"]
     bM, bN, bK = _tile(config, M, N, K, dtype, True)
-    TM, TN, gm, gn = _fma_threads(config, bM, bN)
+    transpose_a = config.get("fma_transpose_a", False) and not ta
+    prefetch = config.get("fma_prefetch", False) and (ta or transpose_a) and not tb
+    TM, TN, gm, gn = _fma_threads(config, bM, bN, prefetch)
     stages = config.get("fma_stages", 2)
     base = stages - 1 if config.get("fma_offset_loop", False) else 0
     panel = config.get("fma_panel", 0)
@@ -289,8 +304,6 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     def row_of(t, m, g):  # the m-th of a thread's rows (or columns), thread index t of g
         return (m // 4) * 4 * g + t * 4 + m % 4
 
-    transpose_a = config.get("fma_transpose_a", False) and not ta
-    prefetch = config.get("fma_prefetch", False) and (ta or transpose_a) and not tb
     swizzle_a = config.get("fma_swizzle_a", False) and not ta and not transpose_a
     skew_a = config.get("fma_skew", False) and not ta and not swizzle_a and not transpose_a
     skew_b = config.get("fma_skew", False) and tb
@@ -313,8 +326,8 @@ def _gemm_fma_kernel(problem: dict, config: dict):
             A_s = T.alloc_shared(a_tile, "float32")
             B_s = T.alloc_shared(b_tile, "float32")
             acc = T.alloc_local((TM * TN,), "float32")
-            a_r = T.alloc_local((TM * KV * (2 if prefetch else 1),), "float32")
-            b_r = T.alloc_local((TN * KV * (2 if prefetch else 1),), "float32")
+            a_r = T.alloc_local((2 * TM if prefetch else TM * KV,), "float32")
+            b_r = T.alloc_local((2 * TN if prefetch else TN * KV,), "float32")
             if rasterize:
                 T.use_swizzle(panel_size=panel)
             if swizzle_a:
@@ -363,23 +376,23 @@ def _gemm_fma_kernel(problem: dict, config: dict):
                         for e in T.unroll(TM * TN):
                             acc[e] += a_r[(bK - 1) % 2 * TM + e // TN] * b_r[(bK - 1) % 2 * TN + e % TN]
                 else:
-                  for t in T.Parallel(threads):
-                    for k4 in T.unroll(bK // KV):
-                        for m in T.unroll(TM):
+                    for t in T.Parallel(threads):
+                        for k4 in T.unroll(bK // KV):
+                            for m in T.unroll(TM):
+                                for kk in T.unroll(KV):
+                                    if ta:
+                                        a_r[m * KV + kk] = A_s[k4 * KV + kk, row_of(thread_m(t), m, gm)]
+                                    else:
+                                        a_r[m * KV + kk] = A_s[row_of(thread_m(t), m, gm), k4 * KV + kk]
+                            for n in T.unroll(TN):
+                                for kk in T.unroll(KV):
+                                    if tb:
+                                        b_r[n * KV + kk] = B_s[col_of(thread_n(t), n), k4 * KV + kk]
+                                    else:
+                                        b_r[n * KV + kk] = B_s[k4 * KV + kk, col_of(thread_n(t), n)]
                             for kk in T.unroll(KV):
-                                if ta:
-                                    a_r[m * KV + kk] = A_s[k4 * KV + kk, row_of(thread_m(t), m, gm)]
-                                else:
-                                    a_r[m * KV + kk] = A_s[row_of(thread_m(t), m, gm), k4 * KV + kk]
-                        for n in T.unroll(TN):
-                            for kk in T.unroll(KV):
-                                if tb:
-                                    b_r[n * KV + kk] = B_s[col_of(thread_n(t), n), k4 * KV + kk]
-                                else:
-                                    b_r[n * KV + kk] = B_s[k4 * KV + kk, col_of(thread_n(t), n)]
-                        for kk in T.unroll(KV):
-                            for e in T.unroll(TM * TN):
-                                acc[e] += a_r[(e // TN) * KV + kk] * b_r[(e % TN) * KV + kk]
+                                for e in T.unroll(TM * TN):
+                                    acc[e] += a_r[(e // TN) * KV + kk] * b_r[(e % TN) * KV + kk]
             if vector_store:  # whole float32 tiles, no epilogue math: a 16-byte store per 4-column run
                 for t in T.Parallel(threads):
                     for run in T.unroll(TM * TN // 4):

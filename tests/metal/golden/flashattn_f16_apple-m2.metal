@@ -142,8 +142,7 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
   float logsum_reg[2];
   #pragma unroll
   for (int r = 0; r < 32; ++r) {
-    int flat = r * 128 + tx;
-    Q_shared[flat] = Q[bx * 8192 + flat / 64 * 128 + by * 64 + flat % 64];
+    Q_shared[r * 128 + tx] = Q[bx * 8192 + r * 256 + tx / 64 * 128 + by * 64 + tx % 64];
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);
   #pragma unroll
@@ -162,8 +161,7 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     threadgroup_barrier(mem_flags::mem_threadgroup);
     #pragma unroll
     for (int r_4 = 0; r_4 < 32; ++r_4) {
-      int flat_1 = r_4 * 128 + tx;
-      K_shared[flat_1] = K[k * 8192 + flat_1 / 64 * 128 + by * 64 + flat_1 % 64];
+      K_shared[r_4 * 128 + tx] = K[k * 8192 + r_4 * 256 + tx / 64 * 128 + by * 64 + tx % 64];
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     #pragma unroll
@@ -172,7 +170,6 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     }
     #pragma unroll
     for (int r_6 = 0; r_6 < 1; ++r_6) {
-      int flat_2 = r_6 * 128 + tx;
       half B_frag[16];
       half A_frag[4];
       #pragma unroll
@@ -181,14 +178,14 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
         for (int t = 0; t < 2; ++t) {
           #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            A_frag[t * 2 + e] = Q_shared[flat_2 / 32 * 1024 + t * 512 + flat_2 % 32 / 16 * 256 + flat_2 % 8 / 2 * 64 + kk * 8 + flat_2 % 16 / 8 * 4 + flat_2 % 2 * 2 + e];
+            A_frag[t * 2 + e] = Q_shared[tx / 32 * 1024 + t * 512 + tx % 32 / 16 * 256 + tx % 8 / 2 * 64 + kk * 8 + tx % 16 / 8 * 4 + tx % 2 * 2 + e];
           }
         }
         #pragma unroll
         for (int t_1 = 0; t_1 < 8; ++t_1) {
           #pragma unroll
           for (int e_1 = 0; e_1 < 2; ++e_1) {
-            B_frag[t_1 * 2 + e_1] = K_shared[t_1 * 512 + flat_2 % 16 / 8 * 256 + flat_2 % 2 * 128 + e_1 * 64 + kk * 8 + flat_2 % 32 / 16 * 4 + flat_2 % 8 / 2];
+            B_frag[t_1 * 2 + e_1] = K_shared[t_1 * 512 + tx % 16 / 8 * 256 + tx % 2 * 128 + e_1 * 64 + kk * 8 + tx % 32 / 16 * 4 + tx % 8 / 2];
           }
         }
         #pragma unroll
@@ -210,7 +207,6 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     }
     #pragma unroll
     for (int r_9 = 0; r_9 < 1; ++r_9) {
-      int flat_3 = r_9 * 128 + tx;
       float max_acc[2];
       max_acc[0] = metal::max(metal::max(metal::max(metal::max(acc_s_reg[0], acc_s_reg[1]), metal::max(acc_s_reg[2], acc_s_reg[3])), metal::max(metal::max(acc_s_reg[4], acc_s_reg[5]), metal::max(acc_s_reg[6], acc_s_reg[7]))), metal::max(metal::max(metal::max(acc_s_reg[8], acc_s_reg[9]), metal::max(acc_s_reg[10], acc_s_reg[11])), metal::max(metal::max(acc_s_reg[12], acc_s_reg[13]), metal::max(acc_s_reg[14], acc_s_reg[15]))));
       max_acc[1] = metal::max(metal::max(metal::max(metal::max(acc_s_reg[16], acc_s_reg[17]), metal::max(acc_s_reg[18], acc_s_reg[19])), metal::max(metal::max(acc_s_reg[20], acc_s_reg[21]), metal::max(acc_s_reg[22], acc_s_reg[23]))), metal::max(metal::max(metal::max(acc_s_reg[24], acc_s_reg[25]), metal::max(acc_s_reg[26], acc_s_reg[27])), metal::max(metal::max(acc_s_reg[28], acc_s_reg[29]), metal::max(acc_s_reg[30], acc_s_reg[31]))));
@@ -261,7 +257,6 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     }
     #pragma unroll
     for (int r_11 = 0; r_11 < 1; ++r_11) {
-      int flat_4 = r_11 * 128 + tx;
       float sum_acc[2];
       sum_acc[0] = acc_s_reg[0] + acc_s_reg[1] + (acc_s_reg[2] + acc_s_reg[3]) + (acc_s_reg[4] + acc_s_reg[5] + (acc_s_reg[6] + acc_s_reg[7])) + (acc_s_reg[8] + acc_s_reg[9] + (acc_s_reg[10] + acc_s_reg[11]) + (acc_s_reg[12] + acc_s_reg[13] + (acc_s_reg[14] + acc_s_reg[15])));
       sum_acc[1] = acc_s_reg[16] + acc_s_reg[17] + (acc_s_reg[18] + acc_s_reg[19]) + (acc_s_reg[20] + acc_s_reg[21] + (acc_s_reg[22] + acc_s_reg[23])) + (acc_s_reg[24] + acc_s_reg[25] + (acc_s_reg[26] + acc_s_reg[27]) + (acc_s_reg[28] + acc_s_reg[29] + (acc_s_reg[30] + acc_s_reg[31])));
@@ -317,13 +312,11 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     threadgroup_barrier(mem_flags::mem_threadgroup);
     #pragma unroll
     for (int r_14 = 0; r_14 < 32; ++r_14) {
-      int flat_5 = r_14 * 128 + tx;
-      V_shared[flat_5] = V[k * 8192 + flat_5 / 64 * 128 + by * 64 + flat_5 % 64];
+      V_shared[r_14 * 128 + tx] = V[k * 8192 + r_14 * 256 + tx / 64 * 128 + by * 64 + tx % 64];
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     #pragma unroll
     for (int r_15 = 0; r_15 < 1; ++r_15) {
-      int flat_6 = r_15 * 128 + tx;
       half B_frag_1[16];
       #pragma unroll
       for (int kk_1 = 0; kk_1 < 8; ++kk_1) {
@@ -331,7 +324,7 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
         for (int t_2 = 0; t_2 < 8; ++t_2) {
           #pragma unroll
           for (int e_2 = 0; e_2 < 2; ++e_2) {
-            B_frag_1[t_2 * 2 + e_2] = V_shared[kk_1 * 512 + flat_6 % 32 / 16 * 256 + flat_6 % 8 / 2 * 64 + t_2 * 8 + flat_6 % 16 / 8 * 4 + flat_6 % 2 * 2 + e_2];
+            B_frag_1[t_2 * 2 + e_2] = V_shared[kk_1 * 512 + tx % 32 / 16 * 256 + tx % 8 / 2 * 64 + t_2 * 8 + tx % 16 / 8 * 4 + tx % 2 * 2 + e_2];
           }
         }
         #pragma unroll
@@ -391,7 +384,6 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
   threadgroup_barrier(mem_flags::mem_threadgroup);
   #pragma unroll
   for (int r_16 = 0; r_16 < 32; ++r_16) {
-    int flat_7 = r_16 * 128 + tx;
-    Output[bx * 8192 + flat_7 / 64 * 128 + by * 64 + flat_7 % 64] = O_shared[flat_7];
+    Output[bx * 8192 + r_16 * 256 + tx / 64 * 128 + by * 64 + tx % 64] = O_shared[r_16 * 128 + tx];
   }
 }

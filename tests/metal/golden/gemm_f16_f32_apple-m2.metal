@@ -138,19 +138,16 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
     threadgroup_barrier(mem_flags::mem_threadgroup);
     #pragma unroll
     for (int r_1 = 0; r_1 < 16; ++r_1) {
-      int flat = r_1 * 128 + tx;
-      A_s[flat] = A[by * 16384 + flat / 32 * 256 + ko * 32 + flat % 32];
+      A_s[r_1 * 128 + tx] = A[by * 16384 + r_1 * 1024 + tx / 32 * 256 + ko * 32 + tx % 32];
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     #pragma unroll
     for (int r_2 = 0; r_2 < 16; ++r_2) {
-      int flat_1 = r_2 * 128 + tx;
-      B_s[flat_1] = B[ko * 8192 + flat_1 / 64 * 256 + bx * 64 + flat_1 % 64];
+      B_s[r_2 * 128 + tx] = B[ko * 8192 + r_2 * 512 + tx / 64 * 256 + bx * 64 + tx % 64];
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     #pragma unroll
     for (int r_3 = 0; r_3 < 1; ++r_3) {
-      int flat_2 = r_3 * 128 + tx;
       half B_frag[8];
       half A_frag[8];
       #pragma unroll
@@ -159,14 +156,14 @@ inline void tl_simdgroup_mma(thread Acc* d, thread const T* a, thread const T* b
         for (int t = 0; t < 4; ++t) {
           #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            A_frag[t * 2 + e] = A_s[flat_2 % 64 / 32 * 1024 + t * 256 + flat_2 % 32 / 16 * 128 + flat_2 % 8 / 2 * 32 + kk * 8 + flat_2 % 16 / 8 * 4 + flat_2 % 2 * 2 + e];
+            A_frag[t * 2 + e] = A_s[tx % 64 / 32 * 1024 + t * 256 + tx % 32 / 16 * 128 + tx % 8 / 2 * 32 + kk * 8 + tx % 16 / 8 * 4 + tx % 2 * 2 + e];
           }
         }
         #pragma unroll
         for (int t_1 = 0; t_1 < 4; ++t_1) {
           #pragma unroll
           for (int e_1 = 0; e_1 < 2; ++e_1) {
-            B_frag[t_1 * 2 + e_1] = B_s[kk * 512 + flat_2 % 32 / 16 * 256 + flat_2 % 8 / 2 * 64 + flat_2 / 64 * 32 + t_1 * 8 + flat_2 % 16 / 8 * 4 + flat_2 % 2 * 2 + e_1];
+            B_frag[t_1 * 2 + e_1] = B_s[kk * 512 + tx % 32 / 16 * 256 + tx % 8 / 2 * 64 + tx / 64 * 32 + t_1 * 8 + tx % 16 / 8 * 4 + tx % 2 * 2 + e_1];
           }
         }
         #pragma unroll
