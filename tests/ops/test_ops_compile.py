@@ -185,6 +185,10 @@ def test_flash_attention_softmax_is_lean_on_hopper(causal):
     # without fast math: 72 FSETP (exp2's denormal fix-ups) and 132 MUFU a copy; 2 are the epilogue's l > 0
     assert counts.get("FSETP", 0) <= 4 and counts["MUFU"] <= copies * (scores + 4), counts
     assert counts.get("FFMA", 0) >= copies * scores, counts
+    # a causal problem takes the table's causal_stages (3 against 2): a third stage of K and V tiles
+    assert (config["stages"], config["causal_stages"]) == (2, 3)
+    tile = config["block_N"] * op.example["dim"] * 2  # one fp16 K or V tile
+    assert (kernel.meta.shared_memory >= 3 * 2 * tile) == causal, (kernel.meta.shared_memory, config)
 
 
 # -- a vendor's config through tilelang_op_config, end to end ------------------------------

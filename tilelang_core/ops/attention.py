@@ -24,7 +24,11 @@ ATTENTION_TABLE = (
     ConfigRule("block-serial", {"block_M": 32, "block_N": 32, "stages": 1, "threads": 1}),
     # fast_math: exp2 as one ex2.approx.ftz (NVRTC's --use_fast_math keeps inf and NaN), half the
     # instructions of the softmax; HIP's -ffast-math assumes finite values, so only this row has it
-    ConfigRule("wgmma", {"block_M": 128, "block_N": 128, "stages": 2, "warps": 8, "fast_math": True}),
+    # causal_stages: the stages of a causal problem with dim <= 128 (3 x 64 KB of K and V tiles at
+    # 128, 224 KB of shared memory in all); TileLang's causal example on the H100 (bench/attention.py, 2026-11-26): 3
+    # stages 0.97x SDPA, 2 stages 0.96x
+    ConfigRule("wgmma", {"block_M": 128, "block_N": 128, "stages": 2, "causal_stages": 3, "warps": 8,
+                         "fast_math": True}),
     ConfigRule("simt", {"block_M": 64, "block_N": 64, "stages": 2, "warps": 4}),
 )
 ATTENTION_TUNE = {"block_M": (64, 128), "block_N": (32, 64, 128), "stages": (1, 2), "warps": (4, 8)}
@@ -83,6 +87,8 @@ def _fwd_kernel(problem: dict, config: dict):
     c, prescale = _softmax_scale(problem)
     scale = problem["scale"]
     ragged = Skv % bN != 0
+    # a causal problem may take more stages (the table's causal_stages), sized for dim <= 128
+    stages = config.get("causal_stages", config["stages"]) if causal and D <= 128 else config["stages"]
 
     @T.prim_func
     def main(Q: T.Tensor((B, Hq, Sq, D), dtype), K: T.Tensor((B, Hkv, Skv, D), dtype),
@@ -105,7 +111,7 @@ def _fwd_kernel(problem: dict, config: dict):
             T.fill(m, -T.infinity("float32"))
             # causal: the loop stops at the block of the diagonal instead of masking the rest
             steps = T.min(T.ceildiv(Skv, bN), T.ceildiv((bx + 1) * bM, bN)) if causal else T.ceildiv(Skv, bN)
-            for k in T.Pipelined(steps, num_stages=config["stages"]):
+            for k in T.Pipelined(steps, num_stages=stages):
                 T.copy(K[bz, by // group, k * bN, 0], K_s)
                 # the mask is the product's starting value (0 or -inf): no pass over the scores after it
                 if causal:
