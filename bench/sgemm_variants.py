@@ -13,21 +13,25 @@ Compile here, run there:
 
 The problem is C = A @ B, float32, A (M, K), B (K, N), square: every variant at 4096^3, the
 ones in `AT_8192` at 8192^3 too (with `--only`, the named variants at both sizes). `table` is
-the config `ops.gemm` runs at precision "highest" on the target today (16-wide K slabs in 2
-stages, A's tile stored K-major (`fma_transpose_a`: one float per cp.async), fragments read
-one k ahead into double register buffers (`fma_prefetch`) by 128 threads of 16 x 8 outputs,
-scalar stores, `__launch_bounds__(128, 2)`, the K loop counted from 1); `no_prefetch` is the
-8 x 8 loop (256 threads, fragments of 4 k a refill), `kminor_a` that loop with A's tile
-K-minor, as it arrives (the table before `fma_transpose_a`), and `before` that without
+the config `ops.gemm` runs at precision "highest" on the target today: two launches, the
+first writing A as (K, M) into a workspace (`fma_pretranspose`: a 64 x 64 tile through
+shared memory), the second the tile loop over it (16-wide K slabs in 2 stages, both tiles
+K-major and copied 16 bytes per cp.async, fragments read one k ahead into double register
+buffers (`fma_prefetch`) by 128 threads of 16 x 8 outputs, scalar stores,
+`__launch_bounds__(128, 2)`, the K loop counted from 1). `no_pretranspose` is one launch whose
+copy transposes A's tile on its way in (`fma_transpose_a`: one float per cp.async);
+`no_prefetch` the 8 x 8 loop (256 threads, fragments of 4 k a refill); `kminor_a` that loop
+with A's tile K-minor, as it arrives (the table before this work), and `before` that without
 `fma_offset_loop` (the K loop counted from 0: what `bench/ops.py` ran at 0.75x on the H100,
 built there by NVRTC 13.0). The others change one or two keys of `table`: the prefetch form's
 thread tile, stages, rasterization, no register cap (`nolb`), the warp's arrangement
 (`fma_lanes_n` threads along N), how a K-minor A tile avoids bank conflicts (16-byte skew
 every 4 rows, XOR swizzle), the K slab, 16-byte stores of C, and `a_kmajor`: A handed over as
-(K, M) (`trans_a=True`, beside cuBLAS on the same layout), whose tile arrives 16 bytes per
-cp.async. `b_kminor*` are the other problem `a @ b.T` (B as (N, K), `trans_b=True`, no
-prefetch form: B's tile is K-minor): the table's config, without the register cap, and
-before.
+(K, M) (`trans_a=True`, beside cuBLAS on the same layout: the tile loop alone). `b_kminor*`
+are the other problem `a @ b.T` (B as (N, K), `trans_b=True`, one launch and no prefetch
+form: B's tile is K-minor): the table's config, without the register cap, and before. A
+kernel of several launches is rebuilt by `--nvrtc` / `--nvcc` from its launches' sources
+joined (one cubin holding every entry).
 
 A variant's third field, when nonzero, makes it a probe, not what the language emits: its
 CUDA source is rebuilt with `__launch_bounds__(threads, n)`. (The language now asks for that
@@ -72,13 +76,15 @@ SIZES = (4096, 8192)
 # blocks per SM asked of ptxas through `__launch_bounds__(threads, blocks)`, or 0)
 # `before`: the table's config before "fma_offset_loop" (NVRTC 13.0: the K loop unrolled 8 times,
 # 128 registers with 32 bytes of stack; bench/ops.py on the H100 0.75x)
-KMINOR = {"fma_transpose_a": False}  # A's tile K-minor, as it arrives (the 8 x 8 loop without prefetch)
+KMINOR = {"fma_transpose_a": False, "fma_pretranspose": False}  # A's tile K-minor, as it arrives (8 x 8, no prefetch)
+IN_KERNEL = {"fma_pretranspose": False}  # A transposed by the tile loop's own copy (one float per cp.async)
 BEFORE = {"fma_offset_loop": False, **KMINOR}
 NO_PREFETCH = {"fma_prefetch": False}  # 8 x 8 per thread, 4 k of fragments a refill
 ONE_BLOCK = {"fma_min_blocks": 0}  # no register cap: thread tiles of 8 x 16 need 255 registers
 VARIANTS = {
     "table": ({}, {}, 0),
-    "no_prefetch": (NO_PREFETCH, {}, 0),  # H100: 0.91x at 4096^3 (NVRTC 13.0 and 13.5)
+    "no_pretranspose": (IN_KERNEL, {}, 0),  # H100: 0.89-0.91x at 4096^3 (NVRTC 13.0)
+    "no_prefetch": (NO_PREFETCH, {}, 0),
     "kminor_a": (KMINOR, {}, 0),  # 0.80x (13.0) / 0.85x (13.5) at 4096^3
     "before": (BEFORE, {}, 0),  # and the K loop from 0: 0.75x from 13.0
     "prefetch_t8x8": ({"fma_prefetch_thread_M": 8}, {}, 0),  # 256 threads
@@ -101,7 +107,7 @@ VARIANTS = {
     "b_kminor_nolb": (ONE_BLOCK, {"trans_b": True}, 0),  # 150 (13.5) or 228 (13.0) registers, no stack
     "b_kminor_before": (BEFORE, {"trans_b": True}, 0),
 }
-AT_8192 = ("table", "no_prefetch", "kminor_a", "a_kmajor")
+AT_8192 = ("table", "no_pretranspose", "kminor_a", "a_kmajor")
 ROUNDS = 3
 DEVICE = "cuda"  # where the inputs live (a CPU smoke test of this script sets "cpu")
 
@@ -297,14 +303,19 @@ def export(out: Path, target: str, only: list[str] | None = None, sizes: tuple =
                 if blocks or compile_with:  # rebuilt from the (probe's) source
                     source = probe_source(kernel, blocks) if blocks else kernel.get_kernel_source()
                     compile_with = compile_with or (lambda src: compile_cuda(src, target.arch))
-                    (out / label / kernel.meta.binary_name).write_bytes(compile_with(source))
+                    cubin = compile_with(source)
+                    # several launches: their sources, joined, build one cubin holding every entry
+                    for meta in kernel.meta.launches or (kernel.meta,):
+                        (out / label / meta.binary_name).write_bytes(cubin)
                     (out / label / "kernel.src").write_text(source)
-                binary = (out / label / kernel.meta.binary_name).read_bytes()
+                # a kernel of several launches (A transposed by a first launch): the last, the tiles'
+                tiles = kernel.meta.launches[-1] if kernel.meta.launches else kernel.meta
+                binary = (out / label / tiles.binary_name).read_bytes()
                 entry = {"name": label, "variant": name, "size": size, "changes": changes, "problem": problem,
                          "config": {k: v for k, v in config.items() if k.startswith("fma_") and k != "fma_warps"},
-                         "compiler": compiler,
-                         "threads": kernel.meta.block[0], "grid": list(kernel.meta.grid),
-                         "shared_memory": kernel.meta.shared_memory,
+                         "compiler": compiler, "launches": max(1, len(kernel.meta.launches or ())),
+                         "threads": tiles.block[0], "grid": list(tiles.grid),
+                         "shared_memory": tiles.shared_memory,
                          "probe_blocks_per_sm": blocks, "sass": sass_summary(binary) if target.kind == "cuda" else {}}
                 entries.append(entry)
                 sass = entry["sass"]

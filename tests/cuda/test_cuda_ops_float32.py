@@ -37,18 +37,22 @@ def _kernel(M, N, K, ta, tb, bias, fma=True, changes=None):
     return op, problem, op.kernels[config["kernel"]](problem, config), target
 
 
-# the table's FMA config (the prefetch form where both tiles are K-major: A transposed on its
-# way in, or handed over as (K, M)), and variants of bench/sgemm_variants.py: the 8 x 8 loop
+# the table's FMA config in one launch (the emulator runs one: the table's plain a @ b writes
+# A as (K, M) first, `fma_pretranspose`, whose two launches tests/opencl runs on PoCL; here A's
+# tile is transposed on its way in) and for A handed over as (K, M), and variants of bench/sgemm_variants.py: the 8 x 8 loop
 # without prefetch, the prefetch form's thread tile, the warp's arrangement, the A tile as it
 # arrives (K-minor) with its XOR swizzle, 8 x 16 per thread, 16- and 32-wide K slabs, the K loop
 # counted from fma_stages - 1 (the table's fma_offset_loop: 1 and 2) and from 0
 FMA_VARIANTS = [
-    (False, False, {}), (True, True, {}), (False, False, {"fma_prefetch": False}),
+    (False, False, {"fma_pretranspose": False}), (True, True, {}),
+    (False, False, {"fma_prefetch": False, "fma_pretranspose": False}),
     (True, False, {"fma_prefetch_thread_M": 8, "fma_prefetch_thread_N": 16}),
-    (False, False, {"fma_lanes_n": 4, "fma_skew": False, "fma_swizzle_a": True, "fma_transpose_a": False}),
+    (False, False, {"fma_lanes_n": 4, "fma_skew": False, "fma_swizzle_a": True, "fma_transpose_a": False,
+                    "fma_pretranspose": False}),
     (False, True, {"fma_thread_N": 16, "fma_lanes_n": 2, "fma_stages": 2}),
     (True, False, {"fma_thread_M": 16, "fma_block_K": 16, "fma_stages": 3}),
-    (False, False, {"fma_skew": False, "fma_block_K": 32, "fma_stages": 2, "fma_panel": 2, "fma_offset_loop": False}),
+    (False, False, {"fma_skew": False, "fma_block_K": 32, "fma_stages": 2, "fma_panel": 2, "fma_offset_loop": False,
+                    "fma_pretranspose": False}),
 ]
 
 
@@ -60,7 +64,7 @@ def test_fma_gemm_computes_float32_products_in_the_emulator(ta, tb, changes, M, 
     if (M, N, K) == (32, 32, 24):
         if (ta, tb, changes) != FMA_VARIANTS[0]:
             pytest.skip("whole tiles: the table's config with 16-byte stores, plain a @ b, suffices")
-        changes = {"fma_vector_store": True}
+        changes = {"fma_vector_store": True, "fma_pretranspose": False}
     op, problem, func, target = _kernel(M, N, K, ta, tb, bias=ta, changes=changes)
     lowered = lower(func, target, CompileOptions())
     assert ("= acc[T.Ramp(" in lowered.script()) is (M == 32), "16-byte stores of C exactly where tiles are whole"
@@ -86,13 +90,19 @@ def _opcodes(sass: str) -> dict[str, int]:
     return counts
 
 
-def test_fma_gemm_sass_reads_shared_memory_16_bytes_at_a_time():
+@pytest.mark.parametrize("pretranspose", [True, False])
+def test_fma_gemm_sass_reads_shared_memory_16_bytes_at_a_time(pretranspose):
+    """The table's kernel: a launch writing A as (K, M), then the tile loop (`fma_pretranspose`);
+    without it, one launch whose copy transposes A's tile (a float per cp.async)."""
     import tilelang_core
     from tilelang_cuda.compile import disassemble
 
-    _, _, func, target = _kernel(4096, 4096, 4096, False, False, bias=False)
+    _, _, func, target = _kernel(4096, 4096, 4096, False, False, bias=False,
+                                 changes={"fma_pretranspose": pretranspose})
     kernel = tilelang_core.compile(func, target=target, cache=False)
-    counts = _opcodes(disassemble(kernel.binary))
+    binaries = kernel.binary if isinstance(kernel.binary, tuple) else (kernel.binary,)
+    assert len(binaries) == (2 if pretranspose else 1)
+    counts = _opcodes(disassemble(binaries[-1]))
     ffma, lds128 = counts.get("FFMA", 0), counts.get("LDS.128", 0)
     # a 16-wide K slab (the table's) of 16 x 8 outer products of float4 runs (the prefetch form,
     # 128 threads), every shared read 16 bytes
@@ -102,7 +112,10 @@ def test_fma_gemm_sass_reads_shared_memory_16_bytes_at_a_time():
     # the table stores C a float at a time (16-byte stores measured slower on the H100)
     assert counts.get("STG.E.128", 0) == 0 and counts.get("STG.E", 0) == 128, counts
     assert any(k.startswith("LDGSTS") and k.endswith(".128") for k in counts), "B's slabs should come through cp.async"
-    assert counts.get("LDGSTS.E", 0) >= 16, "A's slabs should come through cp.async, a float each (transposed)"
+    if pretranspose:  # A arrives as (K, M): 16 bytes per cp.async too
+        assert counts.get("LDGSTS.E", 0) == 0, counts
+    else:
+        assert counts.get("LDGSTS.E", 0) >= 16, "A's slabs should come through cp.async, a float each (transposed)"
     assert counts.get("LDL", 0) == 0 and counts.get("STL", 0) == 0, "the 16 x 8 accumulators must stay in registers"
 
 
@@ -123,7 +136,8 @@ def test_fma_gemm_built_by_nvcc_13_0(offset):
 
     if not cuda_compile.toolchain_version("nvcc").startswith("nvcc 13.0."):
         pytest.skip(f"needs nvcc 13.0 (found {cuda_compile.toolchain_version('nvcc')})")
-    _, _, func, target = _kernel(4096, 4096, 4096, False, False, bias=False, changes={"fma_offset_loop": offset, "fma_transpose_a": False})
+    _, _, func, target = _kernel(4096, 4096, 4096, False, False, bias=False, changes={"fma_offset_loop": offset, "fma_transpose_a": False,
+                                                                             "fma_pretranspose": False})
     source = tilelang_core.compile(func, target=target, cache=False).get_kernel_source()
     binary = cuda_compile.compile_cuda(source, "sm_90a", {"compiler": "nvcc"})
     counts = _opcodes(cuda_compile.disassemble(binary))

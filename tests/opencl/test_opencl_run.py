@@ -97,3 +97,38 @@ def test_a_program_the_compiler_refuses_names_the_log_and_a_rebuild_command():
 def test_a_target_without_a_device_says_what_to_install():
     with pytest.raises(opencl_device.OpenCLUnavailable, match="no OpenCL device of arch 'subgroup32'.*opencl/pocl-cpu"):
         opencl_device.device_for("subgroup32")
+
+
+@pytest.mark.parametrize("batch, M, N, K", [(1, 70, 45, 37), (2, 33, 64, 16)])
+def test_cuda_tables_fma_gemm_runs_its_two_launches(batch, M, N, K):
+    """The CUDA table's float32 "highest" GEMM (`ops.gemm._gemm_fma_kernel`): a launch writing
+    A as (K, M) into a workspace (`fma_pretranspose`), then the prefetch tile loop over it, at
+    ragged sizes (and a batch), run as OpenCL on PoCL's CPU device: every element within the
+    float32 bound of the float64 product (the CUDA emulator runs one launch)."""
+    import numpy as np
+
+    from tilelang_core import ops
+    from tilelang_core.ops.gemm import _gemm_fma_kernel
+    from tilelang_core.ops.registry import resolve_config
+    from tilelang_core.plugin import get_plugin_manager
+
+    manager = get_plugin_manager()
+    if "cuda" not in manager.registry.kinds:
+        pytest.skip("the CUDA backend (its config table) is not installed")
+    op = ops.get("gemm")
+    problem = {"batch": batch, "M": M, "N": N, "K": K, "dtype": "float32", "trans_a": False, "trans_b": False,
+               "bias": True, "activation": "relu", "fma": True}
+    config, _ = resolve_config(op, manager.parse_target("cuda/sm_90a"), problem)
+    assert config["fma_pretranspose"] and config["fma_prefetch"]
+    kernel = tilelang_core.compile(_gemm_fma_kernel(problem, {**config, "fma_min_blocks": 0}), target=TARGET)
+    assert len(kernel.meta.launches) == 2 and kernel.meta.workspaces[0].shape == (batch, K, M)
+    rng = np.random.default_rng(batch * 1000 + M)
+    a = rng.standard_normal((batch, M, K)).astype(np.float32)
+    b = rng.standard_normal((batch, K, N)).astype(np.float32)
+    bias = rng.standard_normal(N).astype(np.float32)
+    c = np.full((batch, M, N), np.nan, np.float32)
+    kernel(a, b, bias, c)
+    for i in range(batch):
+        ref = op.reference(a[i], b[i], bias=bias, activation="relu")
+        magnitude = op.reference(np.abs(a[i]), np.abs(b[i]), bias=np.abs(bias))
+        assert (np.abs(c[i] - ref) <= 2 * (K + 2) * 2.0 ** -24 * magnitude).all()

@@ -1,6 +1,6 @@
 """bench/sgemm_variants.py without a GPU: the export compiles the chosen variants of the FMA
-GEMM for sm_90a (the table's config, the one before it, a `__launch_bounds__` probe; with
-`nvcc` / `nvrtc`, each again by that compiler) and writes a manifest the run reads; the run
+GEMM for sm_90a (the table's config: two launches; the one before it, a `__launch_bounds__`
+probe; with `nvcc` / `nvrtc`, each again by that compiler) and writes a manifest the run reads; the run
 checks every element against float64 and times (on the CPU, with stand-in kernels: the
 exported CUDA kernels need the GPU)."""
 from __future__ import annotations
@@ -31,15 +31,19 @@ def test_export_writes_the_variants_and_the_manifest(bench, monkeypatch, tmp_pat
     target = get_plugin_manager().parse_target("cuda/sm_90a")
     config = bench.variant_config(target, bench.problem_of(4096), {})
     assert table["config"] == {k: v for k, v in config.items() if k.startswith("fma_") and k != "fma_warps"}
-    assert table["config"]["fma_offset_loop"] and table["config"]["fma_transpose_a"] and table["config"]["fma_prefetch"]
-    assert before["config"] == {**table["config"], "fma_offset_loop": False, "fma_transpose_a": False}
-    assert probe["config"] == {**table["config"], "fma_transpose_a": False, "fma_swizzle_a": True, "fma_min_blocks": 0}
-    # the prefetch form: 16 x 8 outputs a thread; A K-minor has no prefetch form: 8 x 8
+    assert all(table["config"][k] for k in ("fma_offset_loop", "fma_pretranspose", "fma_prefetch"))
+    kminor = {"fma_transpose_a": False, "fma_pretranspose": False}
+    assert before["config"] == {**table["config"], "fma_offset_loop": False, **kminor}
+    assert probe["config"] == {**table["config"], **kminor, "fma_swizzle_a": True, "fma_min_blocks": 0}
+    # the table: A written as (K, M) by a first launch, then the prefetch form (16 x 8 outputs a
+    # thread); A K-minor has no prefetch form: 8 x 8, one launch
+    assert (table["launches"], before["launches"], probe["launches"]) == (2, 1, 1)
     assert table["threads"] == 128 and before["threads"] == probe["threads"] == 256 and table["grid"] == [32, 32, 1]
     assert probe["probe_blocks_per_sm"] == 2 and table["probe_blocks_per_sm"] == 0
     assert "__launch_bounds__(256, 2)" in (tmp_path / "probe_4096" / "kernel.src").read_text()
-    assert "__launch_bounds__(128, 2)" in (tmp_path / "table_4096" / "kernel.src").read_text()  # fma_min_blocks
-    assert "cp_async_ca<4>" in (tmp_path / "table_4096" / "kernel.src").read_text()  # A transposed on its way in
+    source = (tmp_path / "table_4096" / "kernel.src").read_text()
+    assert "__launch_bounds__(128, 2)" in source and source.count("__global__") == 2  # fma_min_blocks
+    assert "cp_async_ca" not in source  # both tiles arrive 16 bytes per cp.async
     assert all(e["compiler"].startswith(("nvrtc ", "nvcc ")) for e in entries)
     if table["sass"]:  # cuobjdump found: the main loop is FMA with 16-byte shared reads only
         for entry, (tm, tn) in ((table, (16, 8)), (before, (8, 8)), (probe, (8, 8))):
@@ -77,8 +81,10 @@ def test_export_builds_each_variant_again_with_nvcc_and_nvrtc(bench, tmp_path):
     assert [e["name"] for e in entries] == ["table_256", f"table_256{suffix}",
                                             "table_256_nvrtc" + nvrtc_name.split()[1]]
     assert [e["compiler"] for e in entries] == [nvrtc_name, nvcc_name, nvrtc_name]
-    first, second, third = ((tmp_path / e["name"] / "kernel.bin").read_bytes() for e in entries)
+    # the table's tile loop is its second launch; a rebuild is one cubin holding both entries
+    first, second, third = ((tmp_path / e["name"] / "main_launch1.bin").read_bytes() for e in entries)
     assert first != second and second[:4] == third[:4] == b"\x7fELF"
+    assert (tmp_path / entries[1]["name"] / "main_launch0.bin").read_bytes() == second
     assert bench.variants.read_manifest(tmp_path)["variants"] == json.loads(json.dumps(entries))
     for entry in entries[1:]:
         if entry["sass"]:

@@ -53,11 +53,13 @@ _FMA_SERIAL = {"fma_block_M": 64, "fma_block_N": 64, "fma_block_K": 32, "fma_thr
 # built by NVRTC 13.0 and by 13.5, against 0.80x / 0.82x (13.0) and 0.85x / 0.86x (13.5) with
 # A's tile K-minor (H100, 2026-11-26, bench/sgemm_variants.py). "fma_prefetch" with 16 x 8 per
 # thread (128 threads): 0.91x / 0.92x there; A handed over as (K, M) (`trans_a`, 16-byte copies)
-# 0.98x / 0.96x, against 0.93x / 0.91x without the prefetch (NVRTC 13.0)
+# 0.98x / 0.96x, against 0.93x / 0.91x without the prefetch (NVRTC 13.0). "fma_pretranspose"
+# (plain a @ b: a first launch writes A as (K, M), the tile loop then reads it as trans_a does):
+# 0.98x / 1.00x in bench/sgemm_variants.py, 0.98x in bench/ops.py (built there by NVRTC 13.0)
 _FMA_GEMM = {**_FMA, "fma_block_K": 16, "fma_thread_M": 8, "fma_thread_N": 8, "fma_lanes_n": 16,
              "fma_skew": False, "fma_swizzle_a": False, "fma_stages": 2, "fma_panel": 0, "fma_vector_store": False,
              "fma_min_blocks": 2, "fma_offset_loop": True, "fma_transpose_a": True, "fma_prefetch": True,
-             "fma_prefetch_thread_M": 16, "fma_prefetch_thread_N": 8}
+             "fma_prefetch_thread_M": 16, "fma_prefetch_thread_N": 8, "fma_pretranspose": True}
 GEMM_TABLE = (
     ConfigRule("block-serial", {"block_M": 64, "block_N": 64, "block_K": 32, "stages": 1, "threads": 1,
                                 **_FMA_SERIAL}),
@@ -268,6 +270,11 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     and NVVM 13.0 then unrolls the loop 8 times (8 copies of 1024 FFMA; ptxas needs 169
     registers); from stages - 1 the guard reads the counter, `ko < n`, and the loop stays
     rolled. NVRTC 13.5 keeps it rolled either way.
+    `fma_pretranspose` (plain `a @ b` only) makes the kernel two launches: the first writes A
+    as (K, M) into a workspace (64 x 64 tiles through shared memory), the second is the tile
+    loop reading that as `trans_a` reads A: 16-byte copies of a K-major tile and, with
+    `fma_prefetch`, the prefetch form (the transpose costs one pass over A: 2 % of the GEMM at
+    4096^3 on the H100).
     `fma_min_blocks` (a backend keyword: CUDA's `min_blocks_per_sm`) caps the registers so
     that many blocks share an SM.
     `fma_panel` > 0 rasterizes the blocks in panels of that many (`T.use_swizzle`). Where the
@@ -276,6 +283,9 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     element is stored alone under its bounds guard."""
     B, M, N, K = problem["batch"], problem["M"], problem["N"], problem["K"]
     dtype, ta, tb = problem["dtype"], problem["trans_a"], problem["trans_b"]
+    # "fma_pretranspose": a first launch writes A as (K, M); the tile loop then reads it K-major
+    pretranspose = config.get("fma_pretranspose", False) and not ta and not tb
+    ta = ta or pretranspose  # from here on: whether the tile loop reads A as (K, M)
     has_bias, activation = problem["bias"], problem["activation"]
     bM, bN, bK = _tile(config, M, N, K, dtype, True)
     transpose_a = config.get("fma_transpose_a", False) and not ta
@@ -319,9 +329,8 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     # so that many blocks share an SM; only rows of targets whose backend offers it carry it
     hints = {"min_blocks_per_sm": config["fma_min_blocks"]} if config.get("fma_min_blocks") else {}
 
-    @T.prim_func
-    def main(A: T.Tensor(a_shape, dtype), Bm: T.Tensor(b_shape, dtype), Bias: T.Tensor((N if has_bias else 1,), dtype),
-             C: T.Tensor((B, M, N), dtype)):
+    @T.macro
+    def tiles(A, Bm, Bias, C):
         with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), B, threads=threads, **hints) as (bx, by, bz):
             A_s = T.alloc_shared(a_tile, "float32")
             B_s = T.alloc_shared(b_tile, "float32")
@@ -409,6 +418,26 @@ def _gemm_fma_kernel(problem: dict, config: dict):
                                     _activate(acc[e] + T.cast(Bias[col], "float32"), activation), dtype)
                             else:
                                 C[bz, row, col] = T.cast(_activate(acc[e], activation), dtype)
+
+    if pretranspose:
+        @T.prim_func
+        def main(A: T.Tensor((B, M, K), dtype), Bm: T.Tensor(b_shape, dtype),
+                 Bias: T.Tensor((N if has_bias else 1,), dtype), C: T.Tensor((B, M, N), dtype)):
+            At = T.alloc_global((B, K, M), dtype)
+            with T.Kernel(T.ceildiv(K, 64), T.ceildiv(M, 64), B, threads=256) as (kx, my, bz):
+                S = T.alloc_shared((64, 65), dtype)  # a 64 x 64 tile of A, rows padded: column reads conflict-free
+                for i, j in T.Parallel(64, 64):
+                    if my * 64 + i < M and kx * 64 + j < K:
+                        S[i, j] = A[bz, my * 64 + i, kx * 64 + j]
+                for j, i in T.Parallel(64, 64):
+                    if my * 64 + i < M and kx * 64 + j < K:
+                        At[bz, kx * 64 + j, my * 64 + i] = S[i, j]
+            tiles(At, Bm, Bias, C)
+    else:
+        @T.prim_func
+        def main(A: T.Tensor(a_shape, dtype), Bm: T.Tensor(b_shape, dtype),
+                 Bias: T.Tensor((N if has_bias else 1,), dtype), C: T.Tensor((B, M, N), dtype)):
+            tiles(A, Bm, Bias, C)
 
     return main
 
