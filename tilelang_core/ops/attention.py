@@ -25,8 +25,8 @@ ATTENTION_TABLE = (
     # fast_math: exp2 as one ex2.approx.ftz (NVRTC's --use_fast_math keeps inf and NaN), half the
     # instructions of the softmax; HIP's -ffast-math assumes finite values, so only this row has it
     # causal_stages: the stages of a causal problem with dim <= 128 (3 x 64 KB of K and V tiles at
-    # 128, 224 KB of shared memory in all); TileLang's causal example on the H100 (bench/attention.py, 2026-11-26): 3
-    # stages 0.97x SDPA, 2 stages 0.96x
+    # 128, 224 KB of shared memory in all); TileLang's causal example on the H100
+    # (bench/attention.py, 2026-11-26): 3 stages 0.97x SDPA, 2 stages 0.96x
     ConfigRule("wgmma", {"block_M": 128, "block_N": 128, "stages": 2, "causal_stages": 3, "warps": 8,
                          "fast_math": True}),
     ConfigRule("simt", {"block_M": 64, "block_N": 64, "stages": 2, "warps": 4}),

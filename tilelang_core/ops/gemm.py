@@ -261,9 +261,9 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     each tile) into one half of two register buffers while k - 1's, in the other half, are
     multiplied: the compiler then keeps every shared read well ahead of its use (NVRTC 13.0
     otherwise scheduled a quarter of them within 20 instructions of it); that form takes its
-    own thread tile, `fma_prefetch_thread_M` x `fma_prefetch_thread_N`. Without the skew, a K-minor B tile in 16-wide K slabs is
-    read with thread tj owning columns tj + gn n, its chunks XOR-swizzled by row pair (8 rows
-    in 8 bank groups).
+    own thread tile, `fma_prefetch_thread_M` x `fma_prefetch_thread_N`. Without the skew, a
+    K-minor B tile in 16-wide K slabs is read with thread tj owning columns tj + gn n, its
+    chunks XOR-swizzled by row pair (8 rows in 8 bank groups).
     `fma_offset_loop` counts the K loop from `fma_stages` - 1 instead of 0 (the slab is the
     counter minus that): a pipeline's guard on its prefetch, `ko + stages - 1 < n` over a
     loop from 0, reads `ko + 1` against the bound when stages is 2, the loop's own exit test,
@@ -330,6 +330,23 @@ def _gemm_fma_kernel(problem: dict, config: dict):
     hints = {"min_blocks_per_sm": config["fma_min_blocks"]} if config.get("fma_min_blocks") else {}
 
     @T.macro
+    def fragments(A_s, B_s, a_r, b_r, t, k):
+        """The prefetch form: thread t's rows of A and columns of B at k, into half k % 2."""
+        for m in T.unroll(TM):
+            if ta:
+                a_r[k % 2 * TM + m] = A_s[k, row_of(thread_m(t), m, gm)]
+            else:
+                a_r[k % 2 * TM + m] = A_s[row_of(thread_m(t), m, gm), k]
+        for n in T.unroll(TN):
+            b_r[k % 2 * TN + n] = B_s[k, col_of(thread_n(t), n)]
+
+    @T.macro
+    def multiply(acc, a_r, b_r, k):
+        """The prefetch form: the outer product of half k % 2 of the fragments into acc."""
+        for e in T.unroll(TM * TN):
+            acc[e] += a_r[k % 2 * TM + e // TN] * b_r[k % 2 * TN + e % TN]
+
+    @T.macro
     def tiles(A, Bm, Bias, C):
         with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), B, threads=threads, **hints) as (bx, by, bz):
             A_s = T.alloc_shared(a_tile, "float32")
@@ -365,25 +382,11 @@ def _gemm_fma_kernel(problem: dict, config: dict):
                     T.copy(Bm[bz, (ko - base) * bK, bx * bN], B_s)
                 if prefetch:  # both tiles K-major: k's fragments read while k - 1's are multiplied
                     for t in T.Parallel(threads):
-                        for m in T.unroll(TM):
-                            if ta:
-                                a_r[m] = A_s[0, row_of(thread_m(t), m, gm)]
-                            else:
-                                a_r[m] = A_s[row_of(thread_m(t), m, gm), 0]
-                        for n in T.unroll(TN):
-                            b_r[n] = B_s[0, col_of(thread_n(t), n)]
+                        fragments(A_s, B_s, a_r, b_r, t, 0)
                         for k in T.unroll(bK - 1):
-                            for m in T.unroll(TM):
-                                if ta:
-                                    a_r[(k + 1) % 2 * TM + m] = A_s[k + 1, row_of(thread_m(t), m, gm)]
-                                else:
-                                    a_r[(k + 1) % 2 * TM + m] = A_s[row_of(thread_m(t), m, gm), k + 1]
-                            for n in T.unroll(TN):
-                                b_r[(k + 1) % 2 * TN + n] = B_s[k + 1, col_of(thread_n(t), n)]
-                            for e in T.unroll(TM * TN):
-                                acc[e] += a_r[k % 2 * TM + e // TN] * b_r[k % 2 * TN + e % TN]
-                        for e in T.unroll(TM * TN):
-                            acc[e] += a_r[(bK - 1) % 2 * TM + e // TN] * b_r[(bK - 1) % 2 * TN + e % TN]
+                            fragments(A_s, B_s, a_r, b_r, t, k + 1)
+                            multiply(acc, a_r, b_r, k)
+                        multiply(acc, a_r, b_r, bK - 1)
                 else:
                     for t in T.Parallel(threads):
                         for k4 in T.unroll(bK // KV):

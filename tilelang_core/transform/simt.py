@@ -44,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 from tvm import ir as _ir
 from tvm import tirx as tir
+from tvm.sym import Analyzer
 
 from ..codegen import builtins
 from ..ir.constants import ATTR_SYNC_PLACED, ATTR_SYNC_RESUME, ATTR_USER_SYNC
@@ -344,22 +345,18 @@ class _Partitioner:
         trips = (total + self.threads - 1) // self.threads if const_total is None \
             else const((const_total + self.threads - 1) // self.threads)
         whole = const_total is not None and const_total % self.threads == 0
-        if whole and isinstance(self.tid, tir.Var) and isinstance(self.threads, int):
+        split = whole and isinstance(self.tid, tir.Var)
+        if split:
             # every thread runs every trip: each index split into its thread's part and the
             # trip's, so the trips of an unrolled loop differ by constant offsets
-            from tvm import ir
-            from tvm.sym import Analyzer
-
             ana = Analyzer()
-            ana.bind(r, ir.Range.from_min_extent(const(0), trips))
-            ana.bind(self.tid, ir.Range.from_min_extent(const(0), const(self.threads)))
-            element = r * self.threads + self.tid
-            values = [ana.simplify(substitute(v, {flat: element})) for v in values]
-            inner = substitute(inner, dict(zip(loop_vars, values)))
-        else:
-            inner = substitute(inner, dict(zip(loop_vars, values)))
-            if not whole:
-                inner = tir.IfThenElse(flat < total, inner, None)
+            ana.bind(r, _ir.Range.from_min_extent(const(0), trips))
+            ana.bind(self.tid, _ir.Range.from_min_extent(const(0), const(self.threads)))
+            values = [ana.simplify(substitute(v, {flat: r * self.threads + self.tid})) for v in values]
+        inner = substitute(inner, dict(zip(loop_vars, values)))
+        if not whole:
+            inner = tir.IfThenElse(flat < total, inner, None)
+        if not split:
             inner = seq([tir.Bind(flat, r * self.threads + self.tid), inner])
         kind = tir.ForKind.UNROLLED if (const_total is not None and int(trips) <= _UNROLL_LIMIT) else tir.ForKind.SERIAL
         return tir.For(r, const(0), trips, kind, inner, annotations=self.partitioned(), span=loop.span)

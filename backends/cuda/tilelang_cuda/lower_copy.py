@@ -6,9 +6,9 @@ The tile is cut into 16-byte vectors along its contiguous (last) dim; each vecto
 no branch. Into a shared tile whose user placement keeps only 8- or 4-byte runs of a row
 together (`lower_layout.SharedLayout.run_bytes`: a transposed tile keeps one float), the
 vectors are that many bytes, each one `cp.async.ca` (through L1, which serves the
-neighbouring elements of a row that other instructions copy). Outside a software pipeline the copy also commits and waits for its group, so it
-reads as a synchronous copy; the pipeline pass (`lower_pipeline.py`) issues the same vectors
-without waiting.
+neighbouring elements of a row that other instructions copy). Outside a software pipeline
+the copy also commits and waits for its group, so it reads as a synchronous copy; the
+pipeline pass (`lower_pipeline.py`) issues the same vectors without waiting.
 
 Applies when both sides have the same dtype, the global tensor's rows and the tile's first
 column are whole 16-byte vectors (constant shapes, provable alignment) and the shared tile is

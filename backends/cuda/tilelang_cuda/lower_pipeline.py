@@ -197,18 +197,16 @@ class _Loop:
         self.consumers: list[tir.Stmt] = []
 
 
-def _split(loop: tir.For, stages: int, scopes: dict[int, str], placed: dict | None = None) -> _Loop | None:
+def _split(loop: tir.For, stages: int, scopes: dict[int, str], placed: dict) -> _Loop | None:
     """Producers and consumers of `loop`, or None when it does not fit; a copy into a tile
     the user placed (`placed`: the `SHARED_LAYOUTS` fact) moves the runs its placement keeps
     together, and is no producer where that is under 4 bytes."""
     split = _Loop(loop, stages)
     for stmt in _statements(loop.body):
-        plan = None
-        if is_tile_op(stmt, "copy"):
-            op = TileOp.from_stmt(stmt)
-            plan = plan_copy(op, vector_bytes(placed or {}, op.regions[1].buffer))
+        op = TileOp.from_stmt(stmt) if is_tile_op(stmt, "copy") else None
+        plan = plan_copy(op, vector_bytes(placed, op.regions[1].buffer)) if op is not None else None
         if plan is not None and _whole(plan.dst) and invariant_mins(plan.src, loop):
-            split.producers.append((TileOp.from_stmt(stmt), plan))
+            split.producers.append((op, plan))
         else:
             split.consumers.append(stmt)
     if not split.producers or not split.consumers:
