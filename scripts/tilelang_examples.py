@@ -17,10 +17,13 @@ never stored in this repository.
 from __future__ import annotations
 
 import argparse
+import ast
+import concurrent.futures
 import datetime
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -62,6 +65,102 @@ EXAMPLES = [
     "fusedmoe/example_fusedmoe_tilelang.py",
     "dequantize_gemm/example_dequant_gemv_fp16xint4.py",
 ]
+
+
+# Folders and file names of examples written for hardware other than Hopper and older NVIDIA
+# GPUs (Blackwell's tcgen05/TMEM and block-scaled MMA, the RTX 50 series' sm_120, AMD's
+# CDNA), matched against the path's parts and its file name.
+OTHER_HARDWARE = (
+    (re.compile(r"(^|/)amd(/|$)|_amd(_|\.|$)|cdna|aiter"), "AMD (ROCm) only"),
+    (re.compile(r"sm100|tcgen05|tcgen5"), "Blackwell (sm_100) only"),
+    (re.compile(r"sm120"), "RTX 50 series (sm_120) only"),
+)
+
+# Python packages the lent GPU machine's image holds besides the standard library (its
+# KINDS.md list), under their import names; an example importing anything else is left out
+# with that package named.
+IMAGE_PACKAGES = {
+    "torch", "numpy", "triton", "einops", "scipy", "pandas", "matplotlib", "transformers",
+    "safetensors", "tqdm", "yaml", "pytest", "tabulate", "cuda", "cupy", "ml_dtypes", "jax",
+    "huggingface_hub", "tokenizers", "sentencepiece", "accelerate", "psutil", "packaging",
+    "requests", "sympy", "networkx", "PIL", "seaborn", "rich", "typer", "click", "filelock",
+    "jinja2", "pluggy", "cloudpickle", "tilelang", "tvm", "tvm_ffi",
+}
+
+
+def _imports(source: str) -> set[str]:
+    """Top-level names of the modules a file imports (absolute imports only), less those
+    imported inside a `try` (optional: the example runs without them) or a function (needed
+    only if it is called; a run that calls it fails with the module's name)."""
+    tree = ast.parse(source)
+    optional = {id(n) for t in ast.walk(tree) if isinstance(t, ast.Try) for s in t.body for n in ast.walk(s)}
+    optional |= {id(n) for t in ast.walk(tree) if isinstance(t, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 for n in ast.walk(t)}
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in optional:
+            continue
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _has_main_guard(source: str) -> bool:
+    return re.search(r"^if\s+__name__\s*==\s*['\"]__main__['\"]", source, re.M) is not None
+
+
+def discover(examples: Path) -> tuple[list[str], dict[str, str]]:
+    """Every example script of the folder, and those left out with the reason.
+
+    A script is a `.py` file that imports `tilelang` and either has a `__main__` guard or is
+    imported by no other example (it runs at its top level, as `quickstart.py` does); pytest
+    modules (`test_*.py`, `conftest.py`) are TileLang's test suite, not examples. Left out:
+    scripts for other hardware (OTHER_HARDWARE) and scripts that import a package the GPU
+    machine's image lacks (IMAGE_PACKAGES), each with its reason."""
+    files = sorted(p.relative_to(examples).as_posix() for p in examples.rglob("*.py"))
+    sources = {rel: (examples / rel).read_text(errors="replace") for rel in files}
+    stdlib = set(getattr(sys, "stdlib_module_names", ()))
+    imported_by_others: set[str] = set()
+    for rel, src in sources.items():
+        if Path(rel).name.startswith("test_"):
+            continue
+        try:
+            imported_by_others.update(_imports(src))
+        except SyntaxError:
+            pass
+    # modules the examples define (they reach each other's folders through sys.path)
+    local = {Path(rel).stem for rel in files} | {p.name for p in examples.rglob("*") if p.is_dir()}
+    run: list[str] = []
+    left_out: dict[str, str] = {}
+    for rel, src in sources.items():
+        name = Path(rel).name
+        if name.startswith("test_") or name == "conftest.py" or name == "__init__.py":
+            continue
+        try:
+            mods = _imports(src)
+        except SyntaxError as exc:
+            left_out[rel] = f"not Python this interpreter parses ({exc.msg})"
+            continue
+        if "tilelang" not in mods:
+            continue
+        if not _has_main_guard(src) and Path(rel).stem in imported_by_others:
+            continue  # a helper module of other examples
+        reason = next((why for pattern, why in OTHER_HARDWARE if pattern.search(rel)), None)
+        if reason is None:
+            missing = sorted(m for m in mods if m not in stdlib and m not in IMAGE_PACKAGES
+                             and m not in local and m != "__future__")
+            if missing:
+                reason = f"needs {', '.join(missing)}, absent from the GPU machine's image"
+            broken = sorted(m for m in mods if m.startswith("example_") and m not in local)
+            if broken:
+                reason = f"imports {', '.join(broken)}, which no file of the examples folder defines"
+        if reason is None:
+            run.append(rel)
+        else:
+            left_out[rel] = reason
+    return run, left_out
 
 
 def _error_line(output: str) -> str:
@@ -128,6 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", nargs="+", type=Path, help="combine these record files into --json; run nothing")
     parser.add_argument("--examples", type=Path, help="TileLang's examples/ folder")
     parser.add_argument("--only", nargs="*", help="run these (paths relative to --examples)")
+    parser.add_argument("--all", action="store_true",
+                        help="every example script of the folder (see discover()), not the acceptance list")
+    parser.add_argument("--list", action="store_true", help="print what would run and what is left out; run nothing")
+    parser.add_argument("--jobs", type=int, default=1, help="examples run at once")
+    parser.add_argument("--shard", default="", help="K/N: run the K-th of N interleaved parts (K from 1)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per example")
     parser.add_argument("--json", type=Path, help="write the records here")
     parser.add_argument("--revision", default="", help="the TileLang commit the examples are from")
@@ -144,22 +248,40 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.examples is None:
         parser.error("--examples is required (TileLang's examples/ folder)")
-    chosen = args.only or EXAMPLES
+    left_out: dict[str, str] = {}
+    if args.all:
+        chosen, left_out = discover(args.examples)
+    else:
+        chosen = args.only or EXAMPLES
+    if args.shard:
+        k, n = (int(x) for x in args.shard.split("/"))
+        chosen = chosen[k - 1::n]
+    if args.list:
+        for rel in chosen:
+            print(f"run       {rel}")
+        for rel, why in sorted(left_out.items()):
+            print(f"left out  {rel}  ({why})")
+        print(f"{len(chosen)} to run, {len(left_out)} left out")
+        return 0
     unknown = [rel for rel in chosen if not (args.examples / rel).is_file()]
     if unknown:
         parser.error(f"not found under {args.examples}: {', '.join(unknown)}")
     runner = [sys.executable, "-m", "tilelang_core.compat.run"]
     records = []
-    for rel in chosen:
-        record = run_one(args.examples, rel, args.timeout, runner)
-        records.append(record)
-        print(f"{record['outcome']:8s} {record['seconds']:7.1f}s  {rel}  {record['error']}",
-              flush=True)
-        if args.json:  # written after each example: a run cut short keeps what it saw
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps({
-                "date": datetime.date.today().isoformat(), "device": _device(),
-                "tilelang_revision": args.revision, "records": records}, indent=1))
+    device = _device()
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        futures = [pool.submit(run_one, args.examples, rel, args.timeout, runner) for rel in chosen]
+        for future in concurrent.futures.as_completed(futures):
+            record = future.result()
+            records.append(record)
+            print(f"{record['outcome']:8s} {record['seconds']:7.1f}s  {record['example']}  {record['error']}",
+                  flush=True)
+            if args.json:  # written after each example: a run cut short keeps what it saw
+                args.json.parent.mkdir(parents=True, exist_ok=True)
+                args.json.write_text(json.dumps({
+                    "date": datetime.date.today().isoformat(), "device": device,
+                    "tilelang_revision": args.revision, "left_out": left_out,
+                    "records": sorted(records, key=lambda r: r["example"])}, indent=1))
     passed = sum(r["outcome"] == "pass" for r in records)
     print(f"{passed} of {len(records)} ran and passed their own checks")
     return 0 if passed == len(records) else 1

@@ -105,6 +105,9 @@ _MEANINGFUL: dict[str, tuple[str, Any]] = {
     PassConfigKey.TL_DISABLE_FAST_MATH: ("fast_math", lambda v: not bool(v)),
     PassConfigKey.TL_DEBUG_DUMP: ("debug_dump", bool),
     PassConfigKey.TL_DEVICE_COMPILE_FLAGS: ("extra_flags", lambda v: (v,) if isinstance(v, str) else tuple(v)),
+    PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS: ("disable_safe_memory_access", bool),
+    PassConfigKey.TL_DISABLE_OUT_OF_BOUND_WARNING: ("disable_out_of_bound_warning", bool),
+    PassConfigKey.TL_DISABLE_SHARED_MEMORY_REUSE: ("disable_shared_memory_reuse", bool),
 }
 
 
@@ -119,6 +122,12 @@ class CompileOptions:
     disable_overlap: bool = False  # chained gemms keep each iteration's order
     disable_wgmma: bool = False  # a target's warpgroup matrix instructions are not used
     debug_dump: bool = False
+    # global accesses that may leave their tensor are not guarded (TileLang's key)
+    disable_safe_memory_access: bool = False
+    # no warning for shared/local indices the compiler cannot bound
+    disable_out_of_bound_warning: bool = False
+    # every shared buffer gets storage of its own, even where lifetimes do not overlap
+    disable_shared_memory_reuse: bool = False
     extra_flags: tuple[str, ...] = ()
     # TileLang keys given that have no effect here (not part of equality or the cache key)
     ignored: tuple[str, ...] = field(default=(), compare=False)

@@ -23,6 +23,7 @@ __all__ = [
     "zero",
     "analyzer",
     "is_scalar_buffer",
+    "loosely_bounded",
 ]
 
 _ANALYZER = Analyzer()
@@ -176,6 +177,30 @@ def _non_negative(expr) -> bool:
 
     walk(expr, visit)
     return ok
+
+
+_LOOSE_CALLS = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right")
+
+
+def loosely_bounded(index, reads: bool = True) -> bool:
+    """Whether interval analysis bounds `index` only loosely: it divides, takes a remainder,
+    uses bit operations (a swizzle, `index // 64`) or (with `reads`) reads memory. A range the
+    analyzer gives for such an index may be far wider than the values it takes."""
+    found = []
+
+    def visit(node):
+        if isinstance(node, (tir.FloorDiv, tir.FloorMod, tir.Div, tir.Mod)) or (
+                reads and isinstance(node, tvm.ir.TensorLoad)):
+            found.append(node)
+        elif isinstance(node, tvm.ir.Call):
+            name = str(getattr(node.op, "name", ""))
+            if name.split(".")[-1] in _LOOSE_CALLS or (reads and not name.startswith("tir.")):
+                found.append(node)
+
+    visit(index)
+    if not found:
+        walk(index, visit, (tir.FloorDiv, tir.FloorMod, tir.Div, tir.Mod, tvm.ir.TensorLoad, tvm.ir.Call))
+    return bool(found)
 
 
 def squeeze_extents(extents: Sequence[tir.Expr]) -> list[int]:

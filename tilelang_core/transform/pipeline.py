@@ -17,6 +17,7 @@ __all__ = ["PassContext", "Pipeline", "PipelineError", "default_pipeline", "POIN
 POINTS = (
     "inline_constants",  # scalars bound to constants (`rows, cols = s.shape` in a T.macro) inlined
     "check",             # semantic checks with the user's source lines
+    "guard_memory_access",  # global accesses that may leave their tensor: loads read 0, stores skipped
     "hoist_allocations",  # buffers allocated in loops move before the outermost loop
     "infer_layout",      # fragment and shared layouts (asks tilelang_infer_layout)
     "plan_pipeline",     # T.Pipelined: stages, or a plain loop where the target has no async copy
@@ -105,6 +106,7 @@ def default_pipeline() -> Pipeline:
         lower_tile_ops,
         parallel,
         pipeline_planning,
+        safe_access,
         storage,
         thread_allreduce,
         threads,
@@ -115,6 +117,7 @@ def default_pipeline() -> Pipeline:
     return Pipeline([
         ("inline_constants", inline_constants.inline_constants),
         ("check", check.check),
+        ("guard_memory_access", safe_access.guard_memory_access),
         ("hoist_allocations", hoist.hoist_allocations),
         ("infer_layout", layout_inference.infer_layout),
         ("plan_pipeline", pipeline_planning.plan_pipeline),
