@@ -23,6 +23,7 @@ being handed out to other work before the launches on that stream are done.
 from __future__ import annotations
 
 import operator
+import re
 from typing import Any, Sequence
 
 from . import tensors
@@ -66,6 +67,12 @@ class Kernel:
         written = meta.extra.get("written_params")
         self._written = None if written is None else {int(i) for i in str(written).split(",") if i}
         self._grid, self._block = compile_launch_dims(meta)
+        # integer scalar parameters a launch dimension names (`T.Kernel(T.ceildiv(n, 128))`):
+        # (position, name), their values join the symbols' at each call
+        launch_text = " ".join(str(d) for m in (meta, *meta.launches) for d in (*m.grid, *m.block))
+        self._launch_scalars = [(i, p.name) for i, p in enumerate(meta.params[:self._n_user])
+                                if p.kind != "tensor" and p.dtype in _INT_RANGES
+                                and re.search(rf"\b{re.escape(p.name)}\b", launch_text)]
         # per workspace: its dims as functions of the symbol values
         self._workspace_dims = [[compile_launch_expr(d) for d in w.shape] for w in meta.workspaces]
         self._init_guard()
@@ -258,6 +265,12 @@ class Kernel:
                     f"({name!r}) is {values[name]}, past the kernel's 32-bit index width (at most "
                     f"{INDEX_MAX}: symbolic dims and element offsets are int32); split the tensor into "
                     f"pieces of at most {INDEX_MAX} elements and call the kernel on each")
+        for index, name in self._launch_scalars:
+            if not isinstance(full[index], bool):
+                try:
+                    values[name] = operator.index(full[index])
+                except TypeError:
+                    pass  # not an integer: _launch_args reports it with the parameter's name
         return values
 
     def _launch_args(self, full: list[Any], values: dict[str, int]) -> list[int | float]:
@@ -493,8 +506,10 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
             else:
                 compare.append(f"{name}.shape[{d}] == {dim if isinstance(dim, int) else symbols[dim]}")
         fail_unless(compare)
-    if symbols:
-        lines.append("    values = {" + ", ".join(f"{n!r}: {v}" for n, v in symbols.items()) + "}")
+    scalars = {name: f"x{position[index]}" for index, name in kernel._launch_scalars if index in position}
+    if symbols or scalars:
+        lines.append("    values = {" + ", ".join([f"{n!r}: {v}" for n, v in symbols.items()]
+                                              + [f"{n!r}: {v}" for n, v in scalars.items()]) + "}")
     workspaces = []
     for index, workspace in enumerate(meta.workspaces):  # allocated like the outputs, never returned
         if like is None:
@@ -513,7 +528,7 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
         workspaces.append(name)
         pointers.append(f"{name}.data_ptr()" if like_library == "torch" else _numpy_pointer(name, env))
     pointers += [symbols[p.name] for p in meta.params[kernel._n_user:]]
-    if symbols:
+    if symbols or scalars:
         launch = "(grid[0](values), grid[1](values), grid[2](values)), (block[0](values), block[1](values), block[2](values))"
     else:
         env["GRID"] = tuple(g({}) for g in kernel._grid)
