@@ -133,8 +133,10 @@ def _build(func, target, options: CompileOptions, out_idx: tuple[int, ...]):
     meta, binary, source = _build_one(func, target, options, facts)
     meta = dataclasses.replace(meta, out_idx=out_idx, extra={
         **meta.extra,
-        # what layout inference decided, for Kernel.explain() (JSON: it travels with exports)
-        "layout_report": json.dumps(facts.get("layout_report", []))})
+        # what layout inference and storage planning decided, for Kernel.explain() (JSON: it
+        # travels with exports)
+        "layout_report": json.dumps(facts.get("layout_report", [])),
+        "shared_plan": json.dumps(facts.get("shared_plan", {}))})
     return meta, binary, source
 
 

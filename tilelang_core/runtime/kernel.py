@@ -97,7 +97,27 @@ class Kernel:
 
     def explain(self) -> str:
         """What layout inference decided for each fragment: its layout, registers per thread,
-        replication, and where it lives (registers, or shared memory and why)."""
+        replication, and where it lives (registers, or shared memory and why); and how storage
+        planning placed the shared buffers (offsets, and which share bytes)."""
+        return "\n".join([self._explain_fragments(), *self._explain_shared()])
+
+    def _explain_shared(self) -> list[str]:
+        import json
+
+        plan = json.loads(self.meta.extra.get("shared_plan", "{}") or "{}")
+        if not plan.get("buffers"):
+            return []
+        lines = [f"shared memory: {plan['total']} bytes as the core planned it (buffers whose lifetimes, in the "
+                 f"kernel's top-level statements, do not overlap share bytes)"]
+        for b in plan["buffers"]:
+            live = "the whole kernel" if b["live"] is None else f"statements {b['live'][0]}..{b['live'][1]}"
+            shares = [o["buffer"] for o in plan["buffers"] if o is not b and o["offset"] < b["offset"] + b["bytes"]
+                      and b["offset"] < o["offset"] + o["bytes"]]
+            lines.append(f"  {b['buffer']}: {b['bytes']} B at offset {b['offset']}, live in {live}"
+                         + (f"; shares bytes with {', '.join(shares)}" if shares else ""))
+        return lines
+
+    def _explain_fragments(self) -> str:
         import json
 
         entries = json.loads(self.meta.extra.get("layout_report", "[]") or "[]")

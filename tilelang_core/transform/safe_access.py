@@ -29,7 +29,7 @@ from tvm import tirx as tir
 
 from ..ir import TileOp, is_tile_op, source_of
 from .errors import format_source
-from .irutil import is_global, loosely_bounded, map_stmts
+from .irutil import is_global, is_scalar_buffer, loosely_bounded, map_stmts, walk
 
 __all__ = ["guard_memory_access", "TileLangWarning"]
 
@@ -53,6 +53,14 @@ def _conjuncts(cond) -> list:
     if isinstance(cond, tir.And):
         return _conjuncts(cond.a) + _conjuncts(cond.b)
     return [cond]
+
+
+def _reads_a_variable(index) -> bool:
+    """Whether `index` reads a name the kernel assigns (`half = 1 << s`; a one-element local
+    buffer): its value is unknown to the analysis, so a warning about it would be noise."""
+    found = []
+    walk(index, lambda load: found.append(load) if is_scalar_buffer(load.source) else None, (ir.TensorLoad,))
+    return bool(found) or (isinstance(index, ir.TensorLoad) and is_scalar_buffer(index.source))
 
 
 class _Guards:
@@ -91,7 +99,8 @@ class _Guards:
 
     def warn_local(self, buffer, indices, node) -> None:
         for index, dim in zip(indices, buffer.ty.shape):
-            if not self._scalar(index) or isinstance(index, tir.IntImm) or loosely_bounded(index, reads=False):
+            if not self._scalar(index) or isinstance(index, tir.IntImm) or loosely_bounded(index, reads=False) \
+                    or _reads_a_variable(index):
                 continue
             if not (self._proven(index < dim) and self._proven(index >= 0)):
                 where = format_source(source_of(node))

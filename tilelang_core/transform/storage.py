@@ -2,20 +2,22 @@
 
 Before: allocations in scope `shared.dyn` / `shared` anywhere in the kernel.
 After: the PrimFunc carries `ATTR_SHARED_LIFETIMES` ({buffer name: [first, last]}): the
-top-level statements of the kernel body (after the launch attributes) that touch each
-dynamic shared buffer. Buffers whose lifetimes do not overlap may share bytes (e.g. an
+top-level statements of the kernel body (under the launch attributes, the `T.Kernel` keywords
+and `T.annotate_layout`'s layouts) that touch each dynamic shared buffer. Buffers whose lifetimes do not overlap may share bytes (e.g. an
 epilogue's staging tile and a main loop's pipeline stages); the code generator places them
 with `place_buffers`. `ctx.facts["shared_bytes"]` holds the resulting total. The core's
 barrier pass puts a barrier between a top-level statement that reads shared memory and a
 later one that writes it, so reuse needs no barrier of its own. A kernel over the target's
 opt-in limit fails here with the sizes of its buffers, not in the driver at launch.
+`ctx.facts["shared_plan"]` records the placement for `Kernel.explain()`; TileLang's pass config
+`tl.disable_shared_memory_reuse` gives every buffer bytes of its own.
 """
 from __future__ import annotations
 
 from tvm import tirx as tir
 
 from ..ir import dtype_bytes, source_of
-from ..ir.constants import ATTR_KERNEL_HINTS
+from ..ir.constants import ATTR_FRAGMENT_REPLICATE, ATTR_KERNEL_HINTS, ATTR_LAYOUT
 from .errors import CapabilityError
 from .irutil import walk
 
@@ -45,10 +47,14 @@ def place_buffers(items, align: int = ALIGN) -> tuple[dict, int]:
     return offsets, (total + align - 1) // align * align
 
 
+# Attributes that wrap the rest of the kernel body without changing where anything runs: the
+# launch, the `T.Kernel` keywords and `T.annotate_layout`'s layouts. The kernel's top-level
+# statements are under these.
+_WRAPPERS = ("thread_extent", ATTR_KERNEL_HINTS, ATTR_LAYOUT, ATTR_FRAGMENT_REPLICATE)
+
+
 def _wraps(stmt) -> bool:
-    """A launch attribute or the `T.Kernel` keywords' annotation (which changes no placement):
-    the kernel's top-level statements are under these."""
-    return isinstance(stmt, tir.AttrStmt) and stmt.attr_key in ("thread_extent", ATTR_KERNEL_HINTS)
+    return isinstance(stmt, tir.AttrStmt) and stmt.attr_key in _WRAPPERS
 
 
 def map_top_level(body, rewrite):
@@ -62,9 +68,14 @@ def map_top_level(body, rewrite):
 
 
 def _top_level(body) -> list:
+    """The kernel's top-level statements, the statements of a wrapper among them (a layout
+    annotation after the allocations) counted as top-level too."""
     while _wraps(body):
         body = body.body
-    return list(body.seq) if isinstance(body, tir.SeqStmt) else [body]
+    out = []
+    for stmt in (list(body.seq) if isinstance(body, tir.SeqStmt) else [body]):
+        out.extend(_top_level(stmt) if _wraps(stmt) else [stmt])
+    return out
 
 
 def _lifetimes(func: tir.PrimFunc) -> dict[int, tuple[int, int]]:
@@ -106,9 +117,10 @@ def buffer_bytes(buf: tir.Buffer) -> int | None:
     return total * dtype_bytes(buf.dtype)
 
 
-def _plan(func: tir.PrimFunc) -> tuple[int, list, dict]:
+def _plan(func: tir.PrimFunc, reuse: bool = True) -> tuple[int, list, dict, dict]:
     """(total bytes, [(name, bytes, source)] per shared allocation, {name: [first, last]} of the
-    dynamic ones): the placement `plan_storage` checks and the code generator follows."""
+    dynamic ones, {name: offset}): the placement `plan_storage` checks and the code generator
+    follows. Without `reuse` every buffer is live for the whole kernel."""
     sizes: list[tuple[str, int]] = []
     buffers = []
 
@@ -125,13 +137,13 @@ def _plan(func: tir.PrimFunc) -> tuple[int, list, dict]:
     spans = _lifetimes(func)
     names = [b.name for b in buffers]
     lifetimes = {}
+    everything = (0, 1 << 30)
     if len(set(names)) == len(names):  # the printer finds buffers by name
-        everything = (0, 1 << 30)
-        lifetimes = {b.name: list(spans.get(b.__chandle__(), everything)) for b in buffers
-                     if b.scope() == "shared.dyn"}
-    items = [(name, n, *lifetimes.get(name, (0, 1 << 30))) for name, n, _ in sizes]
-    _, total = place_buffers(items)
-    return total, sizes, lifetimes
+        lifetimes = {b.name: list(spans.get(b.__chandle__(), everything) if reuse else everything)
+                     for b in buffers if b.scope() == "shared.dyn"}
+    items = [(name, n, *lifetimes.get(name, everything)) for name, n, _ in sizes]
+    offsets, total = place_buffers(items)
+    return total, sizes, lifetimes, offsets
 
 
 def shared_bytes(func: tir.PrimFunc) -> int:
@@ -141,9 +153,22 @@ def shared_bytes(func: tir.PrimFunc) -> int:
     return _plan(func)[0]
 
 
+def describe_plan(sizes: list, lifetimes: dict, offsets: dict) -> list[dict]:
+    """The plan as `Kernel.explain()` reports it: per shared buffer its bytes, its offset and
+    the top-level statements it is live in (None: the whole kernel)."""
+    out = []
+    for name, nbytes, _ in sizes:
+        span = lifetimes.get(name)
+        live = None if span is None or int(span[1]) >= 1 << 30 else [int(span[0]), int(span[1])]
+        out.append({"buffer": name, "bytes": int(nbytes), "offset": int(offsets.get(name, 0)), "live": live})
+    return out
+
+
 def plan_storage(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
-    total, sizes, lifetimes = _plan(func)
+    reuse = not getattr(ctx.options, "disable_shared_memory_reuse", False)
+    total, sizes, lifetimes, offsets = _plan(func, reuse)
     ctx.facts["shared_bytes"] = total
+    ctx.facts["shared_plan"] = {"total": total, "buffers": describe_plan(sizes, lifetimes, offsets)}
     limit = ctx.caps.shared_memory_optin
     if total > limit:
         detail = ", ".join(f"{name} {n} B" for name, n, _ in sizes)
