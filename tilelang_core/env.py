@@ -54,3 +54,14 @@ def kernel_memo_size() -> int:
     if value < 0:
         raise ValueError(f"TILELANG_KERNEL_MEMO_SIZE={value} is negative; set it to 0 or more")
     return value
+
+
+def perf_regression_only() -> str:
+    """`TL_PERF_REGRESSION_ONLY`: the case-name patterns `tilelang.testing.regression()` runs
+    (TileLang's variable; comma-separated or a JSON list; empty: every case)."""
+    return os.environ.get("TL_PERF_REGRESSION_ONLY", "").strip()
+
+
+def perf_regression_format() -> str:
+    """`TL_PERF_REGRESSION_FORMAT`: "text" (default) or "json", how `regression()` prints."""
+    return os.environ.get("TL_PERF_REGRESSION_FORMAT", "text").strip().lower()

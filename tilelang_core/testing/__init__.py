@@ -1,4 +1,5 @@
-"""TileLang's `tilelang.testing`: `main()`, `set_random_seed`, `torch_assert_close`, and
+"""TileLang's `tilelang.testing`: `main()`, `set_random_seed`, `torch_assert_close`, the performance
+regression entry points (`regression`, `process_func`: see `regression.py`), and
 decorators that skip a test, with the reason, when what it needs is absent.
 
 What a machine has is read from the installed backends' detection (`tilelang backends`
@@ -29,6 +30,7 @@ import numpy as np
 import pytest
 
 from ..utils.tensor import torch_assert_close
+from .regression import process_func, regression
 
 __all__ = [
     "Requirement",
@@ -39,6 +41,8 @@ __all__ = [
     "requires_target",
     "requires_target_kind",
     "requires_compute_version",
+    "process_func",
+    "regression",
 ]
 
 _MODES = {
