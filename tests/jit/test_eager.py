@@ -210,3 +210,26 @@ def test_persistent_loop_visits_every_tile_once_in_grouped_order(sm_num, group):
                 t += 1
     np.testing.assert_array_equal(owner[::bm, ::bn], expected)
     np.testing.assert_array_equal(owner, np.repeat(np.repeat(expected, bm, 0), bn, 1))
+
+
+def test_prologue_that_computes_with_a_const_learns_its_dim():
+    """TileLang's AWS examples assert on their shape constants before the kernel
+    (`assert seq_len % block_M == 0`): the const's tensor dim is still found, and the assert
+    still guards each call's real value."""
+    import numpy as np
+
+    @tilelang.jit
+    def scale(A, block: int):
+        n = T.const("n")
+        A: T.Tensor((n,), T.float32)
+        B = T.empty((n,), T.float32)
+        assert n % block == 0
+        with T.Kernel(T.ceildiv(n, block), threads=32) as bx:
+            for i in T.Parallel(block):
+                B[bx * block + i] = A[bx * block + i] * 3.0
+        return B
+
+    a = np.random.default_rng(0).standard_normal(256).astype("float32")
+    np.testing.assert_array_equal(scale(a, 64), a * 3)
+    with pytest.raises(AssertionError):
+        scale(np.zeros(100, "float32"), 64)

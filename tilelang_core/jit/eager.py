@@ -215,10 +215,10 @@ class EagerProgram:
         declared = {p: given[p] for p in self.tensor_params if p in given}
         return compile_time, declared, extra
 
-    def run_prologue(self, compile_time: dict[str, Any], consts: dict[str, Any]) -> Specialization:
+    def run_prologue(self, compile_time: dict[str, Any], consts: dict[str, Any], fresh: Any = None) -> Specialization:
         from ..language.eager import ConstScope
 
-        with ConstScope(consts) as scope:
+        with ConstScope(consts, fresh) as scope:
             local = self._prologue(**compile_time, **{p: None for p in self.tensor_params})
             namespace = {**self._globals(), **local}
             for p in self.tensor_params:
@@ -236,11 +236,16 @@ class EagerProgram:
         key = _freeze(compile_time)
         found = self._matchers.get(key)
         if found is None:
-            spec = self.run_prologue(compile_time, {})
+            try:
+                spec = self.run_prologue(compile_time, {})
+                same = lambda dim, value: dim.same_as(value)  # noqa: E731
+            except Exception:  # noqa: BLE001 - the prologue needs numbers (`assert seq_len % 128 == 0`)
+                spec = self.run_prologue(compile_time, {}, fresh=_sentinel)
+                same = lambda dim, value: _int_or_none(dim) == value  # noqa: E731
             found = {}
             for name, var in spec.consts.items():
                 for p, ann in spec.params.items():
-                    dims = [i for i, d in enumerate(getattr(ann, "shape", ())) if d.same_as(var)]
+                    dims = [i for i, d in enumerate(getattr(ann, "shape", ())) if same(d, var)]
                     if dims:
                         found[name] = (p, dims[0])
                         break
@@ -307,3 +312,18 @@ def _freeze(values: Any) -> Any:
     except TypeError:
         raise EagerStyleError(f"compile-time argument {values!r} is not hashable; pass a tuple or a number") from None
     return values
+
+
+def _sentinel(name: str, dtype: str, index: int) -> int:
+    """A stand-in value for the index-th `T.const` while learning which tensor dim it names,
+    for prologues that compute with it: distinct per name, and a multiple of 2**16, so the
+    usual `assert seq_len % block_M == 0` holds."""
+    return (2 * index + 3) << 16
+
+
+def _int_or_none(dim: Any) -> int | None:
+    try:
+        return int(dim)
+    except (TypeError, ValueError):
+        value = getattr(dim, "value", None)
+        return int(value) if isinstance(value, int) else None

@@ -49,13 +49,21 @@ class ConstScope:
     `declared` in declaration order.
     """
 
-    def __init__(self, values: dict[str, Any] | None = None) -> None:
+    def __init__(self, values: dict[str, Any] | None = None, fresh: Any = None) -> None:
+        """`fresh(name, dtype, index)`, when given, makes the value of a name not in `values`
+        (the index-th so made) instead of a symbolic var."""
         self.values = dict(values or {})
         self.declared: dict[str, Any] = {}
+        self.fresh = fresh
+        self._made = 0
 
     def lookup(self, name: str, dtype: str) -> Any:
         if name not in self.values:
-            self.values[name] = tvm.tirx.Var(name, str(to_dtype(dtype)))
+            if self.fresh is not None:
+                self.values[name] = self.fresh(name, dtype, self._made)
+                self._made += 1
+            else:
+                self.values[name] = tvm.tirx.Var(name, str(to_dtype(dtype)))
         self.declared[name] = self.values[name]
         return self.values[name]
 
