@@ -10,6 +10,8 @@ back, a cast to the storage dtype rounds.
 """
 from __future__ import annotations
 
+import re
+
 import math
 import struct
 
@@ -472,6 +474,10 @@ class CExprPrinter:
             text = self.buffer_ref(value.source, value.indices)
         else:
             text = self.expr(value)
+            if re.fullmatch(r"u?int(8|16)", dtype_of(value)) and not isinstance(value, ir.TensorLoad):
+                # C promotes narrower integer arithmetic to int: the bits to cast are the
+                # expression's own type's, so convert back first (a 16-bit pattern into half)
+                text = f"(({src})({text}))"
         return self.reinterpret_format.format(text, src, dst), PREC_ATOM
 
     def _call_extern(self, e) -> tuple[str, int]:

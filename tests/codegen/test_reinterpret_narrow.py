@@ -1,0 +1,35 @@
+"""`T.reinterpret` of 8- and 16-bit integer arithmetic: C promotes the arithmetic to int, so the
+printer converts back to the expression's type before the bit cast (TileLang's fp4/mxfp4/w4a8
+dequantizing GEMMs build half, bfloat16 and int8 patterns this way)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilelang_core as tilelang
+from tilelang_core import language as T
+
+
+def patterns():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "uint8"), B: T.Tensor((64,), "float16"), C: T.Tensor((64,), "int8")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                B[i] = T.reinterpret("float16", (T.Cast("uint16", A[i]) << T.uint16(8)) | T.uint16(0x3C))
+                C[i] = T.reinterpret("int8", (A[i] & T.uint8(15)) << T.uint8(4)) >> T.int8(4)
+    return main
+
+
+def test_cpu_bits_match_numpy():
+    a = np.random.default_rng(0).integers(0, 256, 64).astype("uint8")
+    b, c = np.zeros(64, "float16"), np.zeros(64, "int8")
+    tilelang.compile(patterns(), target="cpu")(a, b, c)
+    np.testing.assert_array_equal(b.view(np.uint16), (a.astype(np.uint16) << 8) | 0x3C)
+    np.testing.assert_array_equal(c, ((a & 15) << 4).astype(np.uint8).view(np.int8) >> 4)
+
+
+@pytest.mark.parametrize("target", ["cuda/sm_90a", "cuda/sm_80"])
+def test_cuda_compiles_with_the_narrowing_cast(target):
+    source = tilelang.compile(patterns(), target=target).get_kernel_source()  # NVRTC accepted it
+    assert "__builtin_bit_cast(half_t, ((uint16_t)(" in source
+    assert "__builtin_bit_cast(int8_t, ((uint8_t)(" in source
