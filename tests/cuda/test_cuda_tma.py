@@ -280,3 +280,41 @@ def test_tma_store_epilogue_sass():
     kernel = tilelang_core.compile(main, target="cuda/sm_90a", cache=False)
     ops = _sass_ops(kernel)
     assert ops.get("UTMASTG", 0) == 2 and ops.get("UTMALDG", 0) >= 2 and ops.get("HGMMA", 0) >= 4, ops
+
+
+def _offset_rows_kernel(M=256, K=128, N=64, bm=64, bk=64):
+    """Each block's first row comes from a name computed from a `T.alloc_var` before the loop,
+    as TileLang's grouped GEMM computes `m_start`: the loading warp of a warp-specialized
+    pipeline cannot compute it."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), starts: T.Tensor((M // bm,), "int32"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(M // bm, threads=128) as bx:
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, N), "float16")
+            C_l = T.alloc_fragment((bm, N), "float32")
+            chosen = T.alloc_var("int32")
+            chosen = starts[bx]
+            row = chosen + 0
+            T.clear(C_l)
+            for k in T.Pipelined(K // bk, num_stages=2):
+                T.copy(A[row, k * bk], A_s)
+                T.copy(B[k * bk, 0], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[bx * bm, 0])
+    return main
+
+
+def test_warp_specialization_that_cannot_take_a_program_falls_back_with_the_reason():
+    kernel = tilelang_core.compile(_offset_rows_kernel(), target="cuda/sm_90a")
+    assert "fallback: not warp-specialized" in kernel.explain() and "row" in kernel.explain()
+    lowered = _lower(_offset_rows_kernel())
+    assert "setmaxnreg" not in lowered.script()
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((256, 128)).astype(np.float16)
+    b = rng.standard_normal((128, 64)).astype(np.float16)
+    starts = np.array([192, 0, 128, 64], np.int32)
+    c = np.full((256, 64), np.nan, np.float32)
+    run_kernel(lowered, a, b, starts, c, mode="early")
+    ref = np.concatenate([a[s:s + 64].astype(np.float64) @ b for s in starts])
+    assert np.abs(c - ref).max() < 1e-2

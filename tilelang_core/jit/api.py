@@ -107,17 +107,33 @@ def lower(func, target, options: CompileOptions, facts: dict | None = None):
     from ..plugin import hooks_for
     from ..transform.pipeline import PassContext, default_pipeline
 
+    from ..transform.errors import LowerAgain
+
     hooks = hooks_for(target)
     pipeline = default_pipeline()
     hooks.pipeline(pipeline)
-    ctx = PassContext(target=target, options=options, hooks=hooks)
     dump = None
     if options.debug_dump:
         def dump(name, f):  # noqa: E306
             print(f"# ---- after {name} ----\n{f.script()}")
-    lowered = pipeline.run(func, ctx, dump)
+    notes: list[str] = []
+    for _ in range(4):  # each LowerAgain changes an option; a few at most
+        ctx = PassContext(target=target, options=options, hooks=hooks)
+        try:
+            lowered = pipeline.run(func, ctx, dump)
+            break
+        except LowerAgain as again:
+            changed = dataclasses.replace(options, **again.changes)
+            if changed == options:
+                raise RuntimeError(f"a pass asked to lower again without changing an option: {again.reason}") from None
+            notes.append(again.reason)
+            options = changed
+    else:
+        raise RuntimeError(f"lowering did not settle after {len(notes)} fallbacks: {'; '.join(notes)}")
     if facts is not None:
         facts.update(ctx.facts)
+        if notes:
+            facts["lowering_notes"] = notes
     return lowered
 
 
@@ -136,7 +152,9 @@ def _build(func, target, options: CompileOptions, out_idx: tuple[int, ...]):
         # what layout inference and storage planning decided, for Kernel.explain() (JSON: it
         # travels with exports)
         "layout_report": json.dumps(facts.get("layout_report", [])),
-        "shared_plan": json.dumps(facts.get("shared_plan", {}))})
+        "shared_plan": json.dumps(facts.get("shared_plan", {})),
+        # forms the compiler fell back from, with the reason (transform.errors.LowerAgain)
+        "lowering_notes": json.dumps(facts.get("lowering_notes", []))})
     return meta, binary, source
 
 

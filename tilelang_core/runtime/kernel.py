@@ -99,7 +99,11 @@ class Kernel:
         """What layout inference decided for each fragment: its layout, registers per thread,
         replication, and where it lives (registers, or shared memory and why); and how storage
         planning placed the shared buffers (offsets, and which share bytes)."""
-        return "\n".join([self._explain_fragments(), *self._explain_shared()])
+        import json
+
+        notes = json.loads(self.meta.extra.get("lowering_notes", "[]") or "[]")
+        return "\n".join([self._explain_fragments(), *self._explain_shared(),
+                          *(f"fallback: {note}" for note in notes)])
 
     def _explain_shared(self) -> list[str]:
         import json

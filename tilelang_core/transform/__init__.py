@@ -6,7 +6,8 @@ Names resolve on first access, so importing this package loads no pass.
 
 - IR building and rewriting (`irutil`): `seq`, `const`, `loop_nest`, `substitute`, `walk`,
   `map_stmts`, `in_bounds`, `region_indices`, `squeeze_extents`, `analyzer`;
-- errors that name the user's line (`errors`): `TileLangCompileError`, `CapabilityError`;
+- errors that name the user's line (`errors`): `TileLangCompileError`, `CapabilityError`, and
+  `LowerAgain` (a pass asks for the pipeline to run again with other options, with the reason);
 - the launch of a kernel (`kernel_info`): `launch_info`, `LaunchInfo`, and the keywords
   installed backends add to `T.Kernel` that it passed, `kernel_hints`;
 - reductions as the portable lowering writes them (`portable`): `reduce_init`, `reduce_combine`;
@@ -34,6 +35,7 @@ _PUBLIC = {
                                     "region_indices", "squeeze_extents", "analyzer")},
     "TileLangCompileError": "errors",
     "CapabilityError": "errors",
+    "LowerAgain": "errors",
     "launch_info": "kernel_info",
     "LaunchInfo": "kernel_info",
     "kernel_hints": "kernel_info",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import linecache
 
-__all__ = ["TileLangCompileError", "CapabilityError", "format_source"]
+__all__ = ["TileLangCompileError", "CapabilityError", "LowerAgain", "format_source"]
 
 
 def format_source(source: tuple[str, int] | None) -> str:
@@ -29,3 +29,15 @@ class TileLangCompileError(ValueError):
 
 class CapabilityError(TileLangCompileError):
     """The kernel needs a capability the target does not declare."""
+
+
+class LowerAgain(Exception):
+    """Raised by a pass that cannot take a program in the form an option chose (say warp
+    specialization) but knows the form that can: `lower()` runs the pipeline again from the
+    start with `changes` applied to the compile options (`dataclasses.replace`) and records
+    `reason`, which `Kernel.explain()` shows. Never a refusal of a program another form runs."""
+
+    def __init__(self, reason: str, **changes) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.changes = changes

@@ -906,7 +906,7 @@ def _values_for_loaders(before: list, producer: tir.Stmt) -> list:
     and global memory; a needed value computed otherwise (from shared memory or a fragment,
     or inside a branch) cannot follow the loaders: a compile error says how to go without
     warp specialization."""
-    from tilelang_core.transform import TileLangCompileError, walk
+    from tilelang_core.transform import LowerAgain, walk
 
     need_buffers, need_vars = _reads(producer)
     chosen = []
@@ -924,11 +924,10 @@ def _values_for_loaders(before: list, producer: tir.Stmt) -> list:
         loads = []
         walk(stmt.value, loads.append, (_ir.TensorLoad,))
         if any(ld.source.scope() not in ("global", "local") for ld in loads):
-            raise TileLangCompileError(
-                f"the loading warp of a warp-specialized pipeline needs {target.name}, which is computed from "
-                f"{loads[0].source.scope()} memory before the pipelined loop; compute it from block indices, "
-                f"arguments or global memory, or turn warp specialization off with "
-                f"pass_configs={{'tl.disable_warp_specialized': True}}", None)
+            raise LowerAgain(
+                f"not warp-specialized: the loading warp would need {target.name}, which is computed from "
+                f"{loads[0].source.scope()} memory before the pipelined loop (compute it from block indices, "
+                f"arguments or global memory to get the warp-specialized pipeline)", disable_warp_specialized=True)
         chosen.insert(0, stmt)
         more_buffers, more_vars = _reads(stmt.value)
         need_buffers |= more_buffers
