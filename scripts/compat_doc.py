@@ -690,35 +690,55 @@ def _cell(text: Any) -> str:
 
 def examples_section(data: dict | None, examples: list[str], previous: str | None = None) -> str:
     """The example section: from `data` (the JSON of `tilelang_examples.py`) when given, else
-    `previous` (the section already in the document), else "not measured yet"."""
+    `previous` (the section already in the document), else "not measured yet". A whole-folder
+    run (`--all`) is counted over every example it ran, with the named acceptance list as a
+    line of its own and the examples left out listed with their reasons."""
     if data is None:
         if previous:
             return previous
         return (f"{EXAMPLES_BEGIN}\n## TileLang's examples on tilelang-core\n\n"
                 f"Not measured yet: none of the {len(examples)} examples has been run on a device "
-                f"for this document. To measure, run `scripts/tilelang_examples.py --json "
+                f"for this document. To measure, run `scripts/tilelang_examples.py --all --json "
                 f"examples.json` on the device and regenerate with `--examples-json examples.json`."
                 f"\n{EXAMPLES_END}")
     records = {r["example"]: r for r in data.get("records", [])}
-    passed = sum(records.get(e, {}).get("outcome") == "pass" for e in examples)
+    ran = [r for r in records.values() if r.get("outcome") != "left out"]
+    left_out = {**data.get("left_out", {}), **{r["example"]: r.get("error", "") for r in records.values()
+                                                if r.get("outcome") == "left out"}}
+    passed = sum(r.get("outcome") == "pass" for r in ran)
+    named = sum(records.get(e, {}).get("outcome") == "pass" for e in examples)
     lines = [EXAMPLES_BEGIN, "## TileLang's examples on tilelang-core", "",
              f"Run on {data.get('date', 'an unknown date')}, device: {data.get('device', 'unknown')}, "
              f"TileLang examples at revision {data.get('tilelang_revision') or 'unrecorded'}. Each "
              f"example runs unchanged through `tilelang run` in its own process and passes when it "
-             f"exits with status 0 (every listed example checks its own results).", "",
-             f"**{passed} of {len(examples)} pass.**", "",
-             "| example | outcome | seconds | reason for a failure |", "|---|---|---:|---|"]
-    others = [e for e in records if e not in examples]
-    for example in [*examples, *others]:
+             f"exits with status 0 (the examples check their own results). "
+             f"`scripts/tilelang_examples.py --all` finds every example script of the folder; the ones "
+             f"for other hardware or needing a package the GPU machine lacks are left out, each with "
+             f"its reason (below).", ""]
+    if data.get("left_out") is not None:
+        share = f" ({100.0 * passed / len(ran):.1f}%)" if ran else ""
+        lines += [f"**{passed} of {len(ran)} examples pass{share}**; {len(left_out)} left out; "
+                  f"the {len(examples)} named in the first compatibility issue: {named} of {len(examples)}.", ""]
+    else:
+        lines += [f"**{named} of {len(examples)} pass.**", ""]
+    lines += ["| example | outcome | seconds | reason for a failure |", "|---|---|---:|---|"]
+    order = [e for e in examples if e in records] + sorted(e for e in records if e not in examples)
+    for example in [*[e for e in examples if e not in records], *order]:
         record = records.get(example)
         if record is None:
             lines.append(f"| `{example}` | not run | | |")
             continue
+        if record.get("outcome") == "left out":
+            continue
         seconds = record.get("seconds")
         where = record.get("device")
         outcome = record.get("outcome", "?") + (f" (on {where})" if where and where != data.get("device") else "")
+        outcome += " (run alone)" if record.get("retried") else ""
         lines.append(f"| `{example}` | {outcome} | {'' if seconds is None else seconds} "
                      f"| {_cell(record.get('error') or '')} |")
+    if left_out:
+        lines += ["", "Left out:", "", "| example | reason |", "|---|---|"]
+        lines += [f"| `{e}` | {_cell(why)} |" for e, why in sorted(left_out.items())]
     lines.append(EXAMPLES_END)
     return "\n".join(lines)
 
