@@ -33,3 +33,20 @@ def test_cuda_compiles_with_the_narrowing_cast(target):
     source = tilelang.compile(patterns(), target=target).get_kernel_source()  # NVRTC accepted it
     assert "__builtin_bit_cast(half_t, ((uint16_t)(" in source
     assert "__builtin_bit_cast(int8_t, ((uint8_t)(" in source
+
+
+def test_tilelang_argument_order_and_tvmscript_order_both_work():
+    """TileLang writes `T.reinterpret(value, dtype)` (like `T.cast`); TVMScript writes the dtype
+    first. Both mean the same bit cast."""
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "int32"), C: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                B[i] = T.reinterpret(A[i] * 2.0, "int32")
+                C[i] = T.reinterpret(T.float32, B[i] + 1)
+
+    a = np.random.default_rng(1).random(64).astype("float32")
+    b, c = np.zeros(64, "int32"), np.zeros(64, "float32")
+    tilelang.compile(main, target="cpu")(a, b, c)
+    np.testing.assert_array_equal(b, (a * 2).view(np.int32))
+    np.testing.assert_array_equal(c.view(np.int32), b + 1)

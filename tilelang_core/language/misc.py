@@ -14,7 +14,7 @@ from tilelang_core.ir.ops import make_call
 
 from .regions import as_region
 
-__all__ = ["ceildiv", "clamp", "device_assert", "print", "use_swizzle"]
+__all__ = ["ceildiv", "clamp", "device_assert", "print", "reinterpret", "use_swizzle"]
 
 _SWIZZLE_ORDERS = ("row", "col")
 
@@ -63,3 +63,22 @@ def ceildiv(a: Any, b: Any) -> Any:
 def clamp(value: Any, low: Any, high: Any) -> Any:
     """`value` limited to [low, high]: `T.max(T.min(value, high), low)`."""
     return _builder.max(_builder.min(value, high), low)
+
+
+def reinterpret(value: Any, dtype: Any, span: Any = None) -> Any:
+    """The bits of `value` read as `dtype` (same width): TileLang's order `T.reinterpret(x,
+    "uint32")`, like `T.cast`. TVMScript's order `T.reinterpret("uint32", x)` is taken too (a
+    dtype first is unambiguous: a value is never a dtype)."""
+    import tvm.tirx as tirx
+
+    from .dtypes import DType, to_dtype
+
+    def is_dtype(x: Any) -> bool:
+        if isinstance(x, (str, DType)):
+            return True
+        return type(x).__module__.startswith("torch") and type(x).__name__ == "dtype"
+
+    if is_dtype(value) and not is_dtype(dtype):
+        value, dtype = dtype, value
+    return tirx.reinterpret(str(to_dtype(dtype)), value, span=span) if span is not None \
+        else tirx.reinterpret(str(to_dtype(dtype)), value)
