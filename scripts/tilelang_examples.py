@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -217,21 +218,37 @@ def classify(record: dict, output: str) -> dict:
     return record
 
 
+def _stack_dump(output: str) -> str:
+    """What an example printed before it was stopped, and where each thread was (faulthandler's
+    dump, without its list of extension modules)."""
+    start = output.find("Fatal Python error: Aborted")
+    if start < 0:
+        return output[-3000:]
+    end = output.find("\nExtension modules:", start)
+    return (output[max(0, start - 1000):start] + output[start:end if end > 0 else None])[-4000:]
+
+
 def run_one(examples: Path, rel: str, timeout: float, runner: list[str]) -> dict:
     path = examples / rel
     start = time.perf_counter()
+    # faulthandler: an example stopped at its time limit (SIGABRT first) prints where it was
+    proc = subprocess.Popen([*runner, path.name], cwd=path.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     try:
-        done = subprocess.run([*runner, path.name], cwd=path.parent, capture_output=True,
-                              text=True, timeout=timeout, env=os.environ.copy())
-    except subprocess.TimeoutExpired as exc:
-        out = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        try:
+            output, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            output, _ = proc.communicate()
         return {"example": rel, "outcome": "timeout", "status": None,
                 "seconds": round(time.perf_counter() - start, 1),
-                "error": f"no result within {timeout:.0f} s", "tail": out[-3000:]}
-    output = done.stdout + done.stderr
-    return classify({"example": rel, "outcome": "pass" if done.returncode == 0 else "fail",
-                     "status": done.returncode, "seconds": round(time.perf_counter() - start, 1),
-                     "error": "" if done.returncode == 0 else _error_line(output),
+                "error": f"no result within {timeout:.0f} s", "tail": _stack_dump(output or "")}
+    return classify({"example": rel, "outcome": "pass" if proc.returncode == 0 else "fail",
+                     "status": proc.returncode, "seconds": round(time.perf_counter() - start, 1),
+                     "error": "" if proc.returncode == 0 else _error_line(output),
                      "tail": output[-3000:]}, output)
 
 
