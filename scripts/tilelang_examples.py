@@ -77,6 +77,10 @@ OTHER_HARDWARE = (
     (re.compile(r"sm120"), "RTX 50 series (sm_120) only"),
 )
 
+# Names only Blackwell has (tensor memory, its MMA): a script using them targets sm_100
+# wherever it lives.
+BLACKWELL_NAMES = re.compile(r"\bT\.alloc_tmem\b|\btcgen05|\btcgen5mma")
+
 # Python packages the lent GPU machine's image holds besides the standard library (its
 # KINDS.md list), under their import names; an example importing anything else is left out
 # with that package named.
@@ -167,6 +171,8 @@ def discover(examples: Path) -> tuple[list[str], dict[str, str]]:
         if not _has_main_guard(src) and Path(rel).stem in imported_by_others:
             continue  # a helper module of other examples
         reason = next((why for pattern, why in OTHER_HARDWARE if pattern.search(rel)), None)
+        if reason is None and BLACKWELL_NAMES.search(src):
+            reason = "Blackwell (sm_100) only: it uses tensor memory (T.alloc_tmem) or tcgen05"
         if reason is None:
             missing = sorted(m for m in mods | _needed_optional_imports(src) if m not in stdlib
                              and m not in IMAGE_PACKAGES and m not in local and m != "__future__")

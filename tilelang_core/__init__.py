@@ -34,6 +34,8 @@ _LAZY = {
     "TensorSupplyType": "tilelang_core.utils.tensor:TensorSupplyType",
     "profiler": "tilelang_core.runtime.profiler",
     "testing": "tilelang_core.testing",
+    "math": "tilelang_core.math",
+    "tools": "tilelang_core.tools",
     "utils": "tilelang_core.utils",
     "autotune": "tilelang_core.autotuner:autotune",
     "autotuner": "tilelang_core.autotuner",

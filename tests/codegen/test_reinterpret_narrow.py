@@ -50,3 +50,10 @@ def test_tilelang_argument_order_and_tvmscript_order_both_work():
     tilelang.compile(main, target="cpu")(a, b, c)
     np.testing.assert_array_equal(b, (a * 2).view(np.int32))
     np.testing.assert_array_equal(c.view(np.int32), b + 1)
+
+
+def test_a_null_handle_from_its_bits():
+    """TileLang's GEMV writes `T.reinterpret(T.uint64(0), dtype="handle")` for the null pointer
+    argument of `T.tvm_thread_allreduce`."""
+    value = T.reinterpret(T.uint64(0), dtype="handle")
+    assert str(value.ty) in ("handle", "T.handle") or "handle" in str(value.ty)

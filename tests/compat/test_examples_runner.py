@@ -54,3 +54,10 @@ def test_outcomes_are_read_honestly():
     buggy = {"example": "autodd/tilelang_buggy.py", "outcome": "fail", "status": 1, "error": "KernelSyntaxError"}
     assert runner.classify(buggy, "T.gemm: K of A is 32 but K of B is 128")["outcome"] == "pass"
     assert runner.classify({**buggy, "status": 0, "outcome": "pass"}, "")["outcome"] == "fail"
+
+
+def test_blackwell_only_names_leave_a_script_out(tmp_path):
+    _write(tmp_path, "aws/gemm.py", "import tilelang\nimport tilelang.language as T\n"
+                                    "def k():\n    C = T.alloc_tmem([128, 128], 'float32')\n" + MAIN)
+    run, left_out = _module().discover(tmp_path)
+    assert run == [] and "Blackwell" in left_out["aws/gemm.py"]

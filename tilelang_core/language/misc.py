@@ -80,5 +80,6 @@ def reinterpret(value: Any, dtype: Any, span: Any = None) -> Any:
 
     if is_dtype(value) and not is_dtype(dtype):
         value, dtype = dtype, value
-    return tirx.reinterpret(str(to_dtype(dtype)), value, span=span) if span is not None \
-        else tirx.reinterpret(str(to_dtype(dtype)), value)
+    # "handle": a pointer from its 64 bits (TileLang's `T.reinterpret(T.uint64(0), dtype="handle")`)
+    name = "handle" if str(dtype) == "handle" else str(to_dtype(dtype))
+    return tirx.reinterpret(name, value, span=span) if span is not None else tirx.reinterpret(name, value)

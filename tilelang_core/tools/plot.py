@@ -51,15 +51,15 @@ def _svg(labels: np.ndarray, colors: np.ndarray, title: str, cell: int = 44) -> 
 
 def plot_layout(layout: Any, save_directory: str | Path = "./tmp", name: str = "layout", colormap: str | None = None,
                 verbose: bool = False, formats: str | list[str] = "png", **_: Any) -> list[Path]:
-    """Draw `layout` (a `T.Layout` or `T.Fragment` of a 1-D or 2-D tile) into
+    """Draw `layout` (a `T.Layout` or `T.Fragment`; a tile of more than two dims is drawn with
+    all but its last dim as rows) into
     `save_directory/name.<format>` for each of `formats` ("png", "svg", "pdf" is written as SVG
     content under .svg; "all": png and svg); returns the files written. A Layout's cell shows
     where the element lives (its physical index); a Fragment's, the thread and register slot
     that hold it (replica 0). `colormap` is accepted for TileLang's signature and not used."""
     shape = tuple(int(d) for d in layout.shape)
-    if len(shape) not in (1, 2):
-        raise ValueError(f"plot_layout draws 1-D and 2-D tiles; this layout has shape {shape}")
-    grid = shape if len(shape) == 2 else (1, shape[0])
+    # rows: every dim but the last (a 3-D tile [2, 4, 8] is drawn as 8 rows of 8)
+    grid = (int(np.prod(shape[:-1])), shape[-1]) if len(shape) >= 2 else (1, shape[0])
     is_fragment = type(layout).__name__ == "Fragment"
     extra = (0,) if is_fragment else ()
     mapped = _evaluate(layout.index_map, shape, extra).reshape(*grid, -1)
