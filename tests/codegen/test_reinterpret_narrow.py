@@ -57,3 +57,25 @@ def test_a_null_handle_from_its_bits():
     argument of `T.tvm_thread_allreduce`."""
     value = T.reinterpret(T.uint64(0), dtype="handle")
     assert str(value.ty) in ("handle", "T.handle") or "handle" in str(value.ty)
+
+
+def test_half_values_computed_in_float_are_stored_before_their_bits_are_read():
+    """Where float16/bfloat16 arithmetic runs in float (CUDA's storage types), the bits of a
+    half value are those of the value stored as half (TileLang's top-k selector), and a half
+    made from bits joins float arithmetic like a load of it (the mxfp4 dequantizing GEMM)."""
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "int16"), C: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64):
+                B[i] = T.reinterpret(T.Cast("float16", A[i] * 2.0), "int16")
+                C[i] = T.reinterpret(T.Cast("int16", B[i]), "float16") * A[i]
+
+    a = np.random.default_rng(2).standard_normal(64).astype("float32")
+    b, c = np.zeros(64, "int16"), np.zeros(64, "float32")
+    tilelang.compile(main, target="cpu")(a, b, c)
+    half = (a * 2).astype(np.float16)
+    np.testing.assert_array_equal(b, half.view(np.int16))
+    np.testing.assert_allclose(c, half.astype(np.float32) * a, rtol=1e-6)
+    source = tilelang.compile(main, target="cuda/sm_90a").get_kernel_source()  # NVRTC accepted it
+    assert "__builtin_bit_cast(int16_t, __float2half_rn(" in source
+    assert "__half2float(__builtin_bit_cast(half_t," in source

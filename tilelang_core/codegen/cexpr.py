@@ -474,11 +474,16 @@ class CExprPrinter:
             text = self.buffer_ref(value.source, value.indices)
         else:
             text = self.expr(value)
-            if re.fullmatch(r"u?int(8|16)", dtype_of(value)) and not isinstance(value, ir.TensorLoad):
+            if re.fullmatch(r"u?int(8|16)", dtype_of(value)):
                 # C promotes narrower integer arithmetic to int: the bits to cast are the
                 # expression's own type's, so convert back first (a 16-bit pattern into half)
                 text = f"(({src})({text}))"
-        return self.reinterpret_format.format(text, src, dst), PREC_ATOM
+            else:  # a storage type's value is computed wider (half in float): store it first
+                text = self.store_value(dtype_of(value), text)
+        bits = self.reinterpret_format.format(text, src, dst)
+        # ... and a storage-type result is computed in its value type like any load of it
+        conv = self.storage_types.get(split_lanes(dtype_of(e))[0], {}).get("load")
+        return (conv.format(bits), PREC_ATOM) if conv else (bits, PREC_ATOM)
 
     def _call_extern(self, e) -> tuple[str, int]:
         fname = str(e.args[0].value)
