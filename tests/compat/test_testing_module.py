@@ -166,3 +166,33 @@ def test_main_runs_pytest_on_the_calling_file(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "1 passed, 1 skipped" in out.stdout
     assert "no installed backend declares a target kind, arch or capability named 'no_such_backend'" in out.stdout
+
+
+def test_large_inputs_are_drawn_on_the_device_with_the_same_distributions():
+    """On a device runtime the supply draws with torch where the tensor lives (autotuning
+    TileLang's KDA examples drew tens of millions of values with NumPy per candidate): same
+    ranges as the host draw, and `set_random_seed` still fixes the values."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    from tilelang_core.utils import tensor as supply_module
+
+    class TorchRuntime:
+        def from_numpy(self, array):
+            return torch.from_numpy(array)
+
+    shape = (256, 512)
+    for kind, name, check in [
+        (TensorSupplyType.Auto, "float16", lambda t: (t.abs() <= 1).all() and t.std() > 0.3),
+        (TensorSupplyType.Normal, "float32", lambda t: abs(float(t.mean()) + 1.0) < 0.05),
+        (TensorSupplyType.Randn, "float32", lambda t: abs(float(t.std()) - 1.0) < 0.05),
+        (TensorSupplyType.Integer, "int32", lambda t: set(t.unique().tolist()) == {-2, -1, 0, 1, 2}),
+        (TensorSupplyType.Auto, "uint8", lambda t: set(t.unique().tolist()) == {0, 1, 2}),
+    ]:
+        drawn = supply_module._draw_on_device(kind, name, shape, TorchRuntime(), host_too=True)
+        assert tuple(drawn.shape) == shape and bool(check(drawn.float())), (kind, name)
+    np.random.seed(3)
+    first = supply_module._draw_on_device(TensorSupplyType.Randn, "float32", shape, TorchRuntime(), host_too=True)
+    np.random.seed(3)
+    again = supply_module._draw_on_device(TensorSupplyType.Randn, "float32", shape, TorchRuntime(), host_too=True)
+    assert torch.equal(first, again)
+    assert supply_module._draw_on_device(TensorSupplyType.Randn, "float32", shape, TorchRuntime()) is None  # host: NumPy

@@ -176,6 +176,45 @@ def _draw(kind: TensorSupplyType, name: str, shape: tuple[int, ...]) -> np.ndarr
     return rand.randint(low, high, size=shape).astype(carrier)
 
 
+_DEVICE_DRAW_MIN = 1 << 16  # elements: below this, drawing on the host costs nothing
+
+
+def _draw_on_device(kind: TensorSupplyType, name: str, shape: tuple[int, ...], runtime: Any,
+                    host_too: bool = False) -> Any:
+    """The same distribution as `_draw`, drawn by torch on the runtime's device when the runtime
+    hands out torch tensors there (None otherwise, or for small tensors). Drawing tens of
+    millions of values with NumPy and copying them over took seconds per input, per candidate
+    of an autotuning run. The seed comes from NumPy's global generator, so
+    `set_random_seed` still fixes the values."""
+    count = 1
+    for d in shape:
+        count *= int(d)
+    if count < _DEVICE_DRAW_MIN:
+        return None
+    carrier = _carrier_dtype(name)
+    probe = runtime.from_numpy(np.zeros(1, carrier))
+    if array_library(type(probe)) != "torch" or (probe.device.type == "cpu" and not host_too):
+        return None
+    import torch
+
+    generator = torch.Generator(device=probe.device)
+    generator.manual_seed(int(np.random.randint(0, 2 ** 31 - 1)))
+    out = torch.empty(shape, dtype=probe.dtype, device=probe.device)
+    if kind in (TensorSupplyType.Zero, TensorSupplyType.One):
+        return out.fill_(0 if kind is TensorSupplyType.Zero else 1)
+    if kind in (TensorSupplyType.Uniform, TensorSupplyType.Normal) and name == "int8":
+        return out.fill_(1)
+    if kind is TensorSupplyType.Uniform or (kind is TensorSupplyType.Auto and name in ("float16", "bfloat16", "float32")):
+        return out.uniform_(-1.0, 1.0, generator=generator)
+    if kind is TensorSupplyType.Normal:
+        return out.normal_(-1.0, 1.0, generator=generator)
+    if kind is TensorSupplyType.Randn:
+        return out.normal_(0.0, 1.0, generator=generator)
+    low, high = (0, 2) if name == "bool" else (0, 3) if name.startswith("uint") else \
+        (-128, 128) if name.startswith("float8") else (-6, 7) if name.startswith("float4") else (-2, 3)
+    return out.random_(low, high, generator=generator)
+
+
 def _cast(array: Any, name: str) -> Any:
     """`array` in dtype `name`, in its own array library."""
     library = array_library(type(array))
@@ -207,7 +246,12 @@ def get_tensor_supply(supply_type: TensorSupplyType = TensorSupplyType.Integer) 
                 f"parameter {_param_name(param)} is a scalar ({param.dtype}): the tensor supply makes "
                 f"tensors only; pass the inputs yourself (input_tensors=[...])")
         name = _canonical(param.dtype)
-        host = _draw(supply_type, name, _concrete_shape(param, values))
+        shape = _concrete_shape(param, values)
+        if runtime is not None:
+            drawn = _draw_on_device(supply_type, name, shape, runtime)
+            if drawn is not None:
+                return _cast(drawn, name)
+        host = _draw(supply_type, name, shape)
         array = host if runtime is None else runtime.from_numpy(host)
         return _cast(array, name)
 
