@@ -4,7 +4,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["enabled_backends", "default_target", "cache_dir", "host_c_compiler", "debug", "kernel_memo_size"]
+__all__ = ["enabled_backends", "default_target", "cache_dir", "host_c_compiler", "debug", "kernel_memo_size",
+           "compat_alias", "COMPAT_ALIAS_VAR"]
+
+COMPAT_ALIAS_VAR = "TILELANG_CORE_ALIAS"
 
 
 def enabled_backends() -> list[str] | None:
@@ -54,3 +57,9 @@ def kernel_memo_size() -> int:
     if value < 0:
         raise ValueError(f"TILELANG_KERNEL_MEMO_SIZE={value} is negative; set it to 0 or more")
     return value
+
+
+def compat_alias() -> bool:
+    """`TILELANG_CORE_ALIAS=1`: resolve `import tilelang` to tilelang-core in this process and
+    the ones it starts (`tilelang run` sets it; see tilelang_core.compat.activate)."""
+    return os.environ.get(COMPAT_ALIAS_VAR, "").strip() not in ("", "0")
