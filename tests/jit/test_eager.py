@@ -210,3 +210,20 @@ def test_persistent_loop_visits_every_tile_once_in_grouped_order(sm_num, group):
                 t += 1
     np.testing.assert_array_equal(owner[::bm, ::bn], expected)
     np.testing.assert_array_equal(owner, np.repeat(np.repeat(expected, bm, 0), bn, 1))
+
+
+def test_an_eager_stub_decorates_and_raises_when_compiled():
+    """TileLang raises for an eager function with no kernel body when it is compiled, not when
+    it is decorated (a stub written before its kernel)."""
+
+    @tilelang.jit
+    def stub(A, n: int = 16):
+        A: T.Tensor((n,), T.float32)
+        B = T.empty((n,), T.float32)
+        return B
+
+    assert stub.is_eager
+    with pytest.raises(EagerStyleError, match=r"needs a kernel body \(`with T.Kernel"):
+        stub.compile(n=16)
+    with pytest.raises(EagerStyleError, match=r"needs a kernel body"):
+        stub.get_kernel_source(n=16)

@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
+from .. import env
 from ..runtime.base import KernelMeta, ParamSpec
 from ..runtime.kernel import Kernel
 from .options import CompileOptions
@@ -257,7 +258,7 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
     kernel.target = tgt
     kernel.cache_hit = was_hit
     kernel.compile_seconds = time.perf_counter() - start
-    if verbose:
+    if verbose or env.print_on_compilation():
         print(f"tilelang: {meta.entry} for {tgt}: {'cache hit' if was_hit else 'compiled'} in {kernel.compile_seconds * 1e3:.1f} ms")
         if options.ignored:
             print(f"tilelang: pass configs with no effect on {tgt}: {', '.join(options.ignored)}")
