@@ -219,14 +219,17 @@ class TileLangFinder(importlib.abc.MetaPathFinder):
         return self._spec(fullname, self.resolve(fullname), ModuleNotFoundError)
 
     def _reverse(self, fullname: str):
-        """`tilelang_core.X` that Python asks for on `from tilelang import X`: answered only
-        when `tilelang.X` is an alias or a claim and no real module has that name."""
+        """`tilelang_core.X` that Python asks for on `from tilelang import X` (or the real name
+        below another aliased package, e.g. on `from tilelang.contrib import nvcc`): answered
+        only when the alias is in the table or claimed and no real module has that name."""
         parent_name, _, child = fullname.rpartition(".")
         parent = sys.modules.get(parent_name)
         search = getattr(parent, "__path__", None)
         if search is None or importlib.machinery.PathFinder.find_spec(fullname, search) is not None:
             return None
-        alias = PACKAGE + fullname[len(_CORE):]
+        # the alias of the parent: `tilelang.contrib` for `tilelang_core.compat.modules.contrib`
+        parent_alias = next((a for a, real in self.aliased.items() if real == parent_name and a != real), None)
+        alias = f"{parent_alias}.{child}" if parent_alias else PACKAGE + fullname[len(_CORE):]
         claims, _ = self.backend_claims()
         if alias not in CORE_ALIASES and _longest_prefix(alias, claims) is None:
             return None
