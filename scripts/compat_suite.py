@@ -60,11 +60,11 @@ SUITE_REASONS: list[SuiteReason] = [
                 rf"lower_hopper_intrin|lexical_alloc_scope|lower_shared_barrier|"
                 rf"plan_update_buffer_allocation_location|decouple_type_cast)\.py|"
                 rf"cannot import name '({_PASS_NAMES})'|tilelang\.cuda\.pipeline|pass_pipeline"),
-    SuiteReason(NOT_APPLICABLE, "TileLang's instruments for its own pass pipeline (pass events and "
-                "timing, lowering traces, pass diffs, the pass visualizer, the pass-profile threshold, "
-                "the IR Analyzer of `tilelang.tools`): they observe TileLang's C++ passes, which "
-                "tilelang-core does not run",
-                r"tilelang\.instrumentation|tilelang\.tools|pass_diff|resolve_pass_profile_threshold_ms"),
+    SuiteReason(NOT_APPLICABLE, "TileLang's tools for its own pass pipeline and binaries (pass events "
+                "and timing, lowering traces, pass diffs, the pass visualizer, the pass-profile threshold, "
+                "`tilelang.tools`: its IR Analyzer and CUDA binary inspector): they observe TileLang's C++ "
+                "passes and cache files, which tilelang-core does not have",
+                r"tilelang\.instrumentation|tilelang\.tools|pass_diff|resolve_pass_profile_threshold_ms|^tools/"),
     SuiteReason(NOT_APPLICABLE, "TileLang's host wrappers per execution backend (`tilelang.jit.adapter`: "
                 "tvm_ffi, cython, NVRTC, ctypes, CuTeDSL; `tilelang.jit.abi`; its NVRTC host code "
                 "extraction; the CuTeDSL target): each tilelang-core backend has one runtime (its "
@@ -96,6 +96,11 @@ def classify_file(path: str, error: str) -> tuple[str, str]:
 
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _portable(error: str) -> str:
+    """The error without the absolute paths of the machine that measured it."""
+    return re.sub(r" \(/[^)]*\)", "", error)
 
 
 def _collect_rows(collect: dict) -> tuple[list[str], dict[str, list[tuple[str, str, str]]], dict[str, int]]:
@@ -149,13 +154,17 @@ def suite_section(data: dict | None, previous: str | None = None) -> str:
                 f"(`scripts/tilelang_suite.py collect`): {collect.get('summary', '')}. A file that does not "
                 f"collect is classified by the reviewed table `SUITE_REASONS` in `scripts/compat_suite.py`.",
                 "", *rows, ""]
-        for status, heading in ((NOT_APPLICABLE, "Not applicable by design"), (NOT_YET, "Not yet"),
-                                (OTHER_HARDWARE, "Other hardware")):
-            if not by_status[status]:
-                continue
-            out += [f"### {heading} ({len(by_status[status])} files)", "", "| file | reason |", "|---|---|"]
-            out += [f"| `{path}` | {_cell(why if status != NOT_YET else error)} |"
-                    for path, why, error in sorted(by_status[status])]
+        for status, heading in ((NOT_APPLICABLE, "Not applicable by design"), (OTHER_HARDWARE, "Other hardware")):
+            groups: dict[str, list[str]] = {}
+            for path, why, _ in sorted(by_status[status]):
+                groups.setdefault(why, []).append(path)
+            if groups:
+                out += [f"### {heading} ({len(by_status[status])} files)", "", "| reason | files |", "|---|---|"]
+                out += [f"| {_cell(why)} | {', '.join(f'`{p}`' for p in paths)} |" for why, paths in groups.items()]
+                out.append("")
+        if by_status[NOT_YET]:
+            out += [f"### Not yet ({len(by_status[NOT_YET])} files)", "", "| file | error |", "|---|---|"]
+            out += [f"| `{path}` | {_cell(_portable(error))} |" for path, _, error in sorted(by_status[NOT_YET])]
             out.append("")
     run = data.get("run")
     if run:
