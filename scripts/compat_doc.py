@@ -594,11 +594,9 @@ REASONS: list[Reason] = [
            "not re-export it yet", names=_names("DataType"), module="tilelang"),
     Reason(NOT_YET, "TileLang's Metal namespace: the Metal backend's to provide, not yet",
            names=_names("metal"), module="tilelang"),
-    Reason(NOT_YET, "codegen post-processing callbacks (edit the generated source before the device "
-           "compiler runs): no counterpart yet (tilelang-core's backends render and compile through "
-           "their hooks)",
-           names=_names("register_cuda_postproc", "register_hip_postproc", "register_c_postproc"),
-           module="tilelang"),
+    Reason(NOT_APPLICABLE, "post-processing of TileLang's generated host C wrapper: tilelang-core "
+           "generates no host code (each backend's runtime launches from Python); device source "
+           "has `register_<kind>_postproc`", names=_names("register_c_postproc"), module="tilelang"),
     Reason(NOT_APPLICABLE, "TileLang's instruments for its own C++ pass pipeline (lowering trace per "
            "pass, pass timing and diffs, the pass visualizer, the IR Analyzer): they observe passes "
            "tilelang-core does not run; its compile report and `TILELANG_DEBUG` dumps are its own",

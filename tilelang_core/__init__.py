@@ -89,6 +89,9 @@ __all__ = ["__version__", "COMPILER_HINT", "PUBLIC_MODULES", "compile", "jit",
 
 def __getattr__(name: str) -> Any:
     spec = _LAZY.get(name)
+    if spec is None and name.startswith("register_") and "_postproc" in name:
+        # TileLang's `register_<kind>_postproc[_callback]`, for every target kind
+        return getattr(importlib.import_module("tilelang_core.compat.modules.engine.callback"), name)
     if spec is None:
         raise AttributeError(f"module 'tilelang_core' has no attribute {name!r}")
     module_name, _, attr = spec.partition(":")

@@ -142,10 +142,11 @@ def _build(func, target, options: CompileOptions, out_idx: tuple[int, ...]):
 def _build_one(func, target, options: CompileOptions, facts: dict):
     """Lower, generate and compile one launch: its meta (no outputs), binary and source."""
     from ..plugin import hooks_for
+    from .postproc import postprocess
 
     hooks = hooks_for(target)
     lowered = lower(func, target, options, facts)
-    source = hooks.codegen(lowered, options)
+    source = postprocess(target, hooks.codegen(lowered, options))
     binary = hooks.compile(source, options)
     symbols = facts.get("symbols", {})
     extra = dict(source.extra)
@@ -230,6 +231,7 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
     from .. import __version__
     from ..plugin import get_plugin_manager, hooks_for
     from .cache import KernelCache, cache_key, core_fingerprint
+    from .postproc import has_postproc
 
     from .artifact import single_prim_func
 
@@ -242,6 +244,10 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
         options = dataclasses.replace(options, extra_flags=options.extra_flags + flags)
     n_params = len(func.params)
     outs = _normalize_out_idx(out_idx, func)
+    # a post-processing callback is arbitrary Python: no cache key can say what it does, so
+    # its kernels neither come from nor go to the caches
+    postprocessed = has_postproc(tgt)
+    cache = cache and not postprocessed
     memo_key = (tvm_ffi.structural_hash(func), str(tgt), options, outs)
     with _MEMO_LOCK:
         hit = _MEMO.get(memo_key)
@@ -264,8 +270,9 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
             print(f"tilelang: pass configs with no effect on {tgt}: {', '.join(options.ignored)}")
     if debug_root_path:
         _write_debug_source(kernel, debug_root_path)
-    with _MEMO_LOCK:
-        _MEMO[memo_key] = kernel
+    if not postprocessed:
+        with _MEMO_LOCK:
+            _MEMO[memo_key] = kernel
     return kernel
 
 
