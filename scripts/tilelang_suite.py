@@ -141,8 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, required=True, help="where to write the record")
     parser.add_argument("--merge", type=Path, nargs="+", help="join these records instead of measuring")
     parser.add_argument("--timeout", type=float, default=None, help="seconds for the pytest process")
-    parser.add_argument("pytest_args", nargs="*", help="after --: paths (collect) or pytest arguments (run)")
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # everything after "--" is pytest's: paths (collect) or pytest arguments (run)
+    ours, pytest_args = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    args = parser.parse_args(ours)
+    args.pytest_args = pytest_args
     if args.merge:
         record = merge([json.loads(p.read_text()) for p in args.merge])
     elif args.mode and args.testing:
