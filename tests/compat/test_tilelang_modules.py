@@ -30,6 +30,9 @@ ALIASED = """
     from tilelang.transform import PassConfigKey, simplify_prim_func
     from tilelang.transform.simplify import apply_simplify
     from tilelang.autotuner import jit, autotune
+    from tilelang.jit import JITKernel, JITImpl
+    from tilelang_core.jit.function import JITFunction
+    from tilelang_core.jit.api import JITKernel as CoreKernel
     from tvm.tirx.stmt_functor import post_order_visit
     from tvm.tirx import stmt_functor
     import tvm.testing
@@ -43,7 +46,7 @@ ALIASED = """
         "profiler_attr": tilelang.profiler.do_bench is prof.do_bench,
         "env": env is tilelang_core.env and CacheState.is_enabled(),
         "pass_config": PassConfigKey.TL_DISABLE_TMA_LOWER,
-        "jit": jit is tilelang.jit,
+        "jit": jit is tilelang.jit and JITImpl is JITFunction and JITKernel is CoreKernel,
         "stmt_functor": stmt_functor.post_order_visit is post_order_visit,
         "requires_cuda": type(tvm.testing.requires_cuda).__name__,
         "set_log_level": callable(tilelang.set_log_level),
