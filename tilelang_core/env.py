@@ -14,7 +14,8 @@ import types
 from pathlib import Path
 
 __all__ = ["enabled_backends", "default_target", "cache_dir", "host_c_compiler", "debug", "kernel_memo_size",
-           "compat_alias", "COMPAT_ALIAS_VAR", "print_on_compilation", "env", "CacheState", "get_default_target", "is_cache_enabled",
+           "compat_alias", "COMPAT_ALIAS_VAR", "print_on_compilation", "env", "CacheState", "get_default_target",
+           "is_cache_enabled",
            "TILELANG_CACHE_DIR", "TILELANG_TMP_DIR", "TILELANG_PRINT_ON_COMPILATION"]
 
 COMPAT_ALIAS_VAR = "TILELANG_CORE_ALIAS"

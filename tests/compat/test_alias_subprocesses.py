@@ -80,7 +80,8 @@ def test_xdist_workers_under_tilelang_run_resolve_the_alias(tmp_path, upstream):
 
 
 def test_plain_interpreter_finds_upstream_tilelang(upstream):
-    code = "import sys, tilelang; print(tilelang.ORIGIN, any(type(f).__name__ == 'TileLangFinder' for f in sys.meta_path))"
+    code = ("import sys, tilelang\n"
+            "print(tilelang.ORIGIN, any(type(f).__name__ == 'TileLangFinder' for f in sys.meta_path))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=_env(upstream, alias=False), timeout=60)
     assert out.returncode == 0, out.stderr

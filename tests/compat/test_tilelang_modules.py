@@ -78,6 +78,10 @@ def test_stmt_functor_visits_and_rewrites():
     doubled = ir_transform(stmt, None, lambda n: n * 2 if isinstance(n, tirx.Var) else None)
     assert str(doubled.value) == "x * 2 + 1"
     assert str(substitute(stmt, {x: tirx.IntImm("int32", 4)}).value) == "T.Add(4, 1)"
+    # only_enable takes TileLang's type keys ("tir.X") as well as 0.27's ("tirx.X")
+    to_zero = lambda n: tirx.Evaluate(tirx.IntImm("int32", 0))  # noqa: E731
+    assert ir_transform(stmt, None, to_zero, only_enable=["tir.Evaluate"]).value.value == 0
+    assert ir_transform(stmt, None, to_zero, only_enable=["tirx.For"]).same_as(stmt)
     with pytest.raises(NotImplementedError, match="preorder"):
         ir_transform(stmt, lambda n: None, None)
 

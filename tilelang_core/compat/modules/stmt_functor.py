@@ -43,7 +43,8 @@ def ir_transform(node: Any, preorder: Callable | None, postorder: Callable | Non
             "rewrites children first); pass preorder=None and do the rewrite in postorder")
     if postorder is None:
         return node
-    enabled = None if only_enable is None else {key.replace("tir.", "tirx.", 1) for key in only_enable} | set(only_enable)
+    # TileLang's type keys say "tir.For"; apache-tvm 0.27's say "tirx.For"
+    enabled = None if only_enable is None else {k.replace("tir.", "tirx.", 1) for k in only_enable} | set(only_enable)
 
     def rewrite(value: Any) -> Any:
         if enabled is not None and _type_key(value) not in enabled:
