@@ -11,8 +11,8 @@ xdist workers, resolves to tilelang-core), from the `testing/python` folder, wit
 the checkout on `sys.path` for the tests that import `examples.*`) is loaded as in TileLang's
 tree.
 
-`collect` records, per folder, how many tests were collected and, per file that failed to
-collect, the error's last line. `run` (on the device) records, per folder, passed / failed /
+`collect` records, per folder, how many tests were collected (and per file) and, per file
+that failed to collect, the error's last line. `run` (on the device) records, per folder, passed / failed /
 skipped / errors from pytest's JUnit XML, and each failing test's message. `--merge` joins
 records (later ones win per folder). `scripts/compat_doc.py --suite-json` classifies the
 collection errors with its reviewed table (other hardware, not applicable by design, remaining)
@@ -70,11 +70,12 @@ def collection_errors(output: str) -> dict[str, str]:
 def collect(testing: Path, paths: list[str], timeout: float | None) -> dict:
     out = _pytest(testing, ["--co", "-q", *(paths or ["."])], timeout)
     text = out.stdout + out.stderr
-    collected = collections.Counter(_folder(m.group(1)) for m in map(_TEST_ID.match, out.stdout.splitlines()) if m)
+    per_file = collections.Counter(m.group(1) for m in map(_TEST_ID.match, out.stdout.splitlines()) if m)
     errors = collection_errors(text)
     folders: dict[str, dict] = {}
-    for folder in sorted(set(collected) | {_folder(f) for f in errors}):
-        folders[folder] = {"collected": collected.get(folder, 0),
+    for folder in sorted({_folder(f) for f in per_file} | {_folder(f) for f in errors}):
+        files = {f: n for f, n in sorted(per_file.items()) if _folder(f) == folder}
+        folders[folder] = {"collected": sum(files.values()), "files": files,
                            "collection_errors": {f: e for f, e in sorted(errors.items()) if _folder(f) == folder}}
     summary = text.strip().splitlines()[-1] if text.strip() else ""
     return {"kind": "collect", "folders": folders, "summary": summary, **_where()}
