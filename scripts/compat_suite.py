@@ -80,6 +80,10 @@ SUITE_REASONS: list[SuiteReason] = [
                 "found through entry points (`tilelang backends`)",
                 r"cannot import name '(BackendContext|get_backend|create_backend_context|list_backends|"
                 r"register_backend)'"),
+    SuiteReason(NOT_APPLICABLE, "TileLang's tile-op classes and their dispatch registry "
+                "(`tilelang.tileop`, `tilelang.cuda.op.gemm`: which GEMM class serves which arch): "
+                "tilelang-core dispatches a tile op through its backends' `tilelang_lower_tile_op` hook",
+                r"^cuda/test_cuda_mma_sm75_dispatch\.py|tilelang\.tileop|tilelang\.cuda\.op\b"),
     SuiteReason(NOT_APPLICABLE, "a private helper of TileLang's own implementation (a leading "
                 "underscore: `_bench_with_cupti`, `_normalize_threads`), not API",
                 r"cannot import name '_(bench_with_cupti|normalize_threads)'"),
