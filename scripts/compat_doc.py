@@ -601,8 +601,6 @@ REASONS: list[Reason] = [
            "pass, pass timing and diffs, the pass visualizer, the IR Analyzer): they observe passes "
            "tilelang-core does not run; its compile report and `TILELANG_DEBUG` dumps are its own",
            names=_names("tools", "instrumentation"), module="tilelang"),
-    Reason(NOT_YET, "TileLang's module logger object: not yet (`set_log_level` is supported)",
-           names=_names("logger"), module="tilelang"),
     Reason(NOT_YET, "the build date TileLang's wheels put in their version string: not yet "
            "(tilelang-core's version carries none)", names=_names("build_date"), module="tilelang"),
 ]

@@ -42,6 +42,7 @@ _LAZY = {
     "next_power_of_2": "tilelang_core.compat.names:next_power_of_2",
     "DataType": "tilelang_core.compat.names:DataType",
     "set_log_level": "tilelang_core.compat.names:set_log_level",
+    "logger": "tilelang_core.compat.names:logger",
     "disable_cache": "tilelang_core.compat.cache_switch:disable_cache",
     "enable_cache": "tilelang_core.compat.cache_switch:enable_cache",
     "is_cache_enabled": "tilelang_core.compat.cache_switch:is_cache_enabled",

@@ -140,6 +140,9 @@ def test_set_log_level():
     try:
         set_log_level("warning")
         assert logger.level == logging.WARNING
+        import tilelang_core
+
+        assert tilelang_core.logger is logger
         with pytest.raises(ValueError, match="unknown level 'loud'"):
             set_log_level("loud")
     finally:

@@ -1,5 +1,5 @@
 """Small names TileLang exports at its top level: `cdiv`, `next_power_of_2`, `DataType`, `tvm`,
-`set_log_level`.
+`set_log_level` and `logger` (tilelang-core's root logger, whose level it sets).
 
 `cdiv` and `next_power_of_2` are TileLang's `tilelang.math`. `DataType` and `tvm` are the
 apache-tvm we compile with, imported on first access (importing `tilelang_core` stays cheap).
@@ -11,7 +11,9 @@ import logging
 import numbers
 from typing import Any
 
-__all__ = ["cdiv", "next_power_of_2", "DataType", "tvm", "set_log_level"]
+__all__ = ["cdiv", "next_power_of_2", "DataType", "tvm", "set_log_level", "logger"]
+
+logger = logging.getLogger("tilelang_core")
 
 
 def cdiv(a: Any, b: Any) -> Any:
@@ -43,7 +45,7 @@ def set_log_level(level: str | int) -> None:
         level = getattr(logging, level.upper())
     elif not isinstance(level, int) or isinstance(level, bool):
         raise TypeError(f"set_log_level: level must be a level name or an int, got {type(level).__name__}")
-    logging.getLogger("tilelang_core").setLevel(level)
+    logger.setLevel(level)
 
 
 def __getattr__(name: str) -> Any:
