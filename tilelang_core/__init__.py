@@ -30,6 +30,7 @@ _LAZY = {
     "PassConfigKey": "tilelang_core.jit.options:PassConfigKey",
     "JITKernel": "tilelang_core.jit.api:JITKernel",
     "lower": "tilelang_core.jit.artifact:lower",
+    "par_compile": "tilelang_core.jit.parallel:par_compile",
     "CompiledArtifact": "tilelang_core.jit.artifact:CompiledArtifact",
     "TensorSupplyType": "tilelang_core.utils.tensor:TensorSupplyType",
     "profiler": "tilelang_core.compat.modules.profiler",

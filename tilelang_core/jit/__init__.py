@@ -1,8 +1,8 @@
 """Compiling tile programs into callable kernels, with a persistent cache.
 
 The package also answers TileLang's `from tilelang.jit import ...` names (resolved on first
-access, so importing the package loads nothing more): `compile`, `jit`, `JITKernel` (a
-compiled kernel) and `JITImpl` (what `@jit` returns; this package calls it `JITFunction`).
+access, so importing the package loads nothing more): `compile`, `par_compile`, `jit`,
+`JITKernel` (a compiled kernel) and `JITImpl` (what `@jit` returns; this package calls it `JITFunction`).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 _NAMES = {
     "compile": "api", "jit": "api", "JITKernel": "api",
-    "JITFunction": "function", "JITImpl": "function:JITFunction",
+    "JITFunction": "function", "JITImpl": "function:JITFunction", "par_compile": "parallel",
 }
 
 __all__ = sorted(_NAMES)
