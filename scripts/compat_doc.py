@@ -3,6 +3,7 @@ on tilelang-core, and the table of TileLang's own examples run on a device.
 
     python scripts/compat_doc.py --tilelang /work/.mirror/tile-ai+tilelang/repo
     python scripts/compat_doc.py --tilelang ~/src/tilelang --examples-json examples.json
+    python scripts/compat_doc.py --tilelang ... --suite-json suite.json
 
 The names are read from TileLang's source without importing it (it need not be installed):
 each module is parsed with `ast`, the names its top level binds are collected (through `if`,
@@ -20,8 +21,10 @@ aliasing: resolution, not proof of the same behaviour. Every other name gets its
 `REASONS` below, a reviewed table; else from what the check found nearby (tilelang-core has
 the name at another path; a backend claims the module); else "not yet: not implemented".
 
-The example section comes from `--examples-json` (written by `scripts/tilelang_examples.py`);
-without it, the section already in the output file is kept.
+The example section comes from `--examples-json` (written by `scripts/tilelang_examples.py`),
+the test-suite section from `--suite-json` (written by `scripts/tilelang_suite.py`, classified
+by `SUITE_REASONS` in `scripts/compat_suite.py`); without them, the sections already in the
+output file are kept.
 """
 from __future__ import annotations
 
@@ -591,15 +594,13 @@ REASONS: list[Reason] = [
            "not re-export it yet", names=_names("DataType"), module="tilelang"),
     Reason(NOT_YET, "TileLang's Metal namespace: the Metal backend's to provide, not yet",
            names=_names("metal"), module="tilelang"),
-    Reason(NOT_YET, "TileLang's lowering entry point, its engine package and codegen "
-           "post-processing callbacks: no counterpart yet (tilelang-core lowers through "
-           "`compile` and backend hooks)",
-           names=_names("engine", "register_cuda_postproc", "register_hip_postproc",
-                        "register_c_postproc"), module="tilelang"),
-    Reason(NOT_YET, "TileLang's developer tools (Analyzer, layout plots, lowering trace): not yet",
-           names=_names("tools"), module="tilelang"),
-    Reason(NOT_YET, "TileLang's logging set-up: not yet", names=_names("logger", "set_log_level"),
-           module="tilelang"),
+    Reason(NOT_APPLICABLE, "post-processing of TileLang's generated host C wrapper: tilelang-core "
+           "generates no host code (each backend's runtime launches from Python); device source "
+           "has `register_<kind>_postproc`", names=_names("register_c_postproc"), module="tilelang"),
+    Reason(NOT_APPLICABLE, "TileLang's instruments for its own C++ pass pipeline (lowering trace per "
+           "pass, pass timing and diffs, the pass visualizer, the IR Analyzer): they observe passes "
+           "tilelang-core does not run; its compile report and `TILELANG_DEBUG` dumps are its own",
+           names=_names("tools", "instrumentation"), module="tilelang"),
     Reason(NOT_YET, "the build date TileLang's wheels put in their version string: not yet "
            "(tilelang-core's version carries none)", names=_names("build_date"), module="tilelang"),
 ]
@@ -743,6 +744,16 @@ def examples_section(data: dict | None, examples: list[str], previous: str | Non
     return "\n".join(lines)
 
 
+def _suite_module():
+    """scripts/compat_suite.py (the test-suite section and its reviewed table)."""
+    path = Path(__file__).with_name("compat_suite.py")
+    spec = importlib.util.spec_from_file_location("compat_suite", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("compat_suite", module)
+    spec.loader.exec_module(module)
+    return module
+
+
 def existing_examples_section(document: str) -> str | None:
     start, end = document.find(EXAMPLES_BEGIN), document.find(EXAMPLES_END)
     return document[start:end + len(EXAMPLES_END)] if 0 <= start < end else None
@@ -783,7 +794,7 @@ def _short(export: Export) -> str:
 
 
 def render(exports: list[Export], *, commit: str, examples: str, notes: list[str],
-           core: str = "", date: str = "") -> str:
+           core: str = "", date: str = "", suite: str = "") -> str:
     """The Markdown document."""
     counts = _counts(exports)
     out = [
@@ -826,6 +837,8 @@ def render(exports: list[Export], *, commit: str, examples: str, notes: list[str
         sample = ", ".join(f"`{_short(e)}`" for e in group[:6]) + (", ..." if len(group) > 6 else "")
         out.append(f"| {len(group)} | {_cell(reason)} | {sample} |")
     out += ["", examples, ""]
+    if suite:
+        out += [suite, ""]
     for module in MODULES:
         out += [f"## `{module}`", "", "| name | status | reason | defined in |", "|---|---|---|---|"]
         for export in (e for e in exports if e.module == module):
@@ -837,7 +850,7 @@ def render(exports: list[Export], *, commit: str, examples: str, notes: list[str
 
 def build(source: TileLangSource, external: Callable[[str], list[str] | None],
           resolves: Callable[[str, str], tuple[bool, str]],
-          examples: str, core: str = "", date: str = "") -> tuple[str, list[Export]]:
+          examples: str, core: str = "", date: str = "", suite: str = "") -> tuple[str, list[Export]]:
     """Read the names, classify them, render the document."""
     tree = TileLangTree(source, external)
     exports = [e for module in MODULES for e in exported_names(tree, module)]
@@ -855,7 +868,7 @@ def build(source: TileLangSource, external: Callable[[str], list[str] | None],
         notes.append("Not evaluated statically (the list may miss names these would add): "
                      + "; ".join(problems) + ".")
     document = render(exports, commit=source.commit(), examples=examples, notes=notes,
-                      core=core, date=date)
+                      core=core, date=date, suite=suite)
     return document, exports
 
 
@@ -866,14 +879,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--revision", default="HEAD", help="the commit to read from a bare git directory")
     parser.add_argument("--examples-json", type=Path,
                         help="records written by scripts/tilelang_examples.py --json")
+    parser.add_argument("--suite-json", type=Path,
+                        help="the record written by scripts/tilelang_suite.py (collection and/or run)")
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "compat.md")
     args = parser.parse_args(argv)
-    previous = existing_examples_section(args.output.read_text()) if args.output.is_file() else None
+    old = args.output.read_text() if args.output.is_file() else ""
     data = json.loads(args.examples_json.read_text()) if args.examples_json else None
-    section = examples_section(data, acceptance_examples(), previous)
+    section = examples_section(data, acceptance_examples(), existing_examples_section(old) if old else None)
+    suite_module = _suite_module()
+    suite_data = json.loads(args.suite_json.read_text()) if args.suite_json else None
+    suite = suite_module.suite_section(suite_data, suite_module.existing_suite_section(old) if old else None)
     document, exports = build(TileLangSource(args.tilelang, args.revision), installed_module_names,
                               tilelang_core_resolves, section, core=core_revision(),
-                              date=datetime.date.today().isoformat())
+                              date=datetime.date.today().isoformat(), suite=suite)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(document)
     for module, row in _counts(exports).items():

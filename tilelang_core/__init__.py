@@ -30,9 +30,10 @@ _LAZY = {
     "PassConfigKey": "tilelang_core.jit.options:PassConfigKey",
     "JITKernel": "tilelang_core.jit.api:JITKernel",
     "lower": "tilelang_core.jit.artifact:lower",
+    "par_compile": "tilelang_core.jit.parallel:par_compile",
     "CompiledArtifact": "tilelang_core.jit.artifact:CompiledArtifact",
     "TensorSupplyType": "tilelang_core.utils.tensor:TensorSupplyType",
-    "profiler": "tilelang_core.runtime.profiler",
+    "profiler": "tilelang_core.compat.modules.profiler",
     "testing": "tilelang_core.testing",
     "math": "tilelang_core.math",
     "tools": "tilelang_core.tools",
@@ -43,6 +44,8 @@ _LAZY = {
     "cdiv": "tilelang_core.compat.names:cdiv",
     "next_power_of_2": "tilelang_core.compat.names:next_power_of_2",
     "DataType": "tilelang_core.compat.names:DataType",
+    "set_log_level": "tilelang_core.compat.names:set_log_level",
+    "logger": "tilelang_core.compat.names:logger",
     "disable_cache": "tilelang_core.compat.cache_switch:disable_cache",
     "enable_cache": "tilelang_core.compat.cache_switch:enable_cache",
     "is_cache_enabled": "tilelang_core.compat.cache_switch:is_cache_enabled",
@@ -90,6 +93,9 @@ __all__ = ["__version__", "COMPILER_HINT", "PUBLIC_MODULES", "compile", "jit",
 
 def __getattr__(name: str) -> Any:
     spec = _LAZY.get(name)
+    if spec is None and name.startswith("register_") and "_postproc" in name:
+        # TileLang's `register_<kind>_postproc[_callback]`, for every target kind
+        return getattr(importlib.import_module("tilelang_core.compat.modules.engine.callback"), name)
     if spec is None:
         raise AttributeError(f"module 'tilelang_core' has no attribute {name!r}")
     module_name, _, attr = spec.partition(":")

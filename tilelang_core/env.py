@@ -1,10 +1,24 @@
-"""Every environment variable the project reads, read here and nowhere else."""
+"""Every environment variable the project reads, read here and nowhere else.
+
+The module is also TileLang's `tilelang.env` object (`from tilelang.env import env` gives this
+module; `tilelang.env.TILELANG_CACHE_DIR` reads it): the TileLang variables below are
+properties of the module that read the environment on each access, and setting one
+(`env.TILELANG_CACHE_DIR = path`, or pytest's `monkeypatch.setattr`) sets the variable for
+this process, so the core's own readers (`cache_dir()`) see it too.
+"""
 from __future__ import annotations
 
 import os
+import sys
+import types
 from pathlib import Path
 
-__all__ = ["enabled_backends", "default_target", "cache_dir", "host_c_compiler", "debug", "kernel_memo_size"]
+__all__ = ["enabled_backends", "default_target", "cache_dir", "host_c_compiler", "debug", "kernel_memo_size",
+           "compat_alias", "COMPAT_ALIAS_VAR", "print_on_compilation", "env", "CacheState", "get_default_target",
+           "is_cache_enabled",
+           "TILELANG_CACHE_DIR", "TILELANG_TMP_DIR", "TILELANG_PRINT_ON_COMPILATION"]
+
+COMPAT_ALIAS_VAR = "TILELANG_CORE_ALIAS"
 
 
 def enabled_backends() -> list[str] | None:
@@ -65,3 +79,78 @@ def perf_regression_only() -> str:
 def perf_regression_format() -> str:
     """`TL_PERF_REGRESSION_FORMAT`: "text" (default) or "json", how `regression()` prints."""
     return os.environ.get("TL_PERF_REGRESSION_FORMAT", "text").strip().lower()
+
+
+def compat_alias() -> bool:
+    """`TILELANG_CORE_ALIAS=1`: resolve `import tilelang` to tilelang-core in this process and
+    the ones it starts (`tilelang run` sets it; see tilelang_core.compat.activate)."""
+    return os.environ.get(COMPAT_ALIAS_VAR, "").strip() not in ("", "0")
+
+
+def print_on_compilation() -> bool:
+    """`TILELANG_PRINT_ON_COMPILATION=1`: `compile` reports each kernel it builds or finds
+    cached, as `verbose=True` does."""
+    return os.environ.get("TILELANG_PRINT_ON_COMPILATION", "") not in ("", "0")
+
+
+def get_default_target() -> str:
+    """TileLang's name for `default_target()`."""
+    return default_target()
+
+
+def is_cache_enabled() -> bool:
+    """Whether the kernel cache is on in this process (`tilelang.disable_cache()` turns it off)."""
+    from .compat.cache_switch import is_cache_enabled as enabled
+
+    return enabled()
+
+
+class CacheState:
+    """TileLang's process-wide cache switch as a class: `CacheState.disable()`, `.enable()`,
+    `.is_enabled()` (the same switch as `tilelang.disable_cache()`)."""
+
+    @staticmethod
+    def enable() -> None:
+        from .compat.cache_switch import enable_cache
+
+        enable_cache()
+
+    @staticmethod
+    def disable() -> None:
+        from .compat.cache_switch import disable_cache
+
+        disable_cache()
+
+    @staticmethod
+    def is_enabled() -> bool:
+        return is_cache_enabled()
+
+
+def _variable(name: str, default) -> property:
+    """A module property for TileLang's variable `name`: the environment's value, else
+    `default()`; assigning sets the variable in this process (None unsets it)."""
+
+    def get(_module) -> str:
+        raw = os.environ.get(name, "")
+        return raw if raw else default()
+
+    def set_(_module, value) -> None:
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = str(value)
+
+    return property(get, set_, doc=f"`{name}` (read on each access; assigning sets it)")
+
+
+class _EnvModule(types.ModuleType):
+    # TILELANG_CACHE_DIR: the kernel cache; TILELANG_TMP_DIR: TileLang's folder for scratch
+    # files, under the cache unless set (tilelang-core's compile writes none);
+    # TILELANG_PRINT_ON_COMPILATION: see print_on_compilation()
+    TILELANG_CACHE_DIR = _variable("TILELANG_CACHE_DIR", lambda: str(cache_dir()))
+    TILELANG_TMP_DIR = _variable("TILELANG_TMP_DIR", lambda: os.path.join(str(cache_dir()), "tmp"))
+    TILELANG_PRINT_ON_COMPILATION = _variable("TILELANG_PRINT_ON_COMPILATION", lambda: "0")
+
+
+sys.modules[__name__].__class__ = _EnvModule
+env = sys.modules[__name__]

@@ -233,3 +233,20 @@ def test_prologue_that_computes_with_a_const_learns_its_dim():
     np.testing.assert_array_equal(scale(a, 64), a * 3)
     with pytest.raises(AssertionError):
         scale(np.zeros(100, "float32"), 64)
+
+
+def test_an_eager_stub_decorates_and_raises_when_compiled():
+    """TileLang raises for an eager function with no kernel body when it is compiled, not when
+    it is decorated (a stub written before its kernel)."""
+
+    @tilelang.jit
+    def stub(A, n: int = 16):
+        A: T.Tensor((n,), T.float32)
+        B = T.empty((n,), T.float32)
+        return B
+
+    assert stub.is_eager
+    with pytest.raises(EagerStyleError, match=r"needs a kernel body \(`with T.Kernel"):
+        stub.compile(n=16)
+    with pytest.raises(EagerStyleError, match=r"needs a kernel body"):
+        stub.get_kernel_source(n=16)

@@ -118,6 +118,8 @@ def test_jit_decorator_specializes_per_arguments(cache_dir):
     x = np.random.default_rng().uniform(-1, 1, 40).astype(np.float32)
     assert np.allclose(k1(x), 2 * x) and np.allclose(k2(x), 3 * x)
     assert "main" in k1.get_kernel_source()
+    # TileLang's JITFunction.get_kernel_source(args): the source before any call
+    assert scaled.get_kernel_source(40, 3.0) == k2.get_kernel_source()
 
 
 def test_torch_tensors_zero_copy_and_outputs_in_torch(cache_dir):

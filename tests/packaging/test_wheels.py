@@ -81,6 +81,15 @@ def test_runtime_only_wheels_install_into_a_fresh_venv_and_run_an_exported_kerne
                          cwd=tmp_path)
     assert run.returncode == 0 and run.stdout.strip() == "ran", run.stdout + run.stderr
 
+    # the alias's .pth came with the wheel: it aliases an interpreter only when asked
+    alias = "import tilelang; print(tilelang.__name__)"
+    asked = subprocess.run([str(python), "-c", alias], capture_output=True, text=True, cwd=tmp_path,
+                           env={"TILELANG_CORE_ALIAS": "1", "PATH": "/usr/bin:/bin"})
+    assert asked.returncode == 0 and asked.stdout.strip() == "tilelang_core", asked.stdout + asked.stderr
+    plain = subprocess.run([str(python), "-c", alias], capture_output=True, text=True, cwd=tmp_path,
+                           env={"PATH": "/usr/bin:/bin"})
+    assert plain.returncode != 0 and "No module named 'tilelang'" in plain.stderr, plain.stdout + plain.stderr
+
 
 def test_every_package_has_a_pyproject_that_names_its_distribution():
     packages = [ROOT, *sorted(p.parent for p in (ROOT / "backends").glob("*/pyproject.toml")), ROOT / "conformance"]
@@ -88,3 +97,4 @@ def test_every_package_has_a_pyproject_that_names_its_distribution():
         text = (package / "pyproject.toml").read_text()
         assert 'name = "tilelang-' in text and "[build-system]" in text, package
     assert np  # numpy is what the runtime-only install brings for arrays
+

@@ -19,7 +19,7 @@ from typing import Any
 _NAMES = {
     "disable_cache": "cache_switch", "enable_cache": "cache_switch", "is_cache_enabled": "cache_switch",
     "TileLangFinder": "finder", "install": "finder", "installed_finder": "finder", "uninstall": "finder",
-    "cdiv": "names", "next_power_of_2": "names", "DataType": "names", "tvm": "names",
+    "cdiv": "names", "next_power_of_2": "names", "DataType": "names", "tvm": "names", "set_log_level": "names", "logger": "names",
 }
 
 __all__ = sorted(_NAMES)

@@ -18,14 +18,17 @@ the aliasing, `tvm.tir` and `tvm.arith` are the renamed modules, both as imports
 lacks them. This honours every name that kept its meaning across the rename (for
 `tvm.arith`: `Analyzer`, `IntervalSet`, `detect_iter_map`, `IterSplitExpr`, `IterMark`,
 `subspace_divide`, ... all present in `tvm.sym`); names 0.27 removed or moved elsewhere
-(`tvm.tirx.stmt_functor`, whose work `tvm_ffi.structural_map` does now, and `tvm.tirx.Call`)
-are not bridged: using one is an AttributeError, never a silent substitute. A class that only
+(`tvm.tirx.Call`) are not bridged: using one is an AttributeError, never a silent substitute.
+Two kinds of TVM paths TileLang's tests use are provided by our own code, written over 0.27:
+modules 0.27 dropped (`TVM_ADDED_MODULES`: `tvm.tirx.stmt_functor`, whose visitors
+`tvm_ffi.structural_walk`/`structural_map` do now) and names TileLang's TVM fork adds to a
+module 0.27 still has (`TVM_MODULE_EXTRAS`: `tvm.testing.requires_cuda`, ...). A class that only
 changed its name (`TVM_NAME_RENAMES`) is bridged under its old name, and `expr.dtype`, which
 0.27 keeps only on buffer variables, answers on every expression (`exprs.add_expr_dtype`).
 """
 from __future__ import annotations
 
-__all__ = ["CORE_ALIASES", "TVM_RENAMES", "TVM_NAME_RENAMES", "PACKAGE"]
+__all__ = ["CORE_ALIASES", "TVM_RENAMES", "TVM_NAME_RENAMES", "TVM_ADDED_MODULES", "TVM_MODULE_EXTRAS", "PACKAGE"]
 
 PACKAGE = "tilelang"
 
@@ -38,10 +41,14 @@ CORE_ALIASES: dict[str, str] = {
     "tilelang.tvm": "tvm",
     # TileLang's profiler package and its bench module: our profiler module holds both
     # (`Profiler`, `do_bench`)
-    "tilelang.profiler": "tilelang_core.runtime.profiler",
-    "tilelang.profiler.bench": "tilelang_core.runtime.profiler",
+    "tilelang.profiler": "tilelang_core.compat.modules.profiler",
     # `tilelang.math`: `cdiv` and `next_power_of_2`
     "tilelang.math": "tilelang_core.compat.names",
+    # TileLang's public modules the core has no module of its own for (see compat.modules)
+    "tilelang.engine": "tilelang_core.compat.modules.engine",
+    "tilelang.backend": "tilelang_core.compat.modules.backend",
+    "tilelang.cache": "tilelang_core.compat.modules.cache",
+    "tilelang.contrib": "tilelang_core.compat.modules.contrib",
     # `from tilelang.jit.kernel import JITKernel`
     "tilelang.jit.kernel": "tilelang_core.jit.api",
 }
@@ -58,4 +65,15 @@ TVM_RENAMES: dict[str, str] = {
 # the class `tvm.ir.Expr` (`IntImm`, `Var`, `Call` all derive from it).
 TVM_NAME_RENAMES: dict[str, str] = {
     "tvm.tirx.PrimExpr": "tvm.ir.Expr",
+}
+
+# TVM module paths apache-tvm 0.27 lacks -> our module standing for it (only where the installed
+# TVM has no module of that name)
+TVM_ADDED_MODULES: dict[str, str] = {
+    "tvm.tirx.stmt_functor": "tilelang_core.compat.modules.stmt_functor",
+}
+
+# TVM module -> our module whose `__all__` names are set on it when it loads (those it lacks)
+TVM_MODULE_EXTRAS: dict[str, str] = {
+    "tvm.testing": "tilelang_core.compat.modules.tvm_testing",
 }

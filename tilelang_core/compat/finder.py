@@ -24,7 +24,8 @@ import threading
 import types
 from typing import Any
 
-from .aliases import CORE_ALIASES, PACKAGE, TVM_NAME_RENAMES, TVM_RENAMES
+from .aliases import (CORE_ALIASES, PACKAGE, TVM_ADDED_MODULES, TVM_MODULE_EXTRAS, TVM_NAME_RENAMES,
+                      TVM_RENAMES)
 
 __all__ = ["TileLangFinder", "install", "uninstall", "installed_finder"]
 
@@ -139,6 +140,10 @@ class TileLangFinder(importlib.abc.MetaPathFinder):
             handler = self._reverse
         elif _longest_prefix(fullname, TVM_RENAMES) is not None:
             handler = self._tvm
+        elif fullname in TVM_ADDED_MODULES:
+            handler = self._tvm_added
+        elif fullname in TVM_MODULE_EXTRAS:
+            handler = self._tvm_extras
         else:
             return None
         self._local.busy = True
@@ -214,14 +219,17 @@ class TileLangFinder(importlib.abc.MetaPathFinder):
         return self._spec(fullname, self.resolve(fullname), ModuleNotFoundError)
 
     def _reverse(self, fullname: str):
-        """`tilelang_core.X` that Python asks for on `from tilelang import X`: answered only
-        when `tilelang.X` is an alias or a claim and no real module has that name."""
+        """`tilelang_core.X` that Python asks for on `from tilelang import X` (or the real name
+        below another aliased package, e.g. on `from tilelang.contrib import nvcc`): answered
+        only when the alias is in the table or claimed and no real module has that name."""
         parent_name, _, child = fullname.rpartition(".")
         parent = sys.modules.get(parent_name)
         search = getattr(parent, "__path__", None)
         if search is None or importlib.machinery.PathFinder.find_spec(fullname, search) is not None:
             return None
-        alias = PACKAGE + fullname[len(_CORE):]
+        # the alias of the parent: `tilelang.contrib` for `tilelang_core.compat.modules.contrib`
+        parent_alias = next((a for a, real in self.aliased.items() if real == parent_name and a != real), None)
+        alias = f"{parent_alias}.{child}" if parent_alias else PACKAGE + fullname[len(_CORE):]
         claims, _ = self.backend_claims()
         if alias not in CORE_ALIASES and _longest_prefix(alias, claims) is None:
             return None
@@ -255,6 +263,23 @@ class TileLangFinder(importlib.abc.MetaPathFinder):
                                               is_package=hasattr(sys.modules[target_name], "__path__"))
 
 
+    def _tvm_added(self, fullname: str):
+        """A TVM module 0.27 lacks (`TVM_ADDED_MODULES`), as our module, when TVM has none."""
+        if importlib.util.find_spec(fullname) is not None:
+            return None
+        target_name = TVM_ADDED_MODULES[fullname]
+        self.aliased[fullname] = target_name
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(target_name), is_package=False)
+
+    def _tvm_extras(self, fullname: str):
+        """TVM's own module, its loader wrapped to add the names of `TVM_MODULE_EXTRAS`."""
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _ExtrasLoader(spec.loader, TVM_MODULE_EXTRAS[fullname])
+        return spec
+
+
 def _tvm_needs_renames(spec: importlib.machinery.ModuleSpec) -> bool:
     """Whether the TVM of `spec` lacks an old module name (checked without importing TVM)."""
     locations = list(spec.submodule_search_locations or [])
@@ -277,6 +302,24 @@ class _RenamingLoader(importlib.abc.Loader):
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
+
+
+class _ExtrasLoader(_RenamingLoader):
+    """A TVM module's own loader, then the names of our `extras` module it lacks."""
+
+    def __init__(self, real: Any, extras: str) -> None:
+        super().__init__(real)
+        self._extras = extras
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        self._real.exec_module(module)
+        extras = importlib.import_module(self._extras)
+        for name in extras.__all__:
+            if not hasattr(module, name):
+                setattr(module, name, getattr(extras, name))
+        fallback = getattr(extras, "module_getattr", None)
+        if fallback is not None and "__getattr__" not in vars(module):
+            module.__getattr__ = fallback
 
 
 def add_tvm_renames(tvm: types.ModuleType) -> None:

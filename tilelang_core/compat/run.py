@@ -3,7 +3,9 @@ program unchanged, with `import tilelang` resolved to tilelang-core for that pro
 
 Also `python -m tilelang_core.compat.run prog.py [args...]`. The program runs as `__main__`
 (through `runpy`), with `sys.argv` and `sys.path[0]` set as `python prog.py` /
-`python -m module` would set them; its exit status is the command's exit status.
+`python -m module` would set them; its exit status is the command's exit status. The
+processes the program starts resolve `tilelang` the same way (`TILELANG_CORE_ALIAS`, see
+`activate`).
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ def _exit_status(code: object) -> int:
 def run_program(argv: list[str]) -> int:
     """Install the import aliasing, then run `argv` (`[path, *args]` or `["-m", module, *args]`)
     as `__main__`. Returns the exit status; an exception the program raises propagates."""
+    from ..env import COMPAT_ALIAS_VAR
     from .finder import install
 
     if not argv or argv[0] in ("-h", "--help"):
@@ -46,6 +49,9 @@ def run_program(argv: list[str]) -> int:
         if not os.path.isfile(path):
             print(f"error: program {path!r} is not a file\n{USAGE}", file=sys.stderr)
             return 2
+    # children (pytest-xdist workers, multiprocessing spawn) inherit the variable, and the
+    # `.pth` tilelang-core installs aliases them at their start (see `activate`)
+    os.environ[COMPAT_ALIAS_VAR] = "1"
     install()
     try:
         if path is not None:

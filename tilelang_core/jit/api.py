@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
+from .. import env
 from ..runtime.base import KernelMeta, ParamSpec
 from ..runtime.kernel import Kernel
 from .options import CompileOptions
@@ -161,10 +162,11 @@ def _build(func, target, options: CompileOptions, out_idx: tuple[int, ...]):
 def _build_one(func, target, options: CompileOptions, facts: dict):
     """Lower, generate and compile one launch: its meta (no outputs), binary and source."""
     from ..plugin import hooks_for
+    from .postproc import postprocess
 
     hooks = hooks_for(target)
     lowered = lower(func, target, options, facts)
-    source = hooks.codegen(lowered, options)
+    source = postprocess(target, hooks.codegen(lowered, options))
     binary = hooks.compile(source, options)
     symbols = facts.get("symbols", {})
     extra = dict(source.extra)
@@ -249,6 +251,7 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
     from .. import __version__
     from ..plugin import get_plugin_manager, hooks_for
     from .cache import KernelCache, cache_key, core_fingerprint
+    from .postproc import has_postproc
 
     from .artifact import single_prim_func
 
@@ -261,6 +264,10 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
         options = dataclasses.replace(options, extra_flags=options.extra_flags + flags)
     n_params = len(func.params)
     outs = _normalize_out_idx(out_idx, func)
+    # a post-processing callback is arbitrary Python: no cache key can say what it does, so
+    # its kernels neither come from nor go to the caches
+    postprocessed = has_postproc(tgt)
+    cache = cache and not postprocessed
     memo_key = (tvm_ffi.structural_hash(func), str(tgt), options, outs)
     with _MEMO_LOCK:
         hit = _MEMO.get(memo_key)
@@ -277,14 +284,15 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
     kernel.target = tgt
     kernel.cache_hit = was_hit
     kernel.compile_seconds = time.perf_counter() - start
-    if verbose:
+    if verbose or env.print_on_compilation():
         print(f"tilelang: {meta.entry} for {tgt}: {'cache hit' if was_hit else 'compiled'} in {kernel.compile_seconds * 1e3:.1f} ms")
         if options.ignored:
             print(f"tilelang: pass configs with no effect on {tgt}: {', '.join(options.ignored)}")
     if debug_root_path:
         _write_debug_source(kernel, debug_root_path)
-    with _MEMO_LOCK:
-        _MEMO[memo_key] = kernel
+    if not postprocessed:
+        with _MEMO_LOCK:
+            _MEMO[memo_key] = kernel
     return kernel
 
 

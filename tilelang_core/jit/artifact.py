@@ -81,13 +81,14 @@ def lower(func_or_mod, target: Any = "auto", target_host: Any = None, runtime_on
     from .api import _param_specs
     from .api import lower as run_pipeline
     from .options import CompileOptions
+    from .postproc import postprocess
 
     func = single_prim_func(func_or_mod)
     tgt = get_plugin_manager().parse_target(target)
     options = CompileOptions()
     hooks = hooks_for(tgt)
     lowered = run_pipeline(func, tgt, options)
-    source = hooks.codegen(lowered, options)
+    source = postprocess(tgt, hooks.codegen(lowered, options))
     binary = hooks.compile(source, options) if enable_device_compile else None
     return CompiledArtifact(
         host_mod=None,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
-from .eager import EagerProgram, _freeze, is_eager_style
+from .eager import EagerProgram, EagerStyleError, _freeze, is_eager_style
 
 __all__ = ["JITFunction"]
 
@@ -34,8 +34,16 @@ class JITFunction:
         self.verbose = verbose
         self.compile_kwargs = compile_kwargs
         self.is_prim_func = isinstance(func, tir.PrimFunc)
-        self._eager = None if self.is_prim_func or not is_eager_style(func) else EagerProgram(func)
-        self.is_eager = self._eager is not None
+        self.is_eager = not self.is_prim_func and is_eager_style(func)
+        # an eager function that cannot become a kernel (a stub with no `with T.Kernel` yet)
+        # decorates fine and raises when compiled or called, as in TileLang
+        self._eager_problem: EagerStyleError | None = None
+        self._eager_program: EagerProgram | None = None
+        if self.is_eager:
+            try:
+                self._eager_program = EagerProgram(func)
+            except EagerStyleError as exc:
+                self._eager_problem = exc
         if self.is_eager and out_idx is not None:
             raise TypeError(f"@tilelang.jit(out_idx=...) on {func.__qualname__}: an eager-style function names its "
                             "outputs by returning its T.empty tensors; drop out_idx")
@@ -44,6 +52,12 @@ class JITFunction:
         self._kernels: dict[Any, Any] = KernelMemo()  # bounded like compile's memo
         if not self.is_prim_func:
             functools.update_wrapper(self, func)
+
+    @property
+    def _eager(self) -> EagerProgram:
+        if self._eager_problem is not None:
+            raise self._eager_problem
+        return self._eager_program
 
     # -- the three entry points -------------------------------------------------------------
 
@@ -72,6 +86,11 @@ class JITFunction:
         if kernel is None:
             kernel = self._kernels[key] = self._compile(self.get_tir(*args, **kwargs), self.out_idx)
         return kernel
+
+    def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
+        """The device source of the kernel for these arguments (compiled if need be), before
+        any call: `compile(*args, **kwargs).get_kernel_source()`."""
+        return self.compile(*args, **kwargs).get_kernel_source()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.is_prim_func:

@@ -22,7 +22,10 @@ Names resolve on first access, so importing this package loads no pass.
   bounds guards away;
 - `T.gemm` on matrix instructions that tile C in squares, one per group of lanes
   (`tiled_gemm`, with `tilelang_core.layout.TiledGemmPlan`): `plan_tiled_gemm`,
-  `infer_tiled_gemm_layout`, `feeds_from_another_layout`, `lower_tiled_gemm`.
+  `infer_tiled_gemm_layout`, `feeds_from_another_layout`, `lower_tiled_gemm`;
+- TileLang's names at this path: `simplify_prim_func`, `apply_simplify` and TVM's
+  `PassContext` (`simplify`), and `PassConfigKey` (the keys of `pass_configs`, from
+  `tilelang_core.jit.options`).
 """
 from __future__ import annotations
 
@@ -49,6 +52,8 @@ _PUBLIC = {
     "map_top_level": "storage",
     "ATTR_SHARED_LIFETIMES": "storage",
     "VAR_RANGES": "guards",
+    **{name: "simplify" for name in ("simplify_prim_func", "apply_simplify", "PassContext")},
+    "PassConfigKey": "..jit.options",
     **{name: "tiled_gemm" for name in ("plan_tiled_gemm", "infer_tiled_gemm_layout", "feeds_from_another_layout",
                                         "lower_tiled_gemm")},
 }
@@ -60,7 +65,8 @@ def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'tilelang_core.transform' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    path = f"{__name__}.{module}" if not module.startswith(".") else f"tilelang_core{module[1:]}"
+    value = getattr(importlib.import_module(path), name)
     globals()[name] = value
     return value
 

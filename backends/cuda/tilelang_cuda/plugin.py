@@ -25,7 +25,7 @@ def tilelang_compat_modules():
         # kernels (see tilelang_cuda.compat for what is provided)
         "tilelang.cuda": "tilelang_cuda.compat",
         # its nvcc/NVRTC wrappers: this backend's to provide, not provided yet
-        "tilelang.contrib.nvcc": None,
+        "tilelang.contrib.nvcc": "tilelang_cuda.compat.nvcc",
         "tilelang.contrib.nvrtc": None,
     }
 

@@ -18,10 +18,11 @@ def tilelang_register_targets(registry):
 
 @hookimpl
 def tilelang_compat_modules():
-    # TileLang's ROCm namespace (MFMA intrinsics) and its hipcc/ROCm helpers: this backend's to
-    # provide, not provided yet
-    return {name: None for name in ("tilelang.rocm", "tilelang.contrib.hipcc", "tilelang.contrib.rocm",
-                                    "tilelang.contrib.hip_resource_info")}
+    # TileLang's ROCm namespace (tilelang_hip.compat: `tilelang.rocm.target`; its MFMA
+    # intrinsics not yet) and its hipcc/ROCm helpers: this backend's to provide, not provided yet
+    return {"tilelang.rocm": "tilelang_hip.compat",
+            **{name: None for name in ("tilelang.contrib.hipcc", "tilelang.contrib.rocm",
+                                       "tilelang.contrib.hip_resource_info")}}
 
 
 @hookimpl

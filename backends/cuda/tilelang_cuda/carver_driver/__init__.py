@@ -4,7 +4,8 @@ TileLang programs size persistent grids with `driver.get_num_sms()` and read sha
 register limits the same way. The names and meanings are TileLang's; the facts come from
 `cuDeviceGetAttribute` through this backend's runtime (no CUDA runtime library, no torch), so
 they are what the device reports. The core maps `tilelang.carver.arch.driver` here through
-the `tilelang_compat_modules` hook.
+the `tilelang_compat_modules` hook; TileLang's submodule path `driver.cuda_driver` is
+`cuda_driver` here, with the same names.
 
 Without a device, `get_cuda_device_properties` and `get_device_name` return None (as
 TileLang's do); every other function raises `RuntimeError` saying why no device answered.
@@ -14,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .runtime import _check, _cu, device_available
+from ..runtime import _check, _cu, device_available
 
 __all__ = [
     "CUDADeviceProperties",

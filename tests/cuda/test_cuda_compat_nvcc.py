@@ -1,0 +1,51 @@
+"""TileLang's `tilelang.contrib.nvcc` and `tilelang.carver.arch.driver.cuda_driver` as the CUDA
+backend provides them (`tilelang_cuda.compat.nvcc`, `tilelang_cuda.carver_driver`)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tilelang_cuda.compat import nvcc
+
+KERNEL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] += 1.0f; }\n'
+
+
+def test_arch_spellings():
+    assert nvcc._arch("9.0") == "sm_90" and nvcc._arch(80) == "sm_80" and nvcc._arch("sm_90a") == "sm_90a"
+    assert nvcc._arch("-arch=sm_89") == "sm_89"
+
+
+def test_only_cubins():
+    with pytest.raises(ValueError, match="target_format='ptx' is not supported"):
+        nvcc.compile_cuda(KERNEL, target_format="ptx", arch="sm_80")
+
+
+def test_version_and_cubin_when_a_toolchain_is_here(tmp_path):
+    try:
+        major, minor = nvcc.get_cuda_version()
+    except RuntimeError as exc:
+        pytest.skip(f"no CUDA toolchain here: {exc}")
+    assert major >= 11 and minor >= 0
+    out = tmp_path / "k.cubin"
+    binary = nvcc.compile_cuda(KERNEL, arch="sm_80", path_target=str(out))
+    assert binary[:4] == b"\x7fELF" and out.read_bytes() == binary
+
+
+def test_tilelang_paths():
+    code = textwrap.dedent("""
+        import json
+        from tilelang_core.compat import install
+        install()
+        from tilelang.contrib import nvcc
+        import tilelang.contrib.nvcc as nvcc_again
+        from tilelang.carver.arch.driver.cuda_driver import get_num_sms
+        from tilelang.carver.arch.driver import get_num_sms as from_package
+        print(json.dumps([nvcc.__name__, nvcc_again is nvcc, get_num_sms is from_package]))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["tilelang_cuda.compat.nvcc", True, True]
