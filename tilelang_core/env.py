@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["enabled_backends", "default_target", "cache_dir", "host_c_compiler", "debug", "kernel_memo_size"]
+__all__ = ["enabled_backends", "default_target", "cache_dir", "cache_secret_file", "host_c_compiler", "debug", "kernel_memo_size"]
 
 
 def enabled_backends() -> list[str] | None:
@@ -28,6 +28,19 @@ def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME", "").strip()
     root = Path(base).expanduser() if base else Path.home() / ".cache"
     return root / "tilelang-core"
+
+
+def cache_secret_file() -> Path:
+    """`TILELANG_CACHE_SECRET_FILE`, else `cache-secret` in the user's config directory
+    (`XDG_CONFIG_HOME`, else ~/.config, then tilelang-core/): the per-user key that
+    authenticates disk cache entries. Kept outside the cache so a writer of a shared cache
+    directory cannot read it (docs/security.md)."""
+    raw = os.environ.get("TILELANG_CACHE_SECRET_FILE", "").strip()
+    if raw:
+        return Path(raw).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    root = Path(base).expanduser() if base else Path.home() / ".config"
+    return root / "tilelang-core" / "cache-secret"
 
 
 def host_c_compiler() -> str | None:

@@ -134,7 +134,8 @@ def _build(func, target, options: CompileOptions, out_idx: tuple[int, ...]):
     meta = dataclasses.replace(meta, out_idx=out_idx, extra={
         **meta.extra,
         # what layout inference decided, for Kernel.explain() (JSON: it travels with exports)
-        "layout_report": json.dumps(facts.get("layout_report", []))})
+        "layout_report": json.dumps(facts.get("layout_report", [])),
+        **({"may_alias": True} if options.may_alias else {})})
     return meta, binary, source
 
 
@@ -189,6 +190,8 @@ def _build_launches(func, plan, target, options: CompileOptions, out_idx: tuple[
         extra["written_params"] = ",".join(str(i) for i in sorted(written) if i < len(func.params))
     if alignments:
         extra["tensor_alignment"] = max(alignments)
+    if options.may_alias:  # the call path then allows a written tensor to share memory with another
+        extra["may_alias"] = True
     meta = KernelMeta(
         target=str(target),
         entry=plan.name,
