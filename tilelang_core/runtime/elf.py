@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["ELFError", "defined_symbols"]
+__all__ = ["ELFError", "defined_symbols", "require_entry"]
 
 _SHT_SYMTAB, _SHT_DYNSYM = 2, 11
 _STT_NAMES = {0: "notype", 1: "object", 2: "function", 10: "gnu_ifunc"}
@@ -68,3 +68,18 @@ def defined_symbols(data: bytes, table: str = ".dynsym") -> dict[str, str]:
         if name:
             out[name] = _STT_NAMES.get(info & 0xF, "other")
     return out
+
+
+def require_entry(data: bytes, entry: str, table: str = ".dynsym", what: str = "kernel binary") -> None:
+    """Raise `ValueError` unless ELF `data` itself defines `entry` as a function in `table`
+    (a name it only imports, such as libc's `system`, does not count); the message lists
+    the functions it does define."""
+    try:
+        symbols = defined_symbols(data, table)
+    except ELFError as err:
+        raise ValueError(f"not a {what}: {err}") from None
+    if symbols.get(entry) not in ("function", "gnu_ifunc"):
+        found = sorted(n for n, kind in symbols.items() if kind == "function")
+        raise ValueError(f"entry {entry!r} is not a function defined by the {what} itself (it defines: "
+                         f"{', '.join(found[:8]) or 'none'}); the manifest names a function of another library "
+                         "or a damaged binary")

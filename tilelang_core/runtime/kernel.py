@@ -288,7 +288,8 @@ class Kernel:
         where = f"argument {param.name!r} (parameter {index}) of {self.meta.entry}"
         view = view_of(arg)
         if view is None:
-            raise KernelCallError(f"{where}: expected a tensor (NumPy array or torch tensor), got {type(arg).__name__}")
+            raise KernelCallError(f"{where}: expected a tensor (NumPy array or torch tensor), got {type(arg).__name__}; "
+                                  f"convert it first (np.asarray(x, dtype=np.{param.dtype}) or torch.tensor(...))")
         if (view.shape == self._static_shapes[index] and view.dtype == param.dtype
                 and view.device_type == self.runtime.dlpack_device_type
                 and (param.strides is not None or view.strides == _contiguous_strides(view.shape))):

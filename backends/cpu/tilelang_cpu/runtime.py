@@ -13,7 +13,7 @@ import sys
 import tempfile
 from typing import Any, Sequence
 
-from tilelang_core.runtime import ELFError, KernelMeta, LoadedKernel, Runtime, WallTimer, defined_symbols
+from tilelang_core.runtime import KernelMeta, LoadedKernel, Runtime, WallTimer, require_entry
 
 __all__ = ["CPURuntime", "CPUKernel", "CPUTimer", "DeviceAssertionError", "ForeignCPUError", "SCALAR_CTYPES"]
 
@@ -123,15 +123,7 @@ class CPURuntime(Runtime):
         """A shared library that itself defines `meta.entry` as a function (in its dynamic
         symbol table): an entry of another library (`system` from libc) is refused, and so are
         a truncated or foreign file, before dlopen maps them (a truncated library is SIGBUS)."""
-        try:
-            symbols = defined_symbols(binary, ".dynsym")
-        except ELFError as err:
-            raise ValueError(f"not a shared library: {err}") from None
-        if symbols.get(meta.entry) not in ("function", "gnu_ifunc"):
-            found = sorted(n for n, kind in symbols.items() if kind == "function" and not n.startswith("tl_cpu_"))
-            raise ValueError(f"entry {meta.entry!r} is not a function defined by the kernel library itself (it "
-                             f"defines: {', '.join(found[:8]) or 'none'}); the manifest names a function of "
-                             "another library")
+        require_entry(binary, meta.entry, ".dynsym", "shared library")
 
     def load(self, binary: bytes, meta: KernelMeta) -> CPUKernel:
         check_host_runs(meta)
