@@ -30,8 +30,8 @@ def scale(factor, n=32):
 @pytest.fixture
 def fresh(cache_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("TILELANG_CACHE_SECRET_FILE", str(tmp_path / "config" / "cache-secret"))
-    monkeypatch.setattr(cache_module, "_DISTRUSTED", {})
-    monkeypatch.setattr(cache_module, "_SECRETS", {})
+    monkeypatch.setattr(cache_module, "_DISTRUSTED", {}, raising=False)
+    monkeypatch.setattr(cache_module, "_SECRETS", {}, raising=False)
     return cache_dir
 
 
