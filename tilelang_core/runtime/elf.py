@@ -55,8 +55,12 @@ def defined_symbols(data: bytes, table: str = ".dynsym") -> dict[str, str]:
         raise ELFError("truncated or damaged: its symbol names lie past the end of the file")
     strings = data[strings_offset:strings_offset + strings_size]
     out: dict[str, str] = {}
-    for i in range(1, size // entsize):
-        fields = symbol.unpack_from(data, offset + i * entsize)
+    count = size // entsize
+    if entsize == symbol.size:
+        rows = symbol.iter_unpack(data[offset + entsize:offset + count * entsize])
+    else:
+        rows = (symbol.unpack_from(data, offset + i * entsize) for i in range(1, count))
+    for fields in rows:
         if wide:
             name_at, info, _, shndx = fields[0], fields[1], fields[2], fields[3]
         else:

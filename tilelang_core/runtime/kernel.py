@@ -2,7 +2,9 @@
 allocates outputs, launches. TVM-free, so exported kernels run without the compiler.
 
 Every call checks the argument count, and per argument its kind, rank, shape, dtype, device
-and contiguity. Two paths do it:
+and contiguity (NumPy strides must be whole elements), every input before any output is
+allocated, and that no tensor the kernel writes shares memory with another tensor argument
+(unless the kernel was compiled with pass_configs={"tl.may_alias": True}). Two paths do it:
 - the checked path builds a `TensorView` per argument, binds symbolic dims and words the
   errors (naming the parameter);
 - a guard: after a call with `numpy.ndarray`s / `torch.Tensor`s and Python numbers passed
