@@ -593,9 +593,11 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
         fail_unless(compare)
     if kernel._alias_pairs:  # pointer comparisons: overlapping memory takes the checked path, which explains
         for index in sorted(aliased):
-            lines.append(f"    p{index} = {pointers[index]} or 0")
+            null = " or 0" if "read_pointer" in pointers[index] else ""  # ctypes reads NULL as None
+            lines.append(f"    p{index} = {pointers[index]}{null}")
             pointers[index] = f"p{index}"
-        fail_unless([f"(p{w} + {extents[w]} <= p{o} or p{o} + {extents[o]} <= p{w})" for w, o in kernel._alias_pairs])
+        # [pw, pw + Nw) and [po, po + No) overlap exactly when -Nw < pw - po < No
+        fail_unless([f"not -{extents[w]} < p{w} - p{o} < {extents[o]}" for w, o in kernel._alias_pairs])
     for index, param, name in outputs:
         shape = shape_of(param)
         if shape is None:
