@@ -21,6 +21,9 @@ __all__ = ["enabled_backends", "default_target", "cache_dir", "host_c_compiler",
 COMPAT_ALIAS_VAR = "TILELANG_CORE_ALIAS"
 
 
+__all__ = ["enabled_backends", "default_target", "cache_dir", "cache_secret_file", "host_c_compiler", "debug", "kernel_memo_size"]
+
+
 def enabled_backends() -> list[str] | None:
     """`TILELANG_BACKENDS=name1,name2`: load only these entry points (None: load all)."""
     raw = os.environ.get("TILELANG_BACKENDS", "").strip()
@@ -42,6 +45,19 @@ def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME", "").strip()
     root = Path(base).expanduser() if base else Path.home() / ".cache"
     return root / "tilelang-core"
+
+
+def cache_secret_file() -> Path:
+    """`TILELANG_CACHE_SECRET_FILE`, else `cache-secret` in the user's config directory
+    (`XDG_CONFIG_HOME`, else ~/.config, then tilelang-core/): the per-user key that
+    authenticates disk cache entries. Kept outside the cache so a writer of a shared cache
+    directory cannot read it (docs/security.md)."""
+    raw = os.environ.get("TILELANG_CACHE_SECRET_FILE", "").strip()
+    if raw:
+        return Path(raw).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    root = Path(base).expanduser() if base else Path.home() / ".config"
+    return root / "tilelang-core" / "cache-secret"
 
 
 def host_c_compiler() -> str | None:

@@ -203,7 +203,7 @@ def test_torch_meta_tensor_is_refused_not_run(scaler):
     torch = pytest.importorskip("torch")
     x = torch.zeros(16)
     scaler(x, 1.0)  # the guard for torch CPU tensors is built: a meta tensor must not pass it
-    with pytest.raises(KernelCallError, match=r"'X'.*has no storage \(data pointer 0, e\.g\. a torch 'meta' tensor\)"):
+    with pytest.raises(KernelCallError, match=r"'X'.*\(device 'meta'\) has no storage"):
         scaler(torch.zeros(16, device="meta"), 1.0)
 
 

@@ -30,6 +30,42 @@ def _check_name(name: str) -> None:
                             f"tilelang_NAME), e.g. 'acme'")
 
 
+# the distributions of this project that are no backend: tilelang-NAME must not shadow them
+_CORE_PACKAGES = ("core", "conformance")
+
+
+def _installed_as(name: str) -> str | None:
+    """What already answers to backend `name` here: an entry point of group
+    `tilelang.backends`, a distribution `tilelang-NAME` or a module `tilelang_NAME`."""
+    import importlib.metadata
+    import importlib.util
+
+    if any(ep.name == name for ep in importlib.metadata.entry_points(group="tilelang.backends")):
+        return f"the installed backend {name!r} (entry point of group tilelang.backends)"
+    try:
+        importlib.metadata.distribution(f"tilelang-{name}")
+        return f"the installed distribution tilelang-{name}"
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        if importlib.util.find_spec(f"tilelang_{name}") is not None:
+            return f"the importable package tilelang_{name}"
+    except (ImportError, ValueError):
+        pass
+    return None
+
+
+def _check_free(name: str) -> None:
+    """Refuse a name that would replace a core package or a backend already installed."""
+    if name in _CORE_PACKAGES:
+        raise ScaffoldError(f"backend name {name!r} is taken by the core package tilelang-{name}; installing the "
+                            f"scaffold would replace it. Pick another name, e.g. 'acme'")
+    taken = _installed_as(name)
+    if taken:
+        raise ScaffoldError(f"backend name {name!r} is taken by {taken}; installing a tilelang-{name} scaffold would "
+                            f"replace it. Pick a name no backend uses (see `tilelang backends`), e.g. 'acme'")
+
+
 def _destination_file(template: Path, root: Path, name: str) -> Path:
     relative = template.relative_to(TEMPLATES).with_suffix("")  # drop .tmpl
     parts = [f"tilelang_{name}" if p == "package" else p.replace("NAME", name) for p in relative.parts]
@@ -38,8 +74,10 @@ def _destination_file(template: Path, root: Path, name: str) -> Path:
 
 def scaffold_backend(name: str, destination: str | Path | None = None) -> Path:
     """Write the package of backend `name` into `destination` (default `./tilelang-NAME`)
-    and return its folder. Refuses an invalid name or an existing destination."""
+    and return its folder. Refuses an invalid name, the name of a core package or of an
+    installed backend, or an existing destination."""
     _check_name(name)
+    _check_free(name)
     root = Path(destination) if destination is not None else Path.cwd() / f"tilelang-{name}"
     if root.exists():
         raise ScaffoldError(f"{root} already exists; pass another destination (--dest DIR) or remove it")

@@ -155,7 +155,8 @@ def _build(func, target, options: CompileOptions, out_idx: tuple[int, ...]):
         "layout_report": json.dumps(facts.get("layout_report", [])),
         "shared_plan": json.dumps(facts.get("shared_plan", {})),
         # forms the compiler fell back from, with the reason (transform.errors.LowerAgain)
-        "lowering_notes": json.dumps(facts.get("lowering_notes", []))})
+        "lowering_notes": json.dumps(facts.get("lowering_notes", [])),
+        **({"may_alias": True} if options.may_alias else {})})
     return meta, binary, source
 
 
@@ -211,6 +212,8 @@ def _build_launches(func, plan, target, options: CompileOptions, out_idx: tuple[
         extra["written_params"] = ",".join(str(i) for i in sorted(written) if i < len(func.params))
     if alignments:
         extra["tensor_alignment"] = max(alignments)
+    if options.may_alias:  # the call path then allows a written tensor to share memory with another
+        extra["may_alias"] = True
     meta = KernelMeta(
         target=str(target),
         entry=plan.name,

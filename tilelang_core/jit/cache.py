@@ -3,18 +3,27 @@
 Several processes may compile the same kernel at once: each writes into its own temporary
 directory and renames it into place; a file lock per key keeps the work to one of them.
 
-Each entry carries `checksum.json`: its key and a SHA-256 per file. A load verifies both, so
-a truncated, bit-flipped or swapped file (or a whole entry moved under another key) is never
-loaded: the entry is moved to `<root>/quarantine/` and rebuilt, with a `KernelCacheWarning`
-naming it. A cache directory that cannot be written (read-only, a file in the way) makes the
-compile run without the disk cache, with a warning.
+Each entry carries `checksum.json`: its key, a SHA-256 per file, and an HMAC-SHA256 of both
+under the user's cache secret (a random key in a 0600 file outside the cache,
+`env.cache_secret_file()`, made on first use). A load verifies all three, so a truncated,
+bit-flipped or swapped file, a whole entry moved under another key, or an entry written by
+anyone who does not hold the secret (another user of a shared directory) is never loaded: the
+entry is moved to `<root>/quarantine/` and rebuilt, with a `KernelCacheWarning` naming it. An
+entry of the older unauthenticated format is rebuilt silently.
+
+A cache directory that cannot be written (read-only, a file in the way), or that cannot be
+trusted (owned by another user, or writable by users other than its owner, as pip refuses),
+or a secret that cannot be made or is readable by others, makes the compile run without the
+disk cache, with one warning per process saying why and what to do.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import json
 import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -26,7 +35,7 @@ from .. import env
 from ..runtime.base import KernelMeta
 from ..runtime.export import META_FILE, SOURCE_FILE, write_binary
 
-__all__ = ["KernelCache", "KernelCacheWarning", "cache_key", "core_fingerprint", "package_fingerprint", "source_fingerprint"]
+__all__ = ["KernelCache", "KernelCacheWarning", "cache_key", "cache_secret", "core_fingerprint", "package_fingerprint", "source_fingerprint"]
 
 
 def source_fingerprint(root: Path) -> str:
@@ -64,7 +73,76 @@ class KernelCacheWarning(UserWarning):
 
 
 CHECKSUM_FILE = "checksum.json"
-CHECKSUM_FORMAT = 1
+CHECKSUM_FORMAT = 2  # 2: authenticated with the user's cache secret
+
+# why a cache root (or the secret) cannot be used, per path: decided, and warned about, once
+_DISTRUSTED: dict[str, str | None] = {}
+_SECRETS: dict[str, bytes | str] = {}  # secret file -> its key, or why it cannot be used
+
+
+def _writable_by_others(path: Path) -> str | None:
+    """Why `path` (an existing directory) must not be trusted: owned by another user, or
+    writable by other users. None where it can be, or where the OS has no owners."""
+    if not hasattr(os, "getuid"):
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None  # absent (made 0700 by us) or unreadable (reported when it is written)
+    if st.st_uid != os.getuid():
+        return f"{path} is owned by another user (uid {st.st_uid}; you are uid {os.getuid()})"
+    if st.st_mode & 0o002:
+        return f"{path} is writable by every user (mode {st.st_mode & 0o7777:#o})"
+    if st.st_mode & 0o020 and st.st_gid != os.getgid():
+        return f"{path} is writable by group {st.st_gid} (mode {st.st_mode & 0o7777:#o})"
+    return None
+
+
+def cache_secret(path: Path | None = None) -> bytes:
+    """The per-user key that authenticates cache entries, read from `path` (default
+    `env.cache_secret_file()`), made there (32 random bytes, mode 0600) on first use. Raises
+    `OSError` saying why when it cannot be made, or is readable or owned by another user."""
+    path = Path(path) if path is not None else env.cache_secret_file()
+    found = _SECRETS.get(str(path))
+    if found is None:
+        try:
+            found = _read_or_make_secret(path)
+        except OSError as err:
+            found = str(err)
+        _SECRETS[str(path)] = found
+    if isinstance(found, str):
+        raise OSError(found)
+    return found
+
+
+def _read_or_make_secret(path: Path) -> bytes:
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(32) + "\n")
+            try:
+                os.link(tmp, path)  # atomic and never overwrites: two processes agree on one secret
+            except FileExistsError:
+                pass
+        finally:
+            os.unlink(tmp)
+    if hasattr(os, "getuid"):
+        st = path.stat()
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise OSError(f"the cache secret {path} is owned by another user or readable by others (mode "
+                          f"{st.st_mode & 0o777:#o}); remove it (a new one is made) or chmod 600 it")
+    key = path.read_text().strip()
+    if len(key) < 32:
+        raise OSError(f"the cache secret {path} is damaged (shorter than 32 characters); remove it (a new one is made)")
+    return key.encode()
+
+
+def _record_mac(secret: bytes, key: str, files: dict) -> str:
+    body = json.dumps({"files": files, "key": key}, sort_keys=True, separators=(",", ":")).encode()
+    return hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
 def _digest(data: bytes) -> str:
@@ -83,9 +161,35 @@ def cache_key(*parts: str) -> str:
     return digest.hexdigest()
 
 
+class _StaleEntry(Exception):
+    """An entry of an older checksum format: rebuilt without a warning."""
+
+
 class KernelCache:
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, secret_file: Path | None = None) -> None:
         self.root = Path(root) if root is not None else env.cache_dir()
+        self.secret_file = secret_file
+
+    def usable(self) -> bool:
+        """Whether the disk cache can be trusted here: the root is the user's and no one else
+        can write it, and the cache secret is available. If not, warns once per process and
+        per reason, and the cache is bypassed."""
+        if str(self.root) not in _DISTRUSTED:
+            problem = _writable_by_others(self.root) or _writable_by_others(self.root / "kernels")
+            if problem:
+                problem = (f"tilelang: not using the kernel cache directory {self.root}: {problem}, so another user "
+                           "could plant kernels in it; compiling without the disk cache. Use a directory only you "
+                           "can write (chmod go-w, or set TILELANG_CACHE_DIR; see docs/security.md)")
+            else:
+                try:
+                    cache_secret(self.secret_file)
+                except OSError as err:
+                    problem = (f"tilelang: the kernel cache secret cannot be used ({err}); compiling without the "
+                               "disk cache. Set TILELANG_CACHE_SECRET_FILE to a file only you can read")
+            _DISTRUSTED[str(self.root)] = problem
+            if problem:
+                warnings.warn(problem, KernelCacheWarning, stacklevel=4)
+        return _DISTRUSTED[str(self.root)] is None
 
     def _dir(self, key: str) -> Path:
         return self.root / "kernels" / key[:2] / key
@@ -94,10 +198,12 @@ class KernelCache:
         """The verified entry under `key`; None on a miss. A damaged entry is quarantined
         (with a `KernelCacheWarning` naming it) and reads as a miss."""
         path = self._dir(key)
-        if not path.is_dir():
+        if not path.is_dir() or not self.usable():
             return None
         try:
             return self._read_verified(path, key)
+        except _StaleEntry:
+            return None
         except _DamagedEntry as err:
             self._quarantine(path, str(err))
             return None
@@ -110,6 +216,13 @@ class KernelCache:
                 raise ValueError("not a checksum record")
         except (OSError, ValueError) as err:
             raise _DamagedEntry(f"{CHECKSUM_FILE} is missing or unreadable ({err})") from None
+        if record.get("format") != CHECKSUM_FORMAT:
+            raise _StaleEntry()
+        mac = record.get("hmac_sha256")
+        expected = _record_mac(cache_secret(self.secret_file), str(record.get("key")), record["files"])
+        if not isinstance(mac, str) or not hmac.compare_digest(mac, expected):
+            raise _DamagedEntry("it is not authenticated by your cache secret: written by another user or process "
+                                "that does not hold it, or forged")
         if record.get("key") != key:
             raise _DamagedEntry(f"it holds the entry of key {str(record.get('key'))[:16]}..., not this one "
                                 "(a swapped or moved entry)")
@@ -152,7 +265,8 @@ class KernelCache:
             (tmp / SOURCE_FILE).write_text(source)
             (tmp / META_FILE).write_text(meta.to_json())
             sums = {p.name: _digest(p.read_bytes()) for p in sorted(tmp.iterdir())}
-            record = {"format": CHECKSUM_FORMAT, "key": key, "files": sums}
+            record = {"format": CHECKSUM_FORMAT, "key": key, "files": sums,
+                      "hmac_sha256": _record_mac(cache_secret(self.secret_file), key, sums)}
             (tmp / CHECKSUM_FILE).write_text(json.dumps(record, indent=1, sort_keys=True))
             if path.exists():
                 shutil.rmtree(path)
@@ -169,6 +283,8 @@ class KernelCache:
     def get_or_build(self, key: str, build: Callable[[], tuple[KernelMeta, bytes, str]]):
         """The cached entry, or `build()` stored under `key` (at most once across processes).
         Without a writable cache directory: `build()`, uncached, with a warning."""
+        if not self.usable():
+            return build(), False
         hit = self.get(key)
         if hit is not None:
             return hit, True
@@ -177,6 +293,7 @@ class KernelCache:
 
         lock = FileLock(str(path) + ".lock")
         try:
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
             path.parent.mkdir(parents=True, exist_ok=True)
             lock.acquire()
         except OSError as err:

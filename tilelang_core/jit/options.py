@@ -89,6 +89,9 @@ class PassConfigKey:
     # ours: a backend may overlap two chained gemms of a pipelined loop across iterations (and
     # its warpgroups' turns, as FlashAttention-3 does); this keeps each iteration's order
     TL_DISABLE_OVERLAP = "tl.disable_overlap"
+    # ours: the kernel is written to be correct when a tensor it writes shares memory with
+    # another of its tensor arguments (e.g. in place); without it such a call is refused
+    TL_MAY_ALIAS = "tl.may_alias"
 
 
 for _name, _key in _TILELANG_KEYS.items():
@@ -104,6 +107,7 @@ _MEANINGFUL: dict[str, tuple[str, Any]] = {
     PassConfigKey.TL_ENABLE_FAST_MATH: ("fast_math", bool),
     PassConfigKey.TL_DISABLE_FAST_MATH: ("fast_math", lambda v: not bool(v)),
     PassConfigKey.TL_DEBUG_DUMP: ("debug_dump", bool),
+    PassConfigKey.TL_MAY_ALIAS: ("may_alias", bool),
     PassConfigKey.TL_DEVICE_COMPILE_FLAGS: ("extra_flags", lambda v: (v,) if isinstance(v, str) else tuple(v)),
     PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS: ("disable_safe_memory_access", bool),
     PassConfigKey.TL_DISABLE_OUT_OF_BOUND_WARNING: ("disable_out_of_bound_warning", bool),
@@ -129,6 +133,7 @@ class CompileOptions:
     # every shared buffer gets storage of its own, even where lifetimes do not overlap
     disable_shared_memory_reuse: bool = False
     extra_flags: tuple[str, ...] = ()
+    may_alias: bool = False  # calls may pass overlapping tensors where the kernel writes one
     # TileLang keys given that have no effect here (not part of equality or the cache key)
     ignored: tuple[str, ...] = field(default=(), compare=False)
 

@@ -11,7 +11,7 @@ import math
 from typing import Any, Callable
 
 from .. import language as T
-from .launch import OpError, aligned, check_dtype, contiguous, kernel_for, target_for
+from .launch import OpError, aligned, check_dtype, contiguous, filled, kernel_for, target_for
 from .registry import ConfigRule, Operator, register
 
 __all__ = ["gelu", "silu", "bias_gelu", "swiglu", "rope"]
@@ -209,6 +209,8 @@ def _unary(name: str, x, bias=None, target=None):
             raise OpError(f"{name}: bias is {bias.dtype}, x is {x.dtype}; give both one dtype")
         bias = contiguous(bias)
         channels = int(x.shape[-1])
+    if not all(x.shape):  # as torch: an empty input gives an empty result
+        return filled(x, tuple(x.shape))
     flat = x.reshape(-1)
     tgt = target_for([x, bias], target, name)
     from .registry import get
@@ -238,6 +240,8 @@ def swiglu(gate, up, target=None):
     if tuple(gate.shape) != tuple(up.shape) or check_dtype("swiglu", "up", up, FLOATS) != dtype:
         raise OpError(f"swiglu: gate {tuple(gate.shape)} {gate.dtype} and up {tuple(up.shape)} {up.dtype} "
                       f"must have one shape and dtype")
+    if not all(gate.shape):
+        return filled(gate, tuple(gate.shape))
     gate, up = aligned(gate), aligned(up)
     tgt = target_for([gate, up], target, "swiglu")
     from .registry import get
@@ -336,6 +340,8 @@ def rope(x, cos, sin, target=None):
         check_dtype("rope", name, t, ("float32",))
         if tuple(t.shape) != (s, d // 2):
             raise OpError(f"rope: {name} has shape {tuple(t.shape)}; it must be (seq, dim // 2) = {(s, d // 2)}")
+    if not all(x.shape):
+        return filled(x, tuple(x.shape))
     x = aligned(x)
     tgt = target_for([x, cos, sin], target, "rope")
     from .registry import get

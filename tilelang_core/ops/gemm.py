@@ -22,7 +22,7 @@ import math
 
 from .. import language as T
 from ..ir import dtype_bytes
-from .launch import OpError, check_dtype, contiguous, dtype_of, kernel_for, library, target_for
+from .launch import OpError, check_dtype, contiguous, dtype_of, filled, kernel_for, library, target_for
 from .registry import ConfigRule, Operator, get, register
 
 __all__ = ["gemm", "batched_gemm", "grouped_gemm", "dequantize_gemv", "conv2d", "PRECISIONS",
@@ -498,6 +498,9 @@ def _matmul(name: str, a, b, trans_a: bool, trans_b: bool, bias, activation: str
         if tuple(bias.shape) != (n,) or dtype_of(bias) != dtype:
             raise OpError(f"{name}: bias {tuple(bias.shape)} {dtype_of(bias)} must be ({n},) {dtype}")
     tgt = target_for([a, b, bias], target, name)
+    if not (batch and m and n and ka):  # as torch: an empty product, or zeros (+ bias) for K = 0
+        c = _empty_product(a, (batch, m, n), bias, activation)
+        return c if batched else c.reshape(m, n)
     problem = {"batch": batch, "M": m, "N": n, "K": ka, "dtype": dtype, "trans_a": bool(trans_a),
                "trans_b": bool(trans_b), "bias": bias is not None, "activation": activation,
                **_precision_key(name, dtype, precision, [a, b], tgt)}
@@ -505,6 +508,24 @@ def _matmul(name: str, a, b, trans_a: bool, trans_b: bool, bias, activation: str
     a3, b3 = contiguous(a3), contiguous(b3)
     c = kernel(a3, b3, contiguous(bias) if bias is not None else b3.reshape(-1)[:1])
     return c if batched else c.reshape(m, n)
+
+
+def _empty_product(a, shape: tuple[int, int, int], bias, activation: str):
+    """act(op(a) @ op(b) + bias) where a dim is 0: an empty result, or for K = 0 the sum over
+    nothing (zeros), plus the bias, through the activation."""
+    c = filled(a, shape)
+    if bias is None or not all(shape):
+        return c  # relu, gelu and silu of 0 are 0
+    import numpy as np
+
+    host = bias.detach().float().cpu().numpy() if library(bias) == "torch" else np.asarray(bias, dtype="float64")
+    values = reference_gemm(np.zeros(shape[:2] + (0,)), np.zeros((shape[0], 0, shape[2])), bias=host,
+                            activation=activation)
+    if library(a) == "torch":
+        import torch
+
+        return torch.from_numpy(values).to(dtype=a.dtype, device=a.device)
+    return values.astype(a.dtype)
 
 
 def gemm(a, b, trans_a: bool = False, trans_b: bool = False, bias=None, activation: str = "none",

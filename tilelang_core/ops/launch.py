@@ -16,7 +16,7 @@ from ..plugin import get_plugin_manager, hooks_for
 from ..runtime.tensors import array_library, dtype_name, numpy_data_ptr, torch_device, view_of
 from .registry import Operator, resolve_config
 
-__all__ = ["OpError", "target_for", "kernel_for", "contiguous", "aligned", "library", "dtype_of", "check_dtype",
+__all__ = ["filled", "OpError", "target_for", "kernel_for", "contiguous", "aligned", "library", "dtype_of", "check_dtype",
            "tuned_configs", "store_tuned", "explain", "capture", "Captured", "pass_configs"]
 
 
@@ -56,6 +56,18 @@ def contiguous(x: Any) -> Any:
     import numpy as np
 
     return np.ascontiguousarray(x)
+
+
+def filled(like: Any, shape: Sequence[int], value: float = 0.0) -> Any:
+    """A new array of `shape` in the array library, dtype and device of `like`, every element
+    `value`: the result of an op on empty inputs (no kernel launches over zero blocks)."""
+    if library(like) == "torch":
+        import torch
+
+        return torch.full(tuple(shape), value, dtype=like.dtype, device=like.device)
+    import numpy as np
+
+    return np.full(tuple(shape), value, dtype=like.dtype)
 
 
 def _data_ptr(x: Any) -> int:

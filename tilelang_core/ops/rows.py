@@ -7,7 +7,7 @@ float32 whatever the storage dtype.
 from __future__ import annotations
 
 from .. import language as T
-from .launch import OpError, aligned, check_dtype, contiguous, dtype_of, kernel_for, library, target_for
+from .launch import OpError, aligned, check_dtype, contiguous, dtype_of, filled, kernel_for, library, target_for
 from .registry import ConfigRule, Operator, get, register
 from .rows_vector import cross_entropy_vector, norm_vector, quantize_vector, softmax_vector
 
@@ -341,6 +341,8 @@ register(Operator("quantize_per_token", "per-row (token) absmax scaling to int8 
 def _softmax(name: str, x, axis: int, target):
     dtype = check_dtype(name, "x", x, FLOATS)
     ndim = len(x.shape)
+    if not all(x.shape):  # as torch: an empty input gives an empty result of its shape
+        return filled(x, tuple(x.shape))
     rows, shape = rows_of(x, axis)
     problem = {"M": int(rows.shape[0]), "N": int(rows.shape[1]), "dtype": dtype, "log": name == "log_softmax"}
     kernel, _, _ = kernel_for(get(name), target_for([x], target, name), problem)
@@ -369,6 +371,8 @@ def _vector_arg(op: str, name: str, v, n: int, dtype: str):
 
 def _norm(op: str, x, residual, weight, bias, eps: float, kind: str, target):
     dtype = check_dtype(op, "x", x, FLOATS)
+    if not all(x.shape):  # as torch: an empty input gives empty results of its shape
+        return filled(x, tuple(x.shape)), filled(x, tuple(x.shape))
     rows, shape = rows_of(x)
     m, n = (int(v) for v in rows.shape)
     weight = _vector_arg(op, "weight", weight, n, dtype)

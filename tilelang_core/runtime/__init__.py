@@ -12,6 +12,7 @@ from .base import (
     WallTimer,
     eval_launch_expr,
 )
+from .elf import ELFError, defined_symbols, require_entry
 from .driver_args import RuntimeOnDemand, bfloat16_bits, float16_bits, pack_driver_args, scalar_packer
 
 __all__ = [
@@ -24,6 +25,9 @@ __all__ = [
     "Runtime",
     "WallTimer",
     "eval_launch_expr",
+    "ELFError",
+    "defined_symbols",
+    "require_entry",
     "RuntimeOnDemand",
     "bfloat16_bits",
     "float16_bits",

@@ -79,7 +79,7 @@ class KernelMeta:
     out_idx: tuple[int, ...] = ()
     binary_name: str = "kernel.bin"
     extra: dict[str, Any] = field(default_factory=dict)
-    format_version: int = 1
+    format_version: int = 2
     workspaces: tuple[ParamSpec, ...] = ()
     launches: tuple["KernelMeta", ...] = ()
 
@@ -142,6 +142,13 @@ class KernelSource:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# Generous bounds on a launch expression (a grid dim is `ceildiv(m, 128)` or so): a manifest
+# with a longer or deeper one is damaged or hostile, and gets a clear error instead of a
+# RecursionError or minutes of parsing.
+MAX_LAUNCH_EXPR_CHARS = 4096
+MAX_LAUNCH_EXPR_NODES = 256
+
+
 def compile_launch_dims(meta: "KernelMeta") -> tuple[list, list]:
     """(grid, block) of one launch as three functions of the symbol values each (missing
     trailing dims are 1)."""
@@ -157,7 +164,16 @@ def compile_launch_expr(expr: int | str):
         return lambda values: expr
     import ast
 
+    text = str(expr)
+    if len(text) > MAX_LAUNCH_EXPR_CHARS:
+        raise ValueError(f"launch expression of {len(text)} characters is past the limit of {MAX_LAUNCH_EXPR_CHARS} "
+                         f"(a kernel's grid and block need a few dozen); it starts {text[:40]!r}")
+    count = [0]
+
     def build(node: ast.AST):
+        count[0] += 1
+        if count[0] > MAX_LAUNCH_EXPR_NODES:
+            raise ValueError(f"launch expression {text[:40]!r}... has more than {MAX_LAUNCH_EXPR_NODES} terms")
         if isinstance(node, ast.Expression):
             return build(node.body)
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
@@ -190,7 +206,11 @@ def compile_launch_expr(expr: int | str):
                 return fns[node.func.id]
         raise ValueError(f"unsupported launch expression {expr!r}")
 
-    return build(ast.parse(str(expr), mode="eval"))
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, MemoryError, RecursionError) as err:  # nested past the parser's own limit
+        raise ValueError(f"unsupported launch expression {text[:40]!r}: {type(err).__name__}") from None
+    return build(tree)
 
 
 def eval_launch_expr(expr: int | str, values: dict[str, int]) -> int:
@@ -233,6 +253,11 @@ class Runtime(abc.ABC):
     @abc.abstractmethod
     def load(self, binary: bytes, meta: KernelMeta) -> LoadedKernel:
         """Load a binary produced by `tilelang_compile` for this target."""
+
+    def check_binary(self, binary: bytes, meta: KernelMeta) -> None:
+        """Raise `ValueError` (saying why) unless `binary` is a device binary of this runtime
+        that itself defines the function `meta.entry`; called before the binary is mapped
+        (by `load` of an export, and by the runtime's own `load`). Default: no check."""
 
     def current_stream(self, device_index: int = 0) -> Any:
         """The stream launches go to (the caller's current torch stream on GPUs)."""

@@ -2,7 +2,9 @@
 allocates outputs, launches. TVM-free, so exported kernels run without the compiler.
 
 Every call checks the argument count, and per argument its kind, rank, shape, dtype, device
-and contiguity. Two paths do it:
+and contiguity (NumPy strides must be whole elements), every input before any output is
+allocated, and that no tensor the kernel writes shares memory with another tensor argument
+(unless the kernel was compiled with pass_configs={"tl.may_alias": True}). Two paths do it:
 - the checked path builds a `TensorView` per argument, binds symbolic dims and words the
   errors (naming the parameter);
 - a guard: after a call with `numpy.ndarray`s / `torch.Tensor`s and Python numbers passed
@@ -66,6 +68,7 @@ class Kernel:
         # the tensor parameters the kernel writes (None: not recorded, e.g. an older export)
         written = meta.extra.get("written_params")
         self._written = None if written is None else {int(i) for i in str(written).split(",") if i}
+        self._alias_pairs = _alias_pairs(meta, self._written, self._inputs)
         self._grid, self._block = compile_launch_dims(meta)
         # integer scalar parameters a launch dimension names (`T.Kernel(T.ceildiv(n, 128))`):
         # (position, name), their values join the symbols' at each call
@@ -143,10 +146,13 @@ class Kernel:
     def get_kernel_source(self) -> str:
         return self.source or ""
 
-    def export(self, path) -> None:
+    def export(self, path, key: bytes | str | None = None) -> None:
+        """Write this kernel to folder `path` for `tilelang_core.load`; with `key` (bytes or
+        str, 16 bytes or more) the folder is signed with HMAC-SHA256 and `load(path, key=)`
+        accepts it only unchanged (docs/security.md)."""
         from .export import export_kernel
 
-        export_kernel(self, path)
+        export_kernel(self, path, key=key)
 
     def get_profiler(self, tensor_supply_type: Any = None):
         """A `Profiler` for this kernel; its inputs come from `tensor_supply_type`
@@ -198,6 +204,7 @@ class Kernel:
         full = self._arrange(args)
         values = self._bind(full)
         launch_args = self._launch_args(full, values)
+        self._check_aliasing(full)
         workspaces = self._allocate_workspaces(args, values)
         if workspaces:  # their pointers go between the user's parameters and the symbolic dims
             launch_args[self._n_user:self._n_user] = [w if self._takes_tensors else view_of(w).data_ptr
@@ -227,6 +234,12 @@ class Kernel:
             full[slot] = value
         if self.meta.out_idx:
             values = self._bind(full, partial=True)
+            for slot in self._inputs:  # every input is checked before an output is allocated
+                param = self.meta.params[slot]
+                if param.kind == "tensor":
+                    self._check_tensor(slot, param, full[slot], values)
+                else:
+                    self._check_scalar(slot, param, full[slot])
             like = self._allocation_model(args, "outputs")
             for i in self.meta.out_idx:
                 p = self.meta.params[i]
@@ -248,7 +261,7 @@ class Kernel:
         if like is not None:
             slot = self._inputs[next(n for n, a in enumerate(args) if a is like)]
             where = f"argument {self.meta.params[slot].name!r} (parameter {slot}) of {self.meta.entry}"
-            problem = self._placement_error(where, view_of(like))
+            problem = self._placement_error(where, view_of(like), like)
             if problem:
                 raise KernelCallError(problem)
         if like is None:
@@ -314,7 +327,8 @@ class Kernel:
         where = f"argument {param.name!r} (parameter {index}) of {self.meta.entry}"
         view = view_of(arg)
         if view is None:
-            raise KernelCallError(f"{where}: expected a tensor (NumPy array or torch tensor), got {type(arg).__name__}")
+            raise KernelCallError(f"{where}: expected a tensor (NumPy array or torch tensor), got {type(arg).__name__}; "
+                                  f"convert it first (np.asarray(x, dtype=np.{param.dtype}) or torch.tensor(...))")
         if (view.shape == self._static_shapes[index] and view.dtype == param.dtype
                 and view.device_type == self.runtime.dlpack_device_type
                 and (param.strides is not None or view.strides == _contiguous_strides(view.shape))):
@@ -328,9 +342,13 @@ class Kernel:
                 raise KernelCallError(f"{where}: expected shape {_fmt(param.shape)}, got {view.shape} (dim {dim}: expected {want_value}, got {got})")
         if view.dtype != param.dtype:
             raise KernelCallError(f"{where}: expected dtype {param.dtype}, got {view.dtype}")
-        problem = self._placement_error(where, view)
+        problem = self._placement_error(where, view, arg)
         if problem:
             raise KernelCallError(problem)
+        if any(type(s) is not int for s in view.strides):
+            raise KernelCallError(f"{where}: its strides are not whole elements ({view.strides} elements of "
+                                  f"{param.dtype}: a byte stride that is no multiple of the element size, e.g. a "
+                                  "view of reinterpreted bytes); pass np.ascontiguousarray(x)")
         if param.strides is None and not is_contiguous(view):
             raise KernelCallError(f"{where}: expected a contiguous row-major tensor, got strides {view.strides}; pass .contiguous() / np.ascontiguousarray(...)")
         self._check_writable(index, where, arg)
@@ -345,20 +363,40 @@ class Kernel:
                     f"pieces of at most {INDEX_MAX} elements and call the kernel on each")
         return self._tensor_arg(where, arg, view)
 
+    def _check_aliasing(self, full: list[Any]) -> None:
+        """A tensor the kernel writes may not share memory with another tensor argument (the
+        result would depend on the order the kernel's blocks run), unless the kernel was
+        compiled with pass_configs={"tl.may_alias": True}."""
+        for written, other in self._alias_pairs:
+            a, b = view_of(full[written]), view_of(full[other])
+            if a is None or b is None:
+                continue
+            (a_lo, a_hi), (b_lo, b_hi) = _byte_range(a), _byte_range(b)
+            if a_lo < a_hi and b_lo < b_hi and a_lo < b_hi and b_lo < a_hi:
+                names = self.meta.params[written].name, self.meta.params[other].name
+                raise KernelCallError(
+                    f"arguments {names[0]!r} (parameter {written}) and {names[1]!r} (parameter {other}) of "
+                    f"{self.meta.entry} share memory, and the kernel writes {names[0]!r}: the result would depend on "
+                    f"the order its blocks run; pass separate tensors (e.g. {names[1]}.copy() / .clone()), or compile "
+                    "the kernel with pass_configs={'tl.may_alias': True} if it is written for in-place use")
+
     def _tensor_arg(self, where: str, arg: Any, view) -> Any:
         """What the launch receives for a checked tensor: its (aligned) data pointer, or the
         tensor itself for a runtime that `takes_tensors`."""
         pointer = self._aligned(where, view.data_ptr)
         return arg if self._takes_tensors else pointer
 
-    def _placement_error(self, where: str, view) -> str | None:
-        """Why the kernel cannot use the memory of `view`: no storage, or another device."""
-        if not view.data_ptr and all(view.shape):
-            return (f"{where}: the tensor has no storage (data pointer 0, e.g. a torch 'meta' tensor); pass a "
-                    f"tensor with data on the device of {self.meta.target}")
+    def _placement_error(self, where: str, view, arg: Any = None) -> str | None:
+        """Why the kernel cannot use the memory of `view`: no storage, or another device
+        (named as the array library names it, e.g. 'meta')."""
+        device = getattr(arg, "device", None)
+        named = f" (device {str(device)!r})" if device is not None and not isinstance(device, (int, str)) else ""
+        if str(device) == "meta" or (not view.data_ptr and all(view.shape)):
+            return (f"{where}: the tensor{named or ' (e.g. a torch meta tensor)'} has no storage (a 'meta' tensor "
+                    f"holds only a shape); pass a tensor with data on the device of {self.meta.target}")
         if view.device_type != self.runtime.dlpack_device_type:
             return (f"{where}: the kernel runs on {self.meta.target} and needs a tensor on its device "
-                    f"(DLPack device type {self.runtime.dlpack_device_type}), got one with DLPack device "
+                    f"(DLPack device type {self.runtime.dlpack_device_type}), got one{named} with DLPack device "
                     f"type {view.device_type}; move it there first (e.g. tensor.to(device))")
         return None
 
@@ -397,6 +435,9 @@ class Kernel:
                     number = float(arg)
                 except (TypeError, ValueError):
                     raise KernelCallError(f"{where}: expected a {param.dtype} scalar, got {type(arg).__name__}") from None
+                except OverflowError:
+                    raise KernelCallError(f"{where}: {arg!r} is too large for any float, let alone the parameter's "
+                                          f"dtype {param.dtype}; pass a value in range") from None
                 if not number.is_integer():
                     raise KernelCallError(
                         f"{where}: the parameter is {param.dtype} and {arg!r} is not an integer (it would be "
@@ -412,12 +453,58 @@ class Kernel:
             value = float(arg)
         except (TypeError, ValueError):
             raise KernelCallError(f"{where}: expected a {param.dtype} scalar, got {type(arg).__name__}") from None
+        except OverflowError:
+            raise KernelCallError(f"{where}: {_short(arg)} is past the largest {param.dtype} (it cannot be converted "
+                                  "to a float at all); pass a smaller value") from None
         limit = _FLOAT_MAX.get(param.dtype)
         if limit is not None and abs(value) > limit and value not in (float("inf"), float("-inf")):
             raise KernelCallError(
                 f"{where}: {value!r} is past the largest finite {param.dtype} ({limit:g}; it would become "
                 f"infinity); pass a smaller value, or declare the parameter float64")
         return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} digits)"
+
+
+_ITEMSIZE = {"bool": 1, "bfloat16": 2}
+
+
+def _itemsize(dtype: str) -> int:
+    """Bytes per element of a dtype name (float8_e4m3fn: 1, float32: 4)."""
+    size = _ITEMSIZE.get(dtype)
+    if size is None:
+        digits = "".join(c for c in dtype.split("_")[0] if c.isdigit())
+        size = _ITEMSIZE[dtype] = max(1, int(digits or 8) // 8)
+    return size
+
+
+def _byte_range(view) -> tuple[int, int]:
+    """The addresses [low, high) a tensor's elements occupy (empty for an empty tensor)."""
+    if not all(view.shape):
+        return view.data_ptr, view.data_ptr
+    low = high = 0
+    for dim, stride in zip(view.shape, view.strides):
+        reach = (dim - 1) * int(stride)
+        low, high = low + min(reach, 0), high + max(reach, 0)
+    size = _itemsize(view.dtype)
+    return view.data_ptr + low * size, view.data_ptr + (high + 1) * size
+
+
+def _alias_pairs(meta: KernelMeta, written: set[int] | None, inputs: list[int]) -> list[tuple[int, int]]:
+    """(written, other) pairs of tensor parameters the caller passes that must not share
+    memory: every tensor the kernel writes against every other passed tensor. Empty when
+    the kernel declares it may alias (`may_alias`) or did not record what it writes."""
+    if written is None or meta.extra.get("may_alias"):
+        return []
+    tensors_in = [i for i in inputs if meta.params[i].kind == "tensor"]
+    pairs = []
+    for w in tensors_in:
+        if w in written:
+            pairs += [(w, o) for o in tensors_in if o != w and not (o in written and o < w)]
+    return pairs
 
 
 def _fmt(shape) -> str:
@@ -459,17 +546,17 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
         dims = [str(d) if isinstance(d, int) else symbols.get(d) for d in param.shape]
         return None if None in dims else "(" + "".join(f"{d}, " for d in dims) + ")"
 
-    pointers, outs = [], []
+    pointers, outs, outputs = [], [], []
+    aliased = {i for pair in kernel._alias_pairs for i in pair}
+    extents: dict[int, str] = {}  # aliased parameter -> expression of its size in bytes
     for index, (param, arg) in enumerate(zip(meta.params[:kernel._n_user], full)):
         tp, library = type(arg), array_library(type(arg))
         env[f"T{index}"] = tp
-        if index not in position:  # an output, allocated like the first tensor input
-            shape = shape_of(param)
-            if like is None or param.kind != "tensor" or library is None or shape is None:
+        if index not in position:  # an output: allocated after every input passed its checks
+            if like is None or param.kind != "tensor" or library is None:
                 return None
             name = f"out{index}"
-            lines.append(f"    {name} = allocate({like}, {shape}, {param.dtype!r})")
-            fail_unless([f"type({name}) is T{index}"])
+            outputs.append((index, param, name))
             outs.append(name)
             pointers.append(f"{name}.data_ptr()" if library == "torch" else _numpy_pointer(name, env))
             continue
@@ -512,6 +599,17 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
             pointers.append(f"{name}.data_ptr()")
         if kernel._alignment > 1:
             checks.append(f"({pointers[-1]}) % {kernel._alignment} == 0")
+        if index in aliased:
+            if param.strides is not None:
+                return None  # a strided tensor's extent: the checked path measures it
+            static = kernel._static_shapes[index]
+            if static is not None:
+                size = _itemsize(param.dtype)
+                for d in static:
+                    size *= d
+                extents[index] = str(size)
+            else:
+                extents[index] = f"{name}.nbytes" if library == "numpy" else f"{name}.numel() * {_itemsize(param.dtype)}"
         fresh = [d for d in dict.fromkeys(param.shape) if isinstance(d, str) and d not in symbols]
         if any(isinstance(d, str) for d in param.shape):  # within the 32-bit index width
             checks.append(f"{name}.{'size' if library == 'numpy' else 'numel()'} <= {INDEX_MAX}")
@@ -530,6 +628,19 @@ def _build_guard(kernel: "Kernel", full: list[Any]):
             else:
                 compare.append(f"{name}.shape[{d}] == {dim if isinstance(dim, int) else symbols[dim]}")
         fail_unless(compare)
+    if kernel._alias_pairs:  # pointer comparisons: overlapping memory takes the checked path, which explains
+        for index in sorted(aliased):
+            null = " or 0" if "read_pointer" in pointers[index] else ""  # ctypes reads NULL as None
+            lines.append(f"    p{index} = {pointers[index]}{null}")
+            pointers[index] = f"p{index}"
+        # [pw, pw + Nw) and [po, po + No) overlap exactly when -Nw < pw - po < No
+        fail_unless([f"not -{extents[w]} < p{w} - p{o} < {extents[o]}" for w, o in kernel._alias_pairs])
+    for index, param, name in outputs:
+        shape = shape_of(param)
+        if shape is None:
+            return None
+        lines.append(f"    {name} = allocate({like}, {shape}, {param.dtype!r})")
+        fail_unless([f"type({name}) is T{index}"])
     scalars = {name: f"x{position[index]}" for index, name in kernel._launch_scalars if index in position}
     if symbols or scalars:
         lines.append("    values = {" + ", ".join([f"{n!r}: {v}" for n, v in symbols.items()]

@@ -104,7 +104,8 @@ def torch_device(tensor: Any) -> tuple[int, int]:
 
 
 def view_of(obj: Any) -> TensorView | None:
-    """A view of a NumPy array or torch tensor; None for anything else (e.g. a scalar)."""
+    """A view of a NumPy array or torch tensor; None for anything else (e.g. a scalar). Its
+    strides are ints, except a float where a NumPy byte stride is no whole element."""
     tp = type(obj)
     module = tp.__module__
     if module == "numpy" and hasattr(obj, "__array_interface__"):
@@ -115,7 +116,9 @@ def view_of(obj: Any) -> TensorView | None:
             strides = _contiguous_strides(obj.shape)
         else:
             itemsize = obj.dtype.itemsize
-            strides = tuple(s // itemsize for s in obj.strides)
+            # a byte stride that is no multiple of the element size stays a fraction (a float), so
+            # it never passes for a whole-element stride (the call path refuses it by name)
+            strides = tuple(s // itemsize if s % itemsize == 0 else s / itemsize for s in obj.strides)
         ptr = numpy_data_ptr(obj) if array_library(tp) == "numpy" else _interface_ptr(obj)
         return TensorView(obj.shape, strides, dtype, 1, 0, ptr, "numpy")
     if module.startswith("torch") and hasattr(obj, "data_ptr"):

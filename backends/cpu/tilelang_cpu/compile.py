@@ -168,29 +168,36 @@ def _require_compiler() -> str:
 
 
 def compile_source(source: str, arch: str | None = None, name: str = "kernel") -> bytes:
-    """Compile generated C into a shared library; returns its bytes."""
+    """Compile generated C into a shared library; returns its bytes. The temporary folder is
+    removed on every way out (an interrupt, Ctrl-C, included), except when the compiler
+    rejects the code: then the .c file the error names is kept for the repro command (and
+    everything, with TILELANG_DEBUG=1)."""
     cc = _require_compiler()
     workdir = Path(tempfile.mkdtemp(prefix=f"tilelang-cpu-{name}-"))
-    c_path, so_path = workdir / f"{name}.c", workdir / f"{name}.so"
-    c_path.write_text(source)
-    cmd = compile_command(cc, arch, str(c_path), str(so_path))
+    keep = env.debug()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    except (OSError, subprocess.SubprocessError) as err:
-        raise CompileError(f"could not run the C compiler {cc}: {err}\n"
-                           f"  generated file: {c_path}\n  command: {shlex.join(cmd)}") from None
-    if proc.returncode != 0:
-        log = (proc.stderr + proc.stdout).strip()
-        raise CompileError(
-            f"the C compiler rejected the generated kernel {name!r} (exit code {proc.returncode}).\n"
-            f"--- compiler log ---\n{log}\n--- end of log ---\n"
-            f"  generated file (kept): {c_path}\n"
-            f"  reproduce with: {shlex.join(cmd)}"
-        )
-    binary = so_path.read_bytes()
-    if not env.debug():
-        shutil.rmtree(workdir, ignore_errors=True)
-    return binary
+        c_path, so_path = workdir / f"{name}.c", workdir / f"{name}.so"
+        c_path.write_text(source)
+        cmd = compile_command(cc, arch, str(c_path), str(so_path))
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.SubprocessError) as err:
+            keep = True
+            raise CompileError(f"could not run the C compiler {cc}: {err}\n"
+                               f"  generated file: {c_path}\n  command: {shlex.join(cmd)}") from None
+        if proc.returncode != 0:
+            keep = True
+            log = (proc.stderr + proc.stdout).strip()
+            raise CompileError(
+                f"the C compiler rejected the generated kernel {name!r} (exit code {proc.returncode}).\n"
+                f"--- compiler log ---\n{log}\n--- end of log ---\n"
+                f"  generated file (kept): {c_path}\n"
+                f"  reproduce with: {shlex.join(cmd)}"
+            )
+        return so_path.read_bytes()
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def cache_key(arch: str | None) -> str:

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from typing import Any, Sequence
 
-from tilelang_core.runtime import KernelMeta, LoadedKernel, Runtime, WallTimer
+from tilelang_core.runtime import KernelMeta, LoadedKernel, Runtime, WallTimer, require_entry
 
 __all__ = ["CPURuntime", "CPUKernel", "CPUTimer", "DeviceAssertionError", "ForeignCPUError", "SCALAR_CTYPES"]
 
@@ -119,8 +119,18 @@ class CPURuntime(Runtime):
 
     dlpack_device_type = 1
 
+    def check_binary(self, binary: bytes, meta: KernelMeta) -> None:
+        """A shared library that itself defines `meta.entry` as a function (in its dynamic
+        symbol table): an entry of another library (`system` from libc) is refused, and so are
+        a truncated or foreign file, before dlopen maps them (a truncated library is SIGBUS)."""
+        require_entry(binary, meta.entry, ".dynsym", "shared library")
+
     def load(self, binary: bytes, meta: KernelMeta) -> CPUKernel:
         check_host_runs(meta)
+        try:
+            self.check_binary(binary, meta)
+        except ValueError as err:
+            raise ValueError(f"kernel {meta.entry!r} ({meta.target}): {err}") from None
         _pin_runtime_libraries(binary)
         # dlopen needs a file; once loaded the mapping outlives it, so the file is removed
         fd, path = tempfile.mkstemp(prefix=f"tilelang-{meta.entry}-", suffix=".so")

@@ -12,7 +12,8 @@ import ctypes
 import sys
 from typing import Any, Sequence
 
-from tilelang_core.runtime import KernelCallError, KernelMeta, LoadedKernel, Runtime, bfloat16_bits, float16_bits
+from tilelang_core.runtime import (KernelCallError, KernelMeta, LoadedKernel, Runtime, bfloat16_bits, float16_bits,
+                                   require_entry)
 
 from .tensor_maps import tensor_map_slots
 
@@ -396,6 +397,11 @@ class CUDARuntime(Runtime):
         return 0
 
     # ------------------------------------------------------------ Runtime contract
+
+    def check_binary(self, binary: bytes, meta: KernelMeta) -> None:
+        """A cubin (ELF) whose own symbol table defines the kernel `meta.entry`; needs no
+        driver, so an export is checked where no GPU is present."""
+        require_entry(binary, meta.entry, ".symtab", "cubin")
 
     def load(self, binary: bytes, meta: KernelMeta, device: int | None = None) -> CUDAKernel:
         """Load a cubin and look up `meta.entry` on `device` (default: `default_device()`;
