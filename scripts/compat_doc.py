@@ -598,9 +598,10 @@ REASONS: list[Reason] = [
            "generates no host code (each backend's runtime launches from Python); device source "
            "has `register_<kind>_postproc`", names=_names("register_c_postproc"), module="tilelang"),
     Reason(NOT_APPLICABLE, "TileLang's instruments for its own C++ pass pipeline (lowering trace per "
-           "pass, pass timing and diffs, the pass visualizer, the IR Analyzer): they observe passes "
-           "tilelang-core does not run; its compile report and `TILELANG_DEBUG` dumps are its own",
-           names=_names("tools", "instrumentation"), module="tilelang"),
+           "pass, pass timing and diffs, the pass visualizer): they observe passes tilelang-core does "
+           "not run; its compile report and `TILELANG_DEBUG` dumps are its own (`tilelang.tools` has "
+           "`plot_layout` and `Analyzer`)",
+           names=_names("instrumentation"), module="tilelang"),
     Reason(NOT_YET, "the build date TileLang's wheels put in their version string: not yet "
            "(tilelang-core's version carries none)", names=_names("build_date"), module="tilelang"),
 ]

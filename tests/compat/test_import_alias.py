@@ -162,8 +162,8 @@ def test_tilelang_cuda_intrinsics_are_the_cuda_backends():
 
 
 UNPROVIDED = [
-    ("import tilelang.tools", "ModuleNotFoundError",
-     "TileLang module 'tilelang.tools' is not provided by tilelang-core nor claimed by an installed backend"),
+    ("import tilelang.instrumentation", "ModuleNotFoundError",
+     "TileLang module 'tilelang.instrumentation' is not provided by tilelang-core nor claimed by an installed backend"),
     ("import tilelang.cuda.intrinsics.macro.wgmma_macro_generator", "ModuleNotFoundError",
      "backend 'cuda' stands in for 'tilelang.cuda' with 'tilelang_cuda.compat', which has no "
      "'tilelang_cuda.compat.intrinsics.macro.wgmma_macro_generator'"),

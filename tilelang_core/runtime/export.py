@@ -253,7 +253,9 @@ def _integrity_ok(record) -> bool:
 
 def _check_launch_exprs(meta: KernelMeta, meta_path: Path) -> None:
     """Each grid, block and workspace dim parses in the launch-expression language, within
-    its size limits, over declared symbols only."""
+    its size limits, over declared symbols and integer scalar parameters only (a grid sized
+    by a scalar argument, `T.Kernel(T.ceildiv(max_seqlen_q, 128))`)."""
+    names = set(meta.symbols) | {p.name for p in meta.params if p.kind != "tensor" and "int" in p.dtype}
     for launch in (meta, *meta.launches):
         dims = [("grid", d) for d in launch.grid] + [("block", d) for d in launch.block]
         dims += [(f"workspace {w.name}", d) for w in meta.workspaces for d in w.shape]
@@ -265,7 +267,8 @@ def _check_launch_exprs(meta: KernelMeta, meta_path: Path) -> None:
             except ValueError as err:
                 raise ExportFormatError(f"{meta_path}: {field_name}: {err}; export the kernel again") from None
             if isinstance(dim, str):
-                unknown = set(re.findall(r"[A-Za-z_]\w*", dim)) - set(meta.symbols) - {"ceildiv", "min", "max"}
+                unknown = set(re.findall(r"[A-Za-z_]\w*", dim)) - names - {"ceildiv", "min", "max"}
                 if unknown:
                     raise ExportFormatError(f"{meta_path}: {field_name} dim {dim!r} names {', '.join(sorted(unknown))}, "
-                                            f"not a symbolic dim of the kernel ({', '.join(meta.symbols) or 'none'})")
+                                            f"neither a symbolic dim nor an integer scalar of the kernel "
+                                            f"({', '.join(sorted(names)) or 'none'})")
