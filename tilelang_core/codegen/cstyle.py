@@ -34,7 +34,9 @@ The dialect contract. Attributes (class attributes; neutral defaults here, the S
   `nan_literal`, `eager_logic`;
 - builtins: `atomic_ops`, `memory_orders`, `printf_name`, `assert_format`,
   `reinterpret_format`, `shuffle_xor_format`, `dp4a_format` (None: not spelled; the printer
-  says which builtin the dialect lacks).
+  says which builtin the dialect lacks), `intrinsic_formats` (the thread-level intrinsics of
+  `builtins.INTRINSIC_OPS`: op name, or (op name, rounding mode), -> a format over the call's
+  arguments {0}, {1}, ... and {warp_size}; an op missing there is refused with its name).
 Methods meant for overriding: `kernel_signature`, `param_decl`, `launch_bounds`,
 `kernel_prologue`, `kernel_epilogue`, `visit_thread_extent`, `declare_buffer`,
 `plan_allocations`, `emit_barrier`, `emit_assert`, `vector_type`, `call_handlers`,
@@ -187,6 +189,9 @@ class CStyleCodegen(CExprPrinter):
     # `tl.dp4a` over {0}, {1}: int8 pointers, {2}: the int32 pointer; None: the portable
     # helper of include/tl_dp4a.h
     dp4a_format = None
+    # `builtins.INTRINSIC_OPS`: "tl.<name>" or ("tl.<name>", rounding) -> format over the
+    # arguments ({0}, ...; a rounding argument is left out) and {warp_size}
+    intrinsic_formats: dict = {}
     assert_format = "assert(({cond}) && {msg});"
     reserved_names: tuple[str, ...] = ("printf", "min", "max", "assert")
     calling_convention = "device kernel: (buffer pointers..., scalars...) in parameter order"
@@ -235,6 +240,8 @@ class CStyleCodegen(CExprPrinter):
             "helpers": sorted(self.used_helpers),
             # positions of the tensor parameters the kernel may write (the call path refuses
             # read-only arrays there)
+            # the grid must be launched cooperatively (the kernel calls tl.sync_grid)
+            "cooperative": "tl.sync_grid" in self.used_intrinsics,
             "written_params": ",".join(str(i) for i, p in enumerate(func.params)
                                        if tirx.is_buffer_var(p) and p in self.written_buffers),
         }
@@ -256,6 +263,7 @@ class CStyleCodegen(CExprPrinter):
         self.line_map: dict = {}
         self.pending_lines: list[str] = []
         self.used_helpers: set = set()
+        self.used_intrinsics: set = set()
         self.dyn_shared_offsets: dict = {}
         self.dyn_shared_bytes = 0
         self._depth = 0

@@ -144,6 +144,47 @@ def _atomic_ops() -> dict:
     return ops
 
 
+def _intrinsic_formats() -> dict:
+    """`builtins.INTRINSIC_OPS` in CUDA C++ (CUDA Programming Guide, "Warp Shuffle Functions",
+    "Warp Vote Functions", "Intrinsic Functions"; helpers of tl_cuda_threads.h)."""
+    formats = {
+        "tl.shfl_sync": "__shfl_sync({0}, {1}, {2}, {3})",
+        "tl.shfl_up_sync": "__shfl_up_sync({0}, {1}, {2}, {3})",
+        "tl.shfl_down_sync": "__shfl_down_sync({0}, {1}, {2}, {3})",
+        "tl.shfl_xor_sync": "__shfl_xor_sync({0}, {1}, {2}, {3})",
+        "tl.any_sync": "__any_sync({0}, {1})",
+        "tl.all_sync": "__all_sync({0}, {1})",
+        "tl.ballot_sync": "((uint64_t)__ballot_sync({0}, {1}))",
+        "tl.ballot": "((uint64_t)__ballot_sync(0xffffffffu, {0}))",
+        "tl.activemask": "((uint64_t)__activemask())",
+        "tl.match_any_sync": "__match_any_sync({0}, {1})",
+        "tl.match_all_sync": "tl_match_all_sync({0}, {1})",
+        "tl.sync_warp": "__syncwarp({0})",
+        "tl.syncthreads_count": "__syncthreads_count({0})",
+        "tl.syncthreads_and": "__syncthreads_and({0})",
+        "tl.syncthreads_or": "__syncthreads_or({0})",
+        "tl.sync_grid": "tl_sync_grid()",
+        "tl.named_barrier_arrive": "tl_named_barrier_arrive({0}, {1})",
+        "tl.get_lane_idx": "tl_get_lane_idx({0})",
+        "tl.get_warp_idx": "tl_get_warp_idx({0})",
+        "tl.get_warp_idx_sync": "tl_get_warp_idx_sync({0})",
+        "tl.get_warp_group_idx": "tl_get_warp_group_idx({0}, {1})",
+        "tl.shuffle_elect": "tl_shuffle_elect({0})",
+        "tl.ieee_frsqrt": "tl_ieee_rsqrt({0})",
+        "tl.fast_rcp": "tl_fast_rcp({0})",
+    }
+    # tl_cuda_threads.h's overloads pick CUDA's float (`__fadd_rn`) or double (`__dadd_rn`) form
+    for mode in ("rn", "rz", "ru", "rd"):
+        formats[("tl.ieee_add", mode)] = f"tl_ieee_add_{mode}({{0}}, {{1}})"
+        formats[("tl.ieee_sub", mode)] = f"tl_ieee_sub_{mode}({{0}}, {{1}})"
+        formats[("tl.ieee_mul", mode)] = f"tl_ieee_mul_{mode}({{0}}, {{1}})"
+        formats[("tl.ieee_fdiv", mode)] = f"tl_ieee_div_{mode}({{0}}, {{1}})"
+        formats[("tl.ieee_fmaf", mode)] = f"tl_ieee_fma_{mode}({{0}}, {{1}}, {{2}})"
+        formats[("tl.ieee_frcp", mode)] = f"tl_ieee_rcp_{mode}({{0}})"
+        formats[("tl.ieee_fsqrt", mode)] = f"tl_ieee_sqrt_{mode}({{0}})"
+    return formats
+
+
 class CUDACodegen(GPUCodegen):
     """CUDA C++ for sm_80 and newer; see the module docstring for the shape of the output."""
 
@@ -169,6 +210,7 @@ class CUDACodegen(GPUCodegen):
     printf_name = "printf"
     reinterpret_format = "__builtin_bit_cast({2}, {0})"
     shuffle_xor_format = "__shfl_xor_sync(0xffffffffu, {0}, {1})"
+    intrinsic_formats = _intrinsic_formats()
     dp4a_format = "tl_dp4a({0}, {1}, {2})"  # tl_cuda_common.h: __dp4a
     addressed_local_format = "__align__(16) "
     reserved_names = GPUCodegen.reserved_names + (
@@ -265,6 +307,11 @@ class CUDACodegen(GPUCodegen):
             head.insert(head.index(self.preamble[0]) + 1, '#include "tl_cuda_wgmma.h"')
         if "tma" in self.used_helpers:
             head.insert(head.index(self.preamble[0]) + 1, '#include "tl_cuda_tma.h"')
+        if self.used_intrinsics:
+            at = head.index(self.preamble[0]) + 1
+            head.insert(at, '#include "tl_cuda_threads.h"')
+            if "tl.sync_grid" in self.used_intrinsics:
+                head.insert(at, "#define TL_GRID_SYNC 1")
         return head
 
     def plan_allocations(self, allocs: list) -> None:

@@ -1,0 +1,101 @@
+// Thread-level intrinsics a kernel names itself (T.get_lane_idx, T.shuffle_elect,
+// T.match_all_sync, T.named_barrier_arrive, T.sync_grid, T.fast_rcp): what a single CUDA
+// builtin does not spell. The printer includes it, after tl_cuda_common.h, in a kernel that
+// calls one (defining TL_GRID_SYNC first when the kernel calls T.sync_grid).
+//
+//   tl_linear_thread_idx()          threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)
+//   tl_get_lane_idx(w) / _warp_idx  linear index % w, / w; tl_get_warp_group_idx(w, n): / (w * n)
+//   tl_shuffle_elect(n)             true on the first thread of each group of n (n = 0: of the block)
+//   tl_match_all_sync(mask, v)      __match_all_sync without the predicate out-parameter
+//   tl_named_barrier_arrive(id, n)  bar.arrive id, n: arrive at a named barrier without waiting
+//   tl_sync_grid()                  a barrier over the whole grid (needs a cooperative launch:
+//                                   the runtime launches kernels that call it with
+//                                   cuLaunchCooperativeKernel)
+//   tl_fast_rcp(x)                  rcp.approx.ftz.f32
+#pragma once
+
+TL_DEVICE int tl_linear_thread_idx() {
+  return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+}
+
+TL_DEVICE int tl_get_lane_idx(int warp_size) { return tl_linear_thread_idx() % warp_size; }
+TL_DEVICE int tl_get_warp_idx(int warp_size) { return tl_linear_thread_idx() / warp_size; }
+TL_DEVICE int tl_get_warp_idx_sync(int warp_size) {
+  // every lane of a converged warp computes the same value; broadcast lane 0's so the
+  // compiler may keep it in a uniform register
+  return __shfl_sync(0xffffffffu, tl_linear_thread_idx() / warp_size, 0);
+}
+TL_DEVICE int tl_get_warp_group_idx(int warp_size, int warps_per_group) {
+  return tl_linear_thread_idx() / (warp_size * warps_per_group);
+}
+
+TL_DEVICE bool tl_shuffle_elect(int group_threads) {
+  int tid = tl_linear_thread_idx();
+  return group_threads == 0 ? tid == 0 : tid % group_threads == 0;
+}
+
+TL_DEVICE unsigned tl_match_all_sync(unsigned mask, int value) {
+  int predicate;
+  return __match_all_sync(mask, value, &predicate);
+}
+TL_DEVICE unsigned tl_match_all_sync(unsigned mask, unsigned value) {
+  int predicate;
+  return __match_all_sync(mask, value, &predicate);
+}
+TL_DEVICE unsigned tl_match_all_sync(unsigned mask, long long value) {
+  int predicate;
+  return __match_all_sync(mask, value, &predicate);
+}
+TL_DEVICE unsigned tl_match_all_sync(unsigned mask, float value) {
+  int predicate;
+  return __match_all_sync(mask, value, &predicate);
+}
+
+TL_DEVICE void tl_named_barrier_arrive(int barrier_id, int thread_count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(barrier_id), "r"(thread_count) : "memory");
+}
+
+#if defined(TL_GRID_SYNC)
+// cooperative groups' grid barrier; valid only in a cooperative launch
+#include <cooperative_groups.h>
+TL_DEVICE void tl_sync_grid() { cooperative_groups::this_grid().sync(); }
+#endif
+
+TL_DEVICE float tl_fast_rcp(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+TL_DEVICE double tl_fast_rcp(double x) {
+  double y;
+  asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(y) : "d"(x));
+  return y;
+}
+
+// T.ieee_<op>(..., mode): one IEEE operation rounded as asked, float or double overloads
+// of CUDA's __fadd_rn / __dadd_rn family (never contracted into an FMA).
+#define TL_IEEE_BINARY(NAME, F, D, MODE)                                               \
+  TL_DEVICE float tl_ieee_##NAME##_##MODE(float a, float b) { return F##_##MODE(a, b); } \
+  TL_DEVICE double tl_ieee_##NAME##_##MODE(double a, double b) { return D##_##MODE(a, b); }
+#define TL_IEEE_UNARY(NAME, F, D, MODE)                                      \
+  TL_DEVICE float tl_ieee_##NAME##_##MODE(float a) { return F##_##MODE(a); } \
+  TL_DEVICE double tl_ieee_##NAME##_##MODE(double a) { return D##_##MODE(a); }
+#define TL_IEEE_ALL(MODE)                                                                   \
+  TL_IEEE_BINARY(add, __fadd, __dadd, MODE)                                                 \
+  TL_IEEE_BINARY(sub, __fsub, __dsub, MODE)                                                 \
+  TL_IEEE_BINARY(mul, __fmul, __dmul, MODE)                                                 \
+  TL_IEEE_BINARY(div, __fdiv, __ddiv, MODE)                                                 \
+  TL_IEEE_UNARY(rcp, __frcp, __drcp, MODE)                                                  \
+  TL_IEEE_UNARY(sqrt, __fsqrt, __dsqrt, MODE)                                               \
+  TL_DEVICE float tl_ieee_fma_##MODE(float a, float b, float c) { return __fmaf_##MODE(a, b, c); } \
+  TL_DEVICE double tl_ieee_fma_##MODE(double a, double b, double c) { return __fma_##MODE(a, b, c); }
+TL_IEEE_ALL(rn)
+TL_IEEE_ALL(rz)
+TL_IEEE_ALL(ru)
+TL_IEEE_ALL(rd)
+#undef TL_IEEE_ALL
+#undef TL_IEEE_UNARY
+#undef TL_IEEE_BINARY
+
+TL_DEVICE float tl_ieee_rsqrt(float x) { return __frsqrt_rn(x); }
+TL_DEVICE double tl_ieee_rsqrt(double x) { return __drcp_rn(__dsqrt_rn(x)); }
