@@ -37,7 +37,7 @@ from .builtins import (
 )
 from .cexpr import PREC_ADD, PREC_ATOM, c_string_literal
 from .cstyle import C_MATH_OPS, C_TYPES, CStyleCodegen
-from .gpu import SIMT_THREAD_INDEX, GPUCodegen
+from .gpu import SIMT_INDEX_FORMATS, SIMT_THREAD_INDEX, GPUCodegen
 
 __all__ = [
     "PREC_ADD",
@@ -52,6 +52,7 @@ __all__ = [
     "CStyleCodegen",
     "CodegenError",
     "GPUCodegen",
+    "SIMT_INDEX_FORMATS",
     "SIMT_THREAD_INDEX",
     "LaunchInfo",
     "NameTable",

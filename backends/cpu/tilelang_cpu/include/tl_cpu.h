@@ -245,4 +245,20 @@ TL_CPU_DIVISOR(tl_cpu_divisor_i64, int64_t, INT64_MIN)
 TL_CPU_DIVISOR(tl_cpu_divisor_u32, uint32_t, 0)
 TL_CPU_DIVISOR(tl_cpu_divisor_u64, uint64_t, 0)
 
+/* T.ieee_<op>(..., "rn"): one IEEE operation rounded to nearest, in its own function so that
+ * the compiler never contracts it with a neighbour into an FMA (contraction is decided per
+ * expression; C's default rounding mode is round-to-nearest-even). */
+#define TL_IEEE_RN(T, S, SQRT, FMA)                                         \
+  TL_HELPER T tl_ieee_add_rn##S(T a, T b) { T r = a + b; return r; }      \
+  TL_HELPER T tl_ieee_sub_rn##S(T a, T b) { T r = a - b; return r; }      \
+  TL_HELPER T tl_ieee_mul_rn##S(T a, T b) { T r = a * b; return r; }      \
+  TL_HELPER T tl_ieee_div_rn##S(T a, T b) { T r = a / b; return r; }      \
+  TL_HELPER T tl_ieee_rcp_rn##S(T a) { T r = (T)1 / a; return r; }        \
+  TL_HELPER T tl_ieee_sqrt_rn##S(T a) { return SQRT(a); }                 \
+  TL_HELPER T tl_ieee_rsqrt_rn##S(T a) { T s = SQRT(a); T r = (T)1 / s; return r; } \
+  TL_HELPER T tl_ieee_fma_rn##S(T a, T b, T c) { return FMA(a, b, c); }
+TL_IEEE_RN(float, f, sqrtf, fmaf)
+TL_IEEE_RN(double, d, sqrt, fma)
+#undef TL_IEEE_RN
+
 #endif /* TL_CPU_H_ */
