@@ -1,0 +1,119 @@
+"""Thread-level intrinsics a kernel names itself (T.shfl_*, votes, lane/warp ids, named and
+grid barriers, IEEE-rounded math) in each SIMT dialect: CUDA through NVRTC for sm_90a (no
+GPU needed), HIP/MUSA/Metal on the text, and the dialect that lacks one refusing it by name."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tilelang_core import language as T
+from tilelang_core.codegen import CodegenError
+
+if str(Path(__file__).resolve().parents[2]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.cuda.test_cuda_codegen import render  # noqa: E402
+
+
+def _intrinsics_kernel(grid_sync: bool = True):
+    @T.prim_func
+    def main(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32"),
+             C: T.Tensor((128,), "uint64"), D: T.Tensor((128,), "int32")):
+        with T.Kernel(4, threads=128) as bx:
+            tx = T.get_thread_binding()
+            v = A[tx]
+            B[tx] = (T.shfl_sync(v, 0) + T.shfl_up(v, 1) + T.shfl_down(v, 1, 16) + T.shfl_xor(v, 2)
+                     + T.ieee_add(v, v, "rz") + T.ieee_sub(v, v, "rd") + T.ieee_mul(v, v, "ru")
+                     + T.ieee_fmaf(v, v, v, "ru") + T.ieee_frsqrt(v) + T.fast_rcp(v) + T.ieee_fdiv(v, v)
+                     + T.ieee_fsqrt(v, "rd") + T.ieee_frcp(v))
+            C[tx] = T.ballot_sync(v > 0) + T.ballot(v > 1) + T.activemask()
+            T.sync_warp()
+            T.sync_threads()
+            T.sync_threads(1, 64)
+            D[tx] = (T.any_sync(v > 0) + T.all_sync(v > 0) + T.get_lane_idx() + T.get_warp_idx()
+                     + T.get_warp_idx_sync() + T.get_warp_group_idx() + T.syncthreads_count(v > 0)
+                     + T.syncthreads_and(v > 0) + T.syncthreads_or(v > 0)
+                     + T.cast(T.match_any_sync(tx), "int32") + T.cast(T.match_all_sync(tx), "int32")
+                     + T.cast(T.shuffle_elect(64), "int32"))
+            T.named_barrier_arrive(2, 64)
+            if grid_sync:
+                T.sync_grid()
+
+    return main
+
+
+def test_cuda_intrinsics_compile_under_nvrtc_for_sm_90a():
+    from tilelang_cuda.compile import compile_cuda, disassemble
+
+    source = render(_intrinsics_kernel(), "cuda/sm_90a")
+    text = source.source
+    for spelled in ("__shfl_sync(", "__shfl_up_sync(", "__shfl_down_sync(", "__shfl_xor_sync(",
+                    "__ballot_sync(", "__activemask()", "__syncwarp(", "__any_sync(", "__all_sync(",
+                    "__syncthreads_count(", "__match_any_sync(", "tl_match_all_sync(", "tl_ieee_add_rz(",
+                    "tl_ieee_fma_ru(", "tl_get_lane_idx(32)", "tl_get_warp_group_idx(32, 4)",
+                    "tl_shuffle_elect(64)", "tl_named_barrier_arrive(2, 64)", "tl_sync_grid()",
+                    '#include "tl_cuda_threads.h"', "#define TL_GRID_SYNC 1"):
+        assert spelled in text, spelled
+    assert source.extra["cooperative"] is True
+    sass = disassemble(compile_cuda(text, "sm_90a", {"name": "intrinsics"}))
+    for instruction in ("SHFL.IDX", "SHFL.UP", "SHFL.DOWN", "SHFL.BFLY", "VOTE.ANY", "MATCH.ANY", "BAR.ARV"):
+        assert instruction in sass, instruction
+
+
+def test_a_kernel_without_grid_sync_is_not_cooperative():
+    source = render(_intrinsics_kernel(grid_sync=False), "cuda/sm_90a")
+    assert source.extra["cooperative"] is False
+    assert "TL_GRID_SYNC" not in source.source
+
+
+@pytest.mark.parametrize("target, spelled", [
+    ("hip/gfx942", ["__shfl(", "__shfl_up(", "__ballot(", "__any(", "__fadd_rn(", "% (64)"]),
+    ("musa/mp_31", ["__shfl_sync(", "__ballot_sync(", "__any_sync(", "__syncwarp("]),
+])
+def test_other_simt_dialects_spell_the_warp_intrinsics(target, spelled):
+    @T.prim_func
+    def main(A: T.Tensor((128,), "float32"), D: T.Tensor((128,), "int32"), C: T.Tensor((128,), "int64")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            v = A[tx]
+            A[tx] = T.shfl_sync(v, 0) + T.shfl_up(v, 1) + (T.ieee_add(v, v) if target.startswith("hip") else v)
+            C[tx] = T.cast(T.ballot_sync(v > 0), "int64")
+            D[tx] = T.any_sync(v > 0) + T.get_lane_idx()
+            if not target.startswith("hip"):
+                T.sync_warp()
+
+    text = render(main, target).source
+    for s in spelled:
+        assert s in text, s
+
+
+def test_metal_has_votes_but_refuses_shuffles_with_a_width():
+    @T.prim_func
+    def votes(A: T.Tensor((32,), "int32"), C: T.Tensor((32,), "uint64")):
+        with T.Kernel(1, threads=32) as bx:
+            tx = T.get_thread_binding()
+            A[tx] = T.any_sync(A[tx] > 0) + T.all_sync(A[tx] > 0)
+            C[tx] = T.ballot(A[tx] > 0)
+
+    text = render(votes, "metal/apple-m2").source
+    assert "simd_any(" in text and "simd_ballot(" in text
+
+    @T.prim_func
+    def shuffle(A: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            tx = T.get_thread_binding()
+            A[tx] = T.shfl_sync(A[tx], 0)
+
+    with pytest.raises(CodegenError, match=r"T.shfl_sync \(tl.shfl_sync\).*does not provide"):
+        render(shuffle, "metal/apple-m2")
+
+
+def test_hip_refuses_directed_rounding_naming_what_it_has():
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=4) as bx:
+            A[0] = T.ieee_add(A[1], A[2], "ru")
+
+    with pytest.raises(CodegenError, match=r"rounding 'ru'.*it spells \('tl.ieee_add', 'rn'\)"):
+        render(main, "hip/gfx942")
