@@ -117,3 +117,26 @@ def test_hip_refuses_directed_rounding_naming_what_it_has():
 
     with pytest.raises(CodegenError, match=r"rounding 'ru'.*it spells \('tl.ieee_add', 'rn'\)"):
         render(main, "hip/gfx942")
+
+
+def test_set_max_nreg_moves_registers_per_warpgroup_on_sm_90a():
+    from tilelang_cuda.compile import compile_cuda, disassemble
+
+    @T.prim_func
+    def main(A: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=256) as bx:
+            tx = T.get_thread_binding()
+            if tx < 128:
+                T.dec_max_nreg(40)
+                A[tx] = 1.0
+            else:
+                T.set_max_nreg(232, 1)
+                A[tx] = 2.0
+
+    text = render(main, "cuda/sm_90a").source
+    assert "tl::setmaxnreg_dec<40>()" in text and "tl::setmaxnreg_inc<232>()" in text
+    assert "__launch_bounds__(256, 1)" in text  # setmaxnreg needs one block per SM
+    sass = disassemble(compile_cuda(text, "sm_90a", {"name": "nreg"}))
+    assert "USETMAXREG" in sass
+    with pytest.raises(ValueError, match="multiple of 8 from 24 to 256"):
+        T.set_max_nreg(30, 1)

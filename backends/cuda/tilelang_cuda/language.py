@@ -1,4 +1,5 @@
-"""TileLang's CUDA instructions in the kernel language: `T.ptx_mma` and `T.ptx_ldmatrix`.
+"""TileLang's CUDA instructions in the kernel language: `T.ptx_mma`, `T.ptx_ldmatrix` and the
+register reallocation of sm_90a (`T.set_max_nreg`, `T.inc_max_nreg`, `T.dec_max_nreg`).
 
 The plugin offers both as `T.<name>` (the `tilelang_language_names` hook), with TileLang's
 signatures and meanings; each builds a call of TVM's own builtin, which `codegen_ptx` prints:
@@ -21,7 +22,8 @@ from typing import Any
 
 from tvm import ir, tirx
 
-__all__ = ["MMA_INSTRUCTIONS", "mma_instruction", "ptx_ldmatrix", "ptx_mma", "LANGUAGE_NAMES", "KEYWORDS"]
+__all__ = ["MMA_INSTRUCTIONS", "dec_max_nreg", "inc_max_nreg", "mma_instruction", "ptx_ldmatrix", "ptx_mma",
+           "set_max_nreg", "LANGUAGE_NAMES", "KEYWORDS"]
 
 # TileLang's, TVM's and PTX's spellings of an operand type -> one name
 _OPERAND_TYPES = {
@@ -97,7 +99,31 @@ def ptx_ldmatrix(trans: Any, num: Any, src_access_ptr: Any, dst_access_ptr: Any)
                             tirx.const(count, "int32"), ".b16", dst_access_ptr, 0, src_access_ptr, 0)
 
 
-LANGUAGE_NAMES = {"ptx_mma": ptx_mma, "ptx_ldmatrix": ptx_ldmatrix}
+def set_max_nreg(reg_count: Any, is_inc: Any) -> ir.Call:
+    """TileLang's `T.set_max_nreg`: `setmaxnreg.{inc,dec}.sync.aligned.u32 reg_count` (sm_90a):
+    every thread of the calling warpgroup moves to `reg_count` registers (24..256, a multiple
+    of 8); `is_inc` 1 raises, 0 lowers. The kernel is then bounded to one block per SM."""
+    count = int(reg_count.value) if isinstance(reg_count, tirx.IntImm) else reg_count
+    if not isinstance(count, int) or isinstance(count, bool) or not 24 <= count <= 256 or count % 8:
+        raise ValueError(f"set_max_nreg: reg_count must be a constant multiple of 8 from 24 to 256, got {reg_count!r}")
+    inc = int(is_inc.value) if isinstance(is_inc, tirx.IntImm) else is_inc
+    if inc not in (0, 1, True, False):
+        raise ValueError(f"set_max_nreg: is_inc must be 1 (raise) or 0 (lower), got {is_inc!r}")
+    return tirx.call_extern("handle", f"tl::setmaxnreg_{'inc' if inc else 'dec'}<{count}>")
+
+
+def inc_max_nreg(reg_count: Any) -> ir.Call:
+    """`T.set_max_nreg(reg_count, 1)`."""
+    return set_max_nreg(reg_count, 1)
+
+
+def dec_max_nreg(reg_count: Any) -> ir.Call:
+    """`T.set_max_nreg(reg_count, 0)`."""
+    return set_max_nreg(reg_count, 0)
+
+
+LANGUAGE_NAMES = {"ptx_mma": ptx_mma, "ptx_ldmatrix": ptx_ldmatrix, "set_max_nreg": set_max_nreg,
+                  "inc_max_nreg": inc_max_nreg, "dec_max_nreg": dec_max_nreg}
 
 
 def _blocks_per_sm(value: Any) -> int:
