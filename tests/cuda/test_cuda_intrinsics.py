@@ -140,3 +140,25 @@ def test_set_max_nreg_moves_registers_per_warpgroup_on_sm_90a():
     assert "USETMAXREG" in sass
     with pytest.raises(ValueError, match="multiple of 8 from 24 to 256"):
         T.set_max_nreg(30, 1)
+
+
+def test_fence_and_tma_store_group_names_compile_on_sm_90a():
+    from tilelang_cuda.compile import compile_cuda
+
+    @T.prim_func
+    def main(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((128,), "float32")
+            S[tx] = A[tx]
+            T.fence_proxy_async()
+            T.tma_store_arrive()
+            T.tma_store_wait()
+            A[tx] = S[127 - tx]
+
+    text = render(main, "cuda/sm_90a").source
+    for call in ("tl::fence_proxy_async()", "tl::tma_store_commit()", "tl::tma_store_wait_read()"):
+        assert call in text, call
+    assert compile_cuda(text, "sm_90a", {"name": "fences"})[:4] == b"\x7fELF"
+    with pytest.raises(ValueError, match="only count=0, read=True"):
+        T.tma_store_wait(1)

@@ -23,7 +23,8 @@ from typing import Any
 from tvm import ir, tirx
 
 __all__ = ["MMA_INSTRUCTIONS", "dec_max_nreg", "inc_max_nreg", "mma_instruction", "ptx_ldmatrix", "ptx_mma",
-           "set_max_nreg", "LANGUAGE_NAMES", "KEYWORDS"]
+           "set_max_nreg", "fence_proxy_async", "tma_store_arrive", "tma_store_wait", "LANGUAGE_NAMES",
+           "KEYWORDS"]
 
 # TileLang's, TVM's and PTX's spellings of an operand type -> one name
 _OPERAND_TYPES = {
@@ -122,7 +123,38 @@ def dec_max_nreg(reg_count: Any) -> ir.Call:
     return set_max_nreg(reg_count, 0)
 
 
-LANGUAGE_NAMES = {"ptx_mma": ptx_mma, "ptx_ldmatrix": ptx_ldmatrix, "set_max_nreg": set_max_nreg,
+def fence_proxy_async() -> ir.Call:
+    """TileLang's `T.fence_proxy_async`: `fence.proxy.async.shared::cta` (sm_90), ordering this
+    thread's generic-proxy writes of shared memory before later async-proxy reads (TMA, wgmma)."""
+    return tirx.call_extern("handle", "tl::fence_proxy_async")
+
+
+def tma_store_arrive() -> ir.Call:
+    """TileLang's `T.tma_store_arrive`: `cp.async.bulk.commit_group`, closing this thread's
+    bulk (TMA) stores issued so far into one group."""
+    return tirx.call_extern("handle", "tl::tma_store_commit")
+
+
+def tma_store_wait(count: int = 0, read: bool = True) -> ir.Call:
+    """TileLang's `T.tma_store_wait`: `cp.async.bulk.wait_group.read 0`, waiting until every
+    committed bulk store group has finished reading its shared memory (count 0, read=True:
+    the form TileLang's kernels use; others are refused)."""
+    if count != 0 or read is not True:
+        raise ValueError(f"tma_store_wait: count={count!r}, read={read!r}; only count=0, read=True "
+                         f"(wait until the stores' shared memory may be reused) is supported")
+    return tirx.call_extern("handle", "tl::tma_store_wait_read")
+
+
+def _compat_names() -> dict:
+    """TileLang's MMA macro generator and swizzle helpers, from this backend's compat package."""
+    from .compat.intrinsics import TensorCoreIntrinEmitter, get_swizzle_layout, make_mma_swizzle_layout
+
+    return {"TensorCoreIntrinEmitter": TensorCoreIntrinEmitter, "get_swizzle_layout": get_swizzle_layout,
+            "make_mma_swizzle_layout": make_mma_swizzle_layout}
+
+
+LANGUAGE_NAMES = {"fence_proxy_async": fence_proxy_async, "tma_store_arrive": tma_store_arrive,
+                  "tma_store_wait": tma_store_wait, "ptx_mma": ptx_mma, "ptx_ldmatrix": ptx_ldmatrix, "set_max_nreg": set_max_nreg,
                   "inc_max_nreg": inc_max_nreg, "dec_max_nreg": dec_max_nreg}
 
 

@@ -33,9 +33,9 @@ def tilelang_compat_modules():
 @hookimpl
 def tilelang_language_names():
     # TileLang's T.ptx_mma / T.ptx_ldmatrix (its language is the CUDA dialect)
-    from .language import LANGUAGE_NAMES
+    from .language import LANGUAGE_NAMES, _compat_names
 
-    return dict(LANGUAGE_NAMES)
+    return {**LANGUAGE_NAMES, **_compat_names()}
 
 
 @hookimpl
