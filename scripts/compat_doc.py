@@ -514,6 +514,10 @@ REASONS: list[Reason] = [
            "block-scaled MMA, cluster launch control): no target of tilelang-core's backends "
            "declares these instruction families",
            pattern=r"tcgen05|TCGEN05|tmem|_umma|_2sm|blockscale|block_scale|^clc_|SM120"),
+    Reason(NOT_APPLICABLE, "unpacked FP4 (one E2M1 value per byte of shared memory): TileLang uses it only "
+           "for Blackwell's tcgen05 kind::f8f6f4 MMA and its TMA format, which no target of "
+           "tilelang-core's backends declares (packed float4_e2m1fn is a dtype here)",
+           names=_names("float4_e2m1_unpacked"), module="tilelang.language"),
     Reason(NOT_APPLICABLE, "Windows DLL search set-up for TileLang's native library; tilelang-core "
            "ships no native library of its own",
            names=_names("dll_dirs", "runtime_dll_dirs", "get_windows_runtime_dll_dirs",
@@ -532,60 +536,55 @@ REASONS: list[Reason] = [
            names=_names("jit", "constexpr", "Optional", "Ptr", "register_script_namespace"),
            module="tilelang.language"),
     # -- not yet, the CUDA backend's: Hopper and PTX features by name
-    Reason(NOT_YET, "Hopper (sm_90a) warp specialization and wgmma by name (warpgroups, register "
-           "reallocation, wgmma descriptors): tilelang-core's T.gemm runs on mma.sync on sm_90a "
-           "today (wgmma is the Hopper issue's), and these names are not in the language; the "
-           "CUDA backend's to provide",
+    Reason(NOT_YET, "Hopper (sm_90a) warp specialization and wgmma by name (warpgroup fences, wgmma "
+           "descriptors, register-allocation hints, TileLang's WS schedule classes): tilelang-core's "
+           "T.gemm and T.Pipelined use wgmma, warp specialization and setmaxnreg on sm_90a by "
+           "themselves (and T.set_max_nreg is in the language); these names for writing that "
+           "machinery by hand are not yet; the CUDA backend's to provide",
            pattern=r"^WS|^ws$|^ws_op$|WarpSpecialize|_ws_|warp_group|warpgroup|wgmma|WGMMA|^WG|gmma|"
                    r"max_nreg|reg_alloc|reg_dealloc|descriptor|^alloc_descriptor$"),
-    Reason(NOT_YET, "Hopper asynchronous machinery by name (TMA, mbarriers, thread-block clusters, "
-           "programmatic dependent launch): tilelang-core's T.copy and T.Pipelined use cp.async "
-           "today (TMA and mbarrier pipelines are the Hopper issue's), and these names are not "
-           "in the language; the CUDA backend's to provide",
+    Reason(NOT_YET, "Hopper asynchronous machinery by name (TMA loads and descriptors, mbarriers, "
+           "thread-block clusters, programmatic dependent launch): tilelang-core's T.copy and "
+           "T.Pipelined use TMA and mbarriers on sm_90a by themselves (T.fence_proxy_async and the "
+           "TMA store group names are in the language); these names are not yet; the CUDA "
+           "backend's to provide (clusters also need a cluster launch in its runtime)",
            pattern=r"tma|mbarrier|barrier_arrive|barrier_wait|barrier_init|_barrier$|barriers$|"
                    r"(?i:cluster)|fence_proxy|^pdl_"),
     Reason(NOT_YET, "Philox random numbers on the device (curand's generator): not yet",
            origin="tilelang.cuda.language.random"),
-    Reason(NOT_YET, "CUDA PTX-level intrinsics and TileLang's MMA macro generators "
-           "(tilelang.cuda.intrinsics) for hand-written tensor-core code: the CUDA backend's to "
-           "provide, not yet",
+    Reason(NOT_YET, "CUDA PTX-level intrinsics (hand-written cp.async, vector ld/st, sm_70 and sparse "
+           "mma) and TileLang's other MMA macro generators: the CUDA backend's to provide, not yet "
+           "(T.ptx_mma, T.ptx_ldmatrix and TensorCoreIntrinEmitter are provided)",
            pattern=r"^ptx_|^mma_|TensorCoreIntrinEmitter|ldmatrix|mma_micro|swizzle_layout|"
-                   r"^(ld|st)[gs]\d+$|^match_(any|all)_sync$|^cp_async|CUDASourceCodeKernel",
+                   r"^(ld|st)[gs]\d+$|^cp_async|CUDASourceCodeKernel",
            origin="tilelang.cuda."),
-    Reason(NOT_YET, "CUDA launch and cache hints (`__launch_bounds__` minimum blocks, L2 "
-           "persistence): not yet", names=_names("annotate_min_blocks_per_sm", "annotate_l2_hit_ratio")),
+    Reason(NOT_YET, "CUDA launch and cache hints as statements (`__launch_bounds__` minimum blocks: "
+           "tilelang-core has it as `T.Kernel(..., min_blocks_per_sm=)`; L2 persistence): not yet",
+           names=_names("annotate_min_blocks_per_sm", "annotate_l2_hit_ratio")),
     # -- not yet, the core's: portable language features
-    Reason(NOT_YET, "warp- and thread-level primitives (shuffles, votes, lane and warp ids, "
-           "barriers): portable across GPU targets (HIP, MUSA and Metal have counterparts), so "
-           "the core language's to provide; not there yet",
-           pattern=r"^shfl_|^ballot|^activemask$|^(any|all)_sync$|^shuffle_elect$|^sync_|"
-                   r"^syncthreads_|^get_lane_idx$|^get_warp_idx|^warp_reduce_"),
-    Reason(NOT_YET, "CUDA-style math with explicit rounding (`__fadd_rn`, ...) and packed "
-           "two-lane arithmetic (`__hadd2`, ...): not yet",
-           pattern=r"^ieee_|^fast_rcp$|^(abs|add|fma|max|min|mul|sub)2$"),
-    Reason(NOT_YET, "dtype names and helpers tilelang_core.language.dtypes lacks yet (TensorFloat-32, "
-           "packed and unpacked fp4, `int4`, `uint`, dtype predicates)", origin="tilelang.language.dtypes",
-           module="tilelang.language"),
+    Reason(NOT_YET, "warp-level reductions by name (`T.warp_reduce_sum`, ...): not yet; the shuffles "
+           "they are built from are in the language (`T.shfl_xor`, `T.shfl_down`)",
+           pattern=r"^warp_reduce_"),
     Reason(NOT_YET, "TileLang's reducer buffers (cross-thread accumulation through "
            "`T.alloc_reducer`): not yet", pattern=r"reducer"),
     Reason(NOT_YET, "bitwise reductions and `cummax` (the core has reduce_max/min/sum/abssum/absmax "
            "and cumsum): not yet", pattern=r"^reduce_bit|^cummax$"),
     Reason(NOT_YET, "vector-width and memory-ordered atomics (T.atomic_add/max/min are supported): "
            "not yet", pattern=r"^atomic_"),
-    Reason(NOT_YET, "buffer annotation types and tensors made from raw pointers: not yet",
-           names=_names("FragmentBuffer", "LocalBuffer", "SharedBuffer", "StridedTensor", "make_tensor",
-                        "make_tensor_from_addr")),
-    Reason(NOT_YET, "TileLang's eager builder classes and per-kernel compile annotations: not yet",
+    Reason(NOT_YET, "a tensor over an integer device address (a pointer passed as an int64 scalar): "
+           "kernel parameters are tensors and scalars, no raw addresses yet",
+           names=_names("make_tensor_from_addr")),
+    Reason(NOT_YET, "TileLang's eager builder classes and per-kernel compile annotations inside the "
+           "body (tilelang-core takes pass configs and flags at `compile`/`jit`): not yet",
            origin="tilelang.language.eager"),
-    Reason(NOT_YET, "TVM expression classes re-exported for annotations: not re-exported yet",
-           origin="tvm.tirx", module="tilelang.language"),
+    Reason(NOT_YET, "the value an out-of-bounds read yields: part of the safe-memory-access guards "
+           "(issue 28's, in the core's passes); not yet", names=_names("annotate_safe_value")),
+    Reason(NOT_YET, "opting a tensor parameter out of `__restrict__` (the printer marks every one): "
+           "not yet", names=_names("annotate_restrict_buffers")),
+    Reason(NOT_YET, "the parser's table of let-bound values (TileLang's frame stack): not yet",
+           names=_names("get_let_value", "has_let_value")),
     Reason(NOT_YET, "persistent tile schedulers: not yet", pattern=r"TileScheduler$"),
     Reason(NOT_YET, "2:4 structured-sparse GEMM (sparse tensor cores): not yet", names=_names("gemm_sp")),
-    Reason(NOT_YET, "capitalised spellings of T.unroll / T.vectorized: not yet",
-           names=_names("Unroll", "Vectorized")),
-    Reason(NOT_YET, "launch-frame queries (extents of the grid and block, the frame class): not yet",
-           names=_names("get_block_extent", "get_block_extents", "get_thread_extent",
-                        "get_thread_extents", "KernelLaunchFrame")),
     # -- not yet, top level
     Reason(NOT_YET, "TVM's `DataType`, re-exported: tilelang_core.compat has it, the top level does "
            "not re-export it yet", names=_names("DataType"), module="tilelang"),

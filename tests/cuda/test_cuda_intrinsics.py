@@ -162,3 +162,38 @@ def test_fence_and_tma_store_group_names_compile_on_sm_90a():
     assert compile_cuda(text, "sm_90a", {"name": "fences"})[:4] == b"\x7fELF"
     with pytest.raises(ValueError, match="only count=0, read=True"):
         T.tma_store_wait(1)
+
+
+@pytest.mark.parametrize("dtype, suffix, word", [("float16", "f16x2", "unsigned int"),
+                                                 ("bfloat16", "bf16x2", "unsigned int"),
+                                                 ("float32", "f32x2", "uint2")])
+def test_packed_two_lane_math_works_on_the_stored_words(dtype, suffix, word):
+    from tilelang_cuda.compile import compile_cuda, disassemble
+
+    @T.prim_func
+    def main(A: T.Tensor((128,), dtype), B: T.Tensor((128,), dtype)):
+        with T.Kernel(1, threads=64) as bx:
+            tx = T.get_thread_binding()
+            B[T.Ramp(tx * 2, 1, 2)] = T.fma2(T.add2(A[T.Ramp(tx * 2, 1, 2)], A[T.Ramp(tx * 2, 1, 2)]),
+                                             T.abs2(A[T.Ramp(tx * 2, 1, 2)]),
+                                             T.max2(A[T.Ramp(tx * 2, 1, 2)], T.min2(A[T.Ramp(tx * 2, 1, 2)],
+                                                                                   A[T.Ramp(tx * 2, 1, 2)])))
+
+    text = render(main, "cuda/sm_90a").source
+    assert f"(*({word}*)(&B[tx * 2])) = tl_fma2_{suffix}(tl_add2_{suffix}((*({word}*)(&A[tx * 2]))" in text
+    assert "2float(" not in text  # the words are never converted lane by lane
+    sass = disassemble(compile_cuda(text, "sm_90a", {"name": "packed"}))
+    if dtype != "float32":
+        assert "HFMA2" in sass
+
+
+def test_packed_op_without_a_spelling_names_the_dtype():
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            A[T.Ramp(0, 1, 2)] = T.max2(A[T.Ramp(0, 1, 2)], A[T.Ramp(2, 1, 2)])
+
+    import tilelang_core as tilelang
+
+    with pytest.raises(Exception, match=r"T.max2.*\(tl.max2\), which the c dialect"):
+        tilelang.compile(main, target="cpu")

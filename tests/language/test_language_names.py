@@ -212,3 +212,20 @@ def test_loop_break_stops_the_loop_on_cpu():
     a = np.zeros(8, np.int32)
     _run(main, a)
     assert a.tolist() == [1, 1, 1, 0, 0, 0, 0, 0]
+
+
+def test_packed_float32x2_arithmetic_runs_on_cpu():
+    @T.prim_func
+    def main(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            for i in T.serial(8):
+
+                B[T.Ramp(i * 2, 1, 2)] = T.fma2(T.add2(A[T.Ramp(i * 2, 1, 2)], A[T.Ramp(i * 2, 1, 2)]),
+                                                T.sub2(A[T.Ramp(i * 2, 1, 2)], T.mul2(A[T.Ramp(i * 2, 1, 2)],
+                                                                                      A[T.Ramp(i * 2, 1, 2)])),
+                                                A[T.Ramp(i * 2, 1, 2)])
+
+    a = np.linspace(-2, 2, 16, dtype=np.float32)
+    b = np.zeros(16, np.float32)
+    _run(main, a, b)
+    np.testing.assert_allclose(b, (a + a) * (a - a * a) + a, rtol=1e-6)

@@ -76,7 +76,9 @@ BUILTIN_OPS = {
 # Intrinsics printed from a dialect's `intrinsic_formats` table: name -> (arguments, value).
 # "mask" is a uint32 lane mask (TileLang's default 0xffffffff: the whole warp); a `rounding`
 # argument is a StringImm of "rn", "rz", "ru" or "rd" and picks the format keyed
-# (name, rounding); `warp_size` may be left out (the target's warp size is printed).
+# (name, rounding); else a format keyed (name, value dtype) wins over one keyed by the name
+# (the packed two-lane ops: one spelling per vector dtype); `warp_size` may be left out (the
+# target's warp size is printed).
 INTRINSIC_OPS = {
     "tl.shfl_sync": "(mask, value, src_lane, width) -> value of lane `src_lane` of each `width`-lane group",
     "tl.shfl_up_sync": "(mask, value, delta, width) -> value of lane `lane - delta` (own value below 0)",
@@ -109,6 +111,13 @@ INTRINSIC_OPS = {
     "tl.ieee_fsqrt": "(x, rounding) -> sqrt(x)",
     "tl.ieee_frsqrt": "(x) -> 1 / sqrt(x), round to nearest",
     "tl.fast_rcp": "(x) -> an approximate 1 / x",
+    "tl.add2": "(x, y) -> lane-wise x + y of two-lane vectors",
+    "tl.sub2": "(x, y) -> lane-wise x - y",
+    "tl.mul2": "(x, y) -> lane-wise x * y",
+    "tl.fma2": "(x, y, z) -> lane-wise x * y + z",
+    "tl.max2": "(x, y) -> lane-wise maximum",
+    "tl.min2": "(x, y) -> lane-wise minimum",
+    "tl.abs2": "(x) -> lane-wise absolute value",
 }
 ROUNDING_MODES = ("rn", "rz", "ru", "rd")
 

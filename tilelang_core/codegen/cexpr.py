@@ -254,6 +254,18 @@ class CExprPrinter:
         vtype = self.type_name(f"{buffer_info(buffer).dtype}x{int(ramp.lanes)}")
         return f"(*({vtype}*)(&{name}[{base}]))"
 
+    @staticmethod
+    def is_vector_load(e) -> bool:
+        """Whether `e` loads several lanes of a buffer at once (a Ramp index)."""
+        return isinstance(e, ir.TensorLoad) and tirx.is_buffer_var(e.source) and split_lanes(dtype_of(e))[1] > 1
+
+    @staticmethod
+    def is_vector_intrinsic(e) -> bool:
+        """Whether `e` is a `builtins.INTRINSIC_OPS` call with a vector value (the packed ops),
+        whose text is the stored bits of its lanes."""
+        return (isinstance(e, ir.Call) and isinstance(e.op, ir.Op) and str(e.op.name) in builtins.INTRINSIC_OPS
+                and split_lanes(dtype_of(e))[1] > 1)
+
     def _load(self, e) -> tuple[str, int]:
         buffer = e.source
         if not tirx.is_buffer_var(buffer):
@@ -462,22 +474,27 @@ class CExprPrinter:
         (keyed by (name, rounding) when its last argument is a rounding mode)."""
         name = str(e.op.name)
         args = list(e.args)
-        key = name
+        formats = getattr(self, "intrinsic_formats", {})
         if args and isinstance(args[-1], ir.StringImm) and str(args[-1].value) in builtins.ROUNDING_MODES:
             key = (name, str(args.pop().value))
-        formats = getattr(self, "intrinsic_formats", {})
+        else:
+            key = (name, dtype_of(e)) if (name, dtype_of(e)) in formats else name
         fmt = formats.get(key)
         if fmt is None:
             spelled = sorted(str(k) for k in formats if (k[0] if isinstance(k, tuple) else k) == name)
             also = f" (it spells {', '.join(spelled)})" if spelled else ""
             where = self.target if getattr(self, "target", None) is not None else self.language
-            raise CodegenError(f"the kernel calls T.{name[3:]}{'' if key == name else f' rounding {key[1]!r}'} "
+            detail = "" if key == name else (f" rounding {key[1]!r}" if key[1] in builtins.ROUNDING_MODES
+                                             else f" on {key[1]}")
+            raise CodegenError(f"the kernel calls T.{name[3:]}{detail} "
                                f"({name}), which the {self.language} dialect of {where} does not "
                                f"provide{also}; remove the call or compile for a target that has it")
         self.used_intrinsics.add(name)
         caps = getattr(getattr(self, "target", None), "capabilities", None)
         warp_size = getattr(caps, "warp_size", 32) or 32
-        texts = [self.expr(a) for a in args]
+        # a vector operand loaded from a buffer is passed as its stored bits (the packed ops
+        # compute on the storage words: two halves in one 32-bit word), never converted
+        texts = [self.buffer_ref(a.source, a.indices) if self.is_vector_load(a) else self.expr(a) for a in args]
         if not texts and name in _WARP_SIZED_DEFAULTS:  # TileLang's defaults: the target's warp size
             texts = [d.format(warp_size=warp_size) for d in _WARP_SIZED_DEFAULTS[name]]
         return fmt.format(*texts, warp_size=warp_size), PREC_ATOM

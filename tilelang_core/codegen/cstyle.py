@@ -629,6 +629,8 @@ class CStyleCodegen(CExprPrinter):
     def visit_store(self, s) -> None:
         buf = s.buffer
         ref = self.buffer_ref(buf, s.indices)
+        if self.is_vector_intrinsic(s.value):  # a packed op's value is already the stored bits
+            return self.emit(f"{ref} = {self.expr(s.value)};")
         value = self.store_value(buffer_info(buf).dtype, self.expr(s.value))
         self.emit(f"{ref} = {value};")
 

@@ -72,7 +72,7 @@ class GPUCodegen(CStyleCodegen):
         conversion). Every other store is the base printer's."""
         dtype = buffer_info(s.buffer).dtype
         value = s.value
-        if dtype in self.storage_types:
+        if dtype in self.storage_types and not self.is_vector_intrinsic(value):
             if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source) \
                     and buffer_info(value.source).dtype == dtype:
                 return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = "

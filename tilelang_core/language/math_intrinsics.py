@@ -9,8 +9,8 @@ dialect has round-to-nearest only).
 
 `T.add2`, `T.sub2`, `T.mul2`, `T.fma2`, `T.max2`, `T.min2`, `T.abs2` take two-lane vectors
 (`float16x2`, `bfloat16x2`, `float32x2`, e.g. `T.float16x2(a, b)` or a 2-element vector load)
-and compute lane by lane; in the IR they are the vector expressions themselves, which each
-dialect prints with its vector types (`__hadd2`-class instructions where the compiler picks them).
+and compute lane by lane: `tl.add2`, ... calls that a dialect spells per vector dtype (CUDA
+`__hadd2`, `__hfma2`, ... on the 32-bit word of two halves).
 """
 from __future__ import annotations
 
@@ -114,43 +114,41 @@ def _packed(name: str, *operands: Any) -> list:
     return list(operands)
 
 
+def _packed_call(name: str, *operands: Any) -> tuple:
+    values = _packed(name, *operands)
+    return (str(values[0].ty.dtype), name, *values)
+
+
 def add2(x: Any, y: Any) -> ir.Expr:
     """Lane-wise `x + y` of two-lane vectors."""
-    x, y = _packed("add2", x, y)
-    return x + y
+    return builtins.intrinsic(*_packed_call("add2", x, y))
 
 
 def sub2(x: Any, y: Any) -> ir.Expr:
     """Lane-wise `x - y` of two-lane vectors."""
-    x, y = _packed("sub2", x, y)
-    return x - y
+    return builtins.intrinsic(*_packed_call("sub2", x, y))
 
 
 def mul2(x: Any, y: Any) -> ir.Expr:
     """Lane-wise `x * y` of two-lane vectors."""
-    x, y = _packed("mul2", x, y)
-    return x * y
+    return builtins.intrinsic(*_packed_call("mul2", x, y))
 
 
 def fma2(x: Any, y: Any, z: Any) -> ir.Expr:
     """Lane-wise `x * y + z` of two-lane vectors."""
-    x, y, z = _packed("fma2", x, y, z)
-    return x * y + z
+    return builtins.intrinsic(*_packed_call("fma2", x, y, z))
 
 
 def max2(x: Any, y: Any) -> ir.Expr:
     """Lane-wise maximum of two-lane vectors."""
-    x, y = _packed("max2", x, y)
-    return tirx.max(x, y)
+    return builtins.intrinsic(*_packed_call("max2", x, y))
 
 
 def min2(x: Any, y: Any) -> ir.Expr:
     """Lane-wise minimum of two-lane vectors."""
-    x, y = _packed("min2", x, y)
-    return tirx.min(x, y)
+    return builtins.intrinsic(*_packed_call("min2", x, y))
 
 
 def abs2(x: Any) -> ir.Expr:
     """Lane-wise absolute value of a two-lane vector."""
-    (x,) = _packed("abs2", x)
-    return tirx.abs(x)
+    return builtins.intrinsic(*_packed_call("abs2", x))

@@ -107,6 +107,13 @@ class CPUCodegen(CStyleCodegen):
         ("tl.ieee_fsqrt", "rn"): "_Generic(({0}), float: tl_ieee_sqrt_rnf, double: tl_ieee_sqrt_rnd)({0})",
         "tl.ieee_frsqrt": "_Generic(({0}), float: tl_ieee_rsqrt_rnf, double: tl_ieee_rsqrt_rnd)({0})",
     }
+    # packed float32x2 arithmetic on GCC vector values (lane-wise operators)
+    intrinsic_formats.update({
+        ("tl.add2", "float32x2"): "({0} + {1})",
+        ("tl.sub2", "float32x2"): "({0} - {1})",
+        ("tl.mul2", "float32x2"): "({0} * {1})",
+        ("tl.fma2", "float32x2"): "({0} * {1} + {2})",
+    })
     math_ops = {**C_MATH_OPS, "min": {"default": "tl_min({0}, {1})"},
                 "max": {"default": "tl_max({0}, {1})"},
                 "exp": {**C_MATH_OPS["exp"], "float32": "tl_expf({0})"},

@@ -99,3 +99,44 @@ TL_IEEE_ALL(rd)
 
 TL_DEVICE float tl_ieee_rsqrt(float x) { return __frsqrt_rn(x); }
 TL_DEVICE double tl_ieee_rsqrt(double x) { return __drcp_rn(__dsqrt_rn(x)); }
+
+// T.add2 / sub2 / mul2 / fma2 / max2 / min2 / abs2 on two-lane vectors, which the printer
+// holds as raw words (float16x2 and bfloat16x2: one unsigned int; float32x2: a uint2);
+// __half2 and __nv_bfloat162 are not trivially copyable, so no __builtin_bit_cast for them.
+#define TL_PACKED16(SUFFIX, VEC)                                                                        \
+  TL_DEVICE VEC tl_as_##SUFFIX(unsigned w) { return *reinterpret_cast<const VEC*>(&w); }              \
+  TL_DEVICE unsigned tl_word_##SUFFIX(VEC v) { return *reinterpret_cast<const unsigned*>(&v); }       \
+  TL_DEVICE unsigned tl_add2_##SUFFIX(unsigned a, unsigned b) { return tl_word_##SUFFIX(__hadd2(tl_as_##SUFFIX(a), tl_as_##SUFFIX(b))); } \
+  TL_DEVICE unsigned tl_sub2_##SUFFIX(unsigned a, unsigned b) { return tl_word_##SUFFIX(__hsub2(tl_as_##SUFFIX(a), tl_as_##SUFFIX(b))); } \
+  TL_DEVICE unsigned tl_mul2_##SUFFIX(unsigned a, unsigned b) { return tl_word_##SUFFIX(__hmul2(tl_as_##SUFFIX(a), tl_as_##SUFFIX(b))); } \
+  TL_DEVICE unsigned tl_max2_##SUFFIX(unsigned a, unsigned b) { return tl_word_##SUFFIX(__hmax2(tl_as_##SUFFIX(a), tl_as_##SUFFIX(b))); } \
+  TL_DEVICE unsigned tl_min2_##SUFFIX(unsigned a, unsigned b) { return tl_word_##SUFFIX(__hmin2(tl_as_##SUFFIX(a), tl_as_##SUFFIX(b))); } \
+  TL_DEVICE unsigned tl_abs2_##SUFFIX(unsigned a) { return tl_word_##SUFFIX(__habs2(tl_as_##SUFFIX(a))); }   \
+  TL_DEVICE unsigned tl_fma2_##SUFFIX(unsigned a, unsigned b, unsigned c) {                             \
+    return tl_word_##SUFFIX(__hfma2(tl_as_##SUFFIX(a), tl_as_##SUFFIX(b), tl_as_##SUFFIX(c)));           \
+  }
+TL_PACKED16(f16x2, __half2)
+TL_PACKED16(bf16x2, __nv_bfloat162)
+#undef TL_PACKED16
+
+TL_DEVICE float2 tl_as_f32x2(uint2 w) { return __builtin_bit_cast(float2, w); }
+TL_DEVICE uint2 tl_word_f32x2(float2 v) { return __builtin_bit_cast(uint2, v); }
+#define TL_PACKED32(NAME, EXPR_X, EXPR_Y)                                          \
+  TL_DEVICE uint2 tl_##NAME##_f32x2(uint2 wa, uint2 wb) {                         \
+    float2 a = tl_as_f32x2(wa), b = tl_as_f32x2(wb);                              \
+    return tl_word_f32x2(make_float2(EXPR_X, EXPR_Y));                            \
+  }
+TL_PACKED32(add2, a.x + b.x, a.y + b.y)
+TL_PACKED32(sub2, a.x - b.x, a.y - b.y)
+TL_PACKED32(mul2, a.x * b.x, a.y * b.y)
+TL_PACKED32(max2, fmaxf(a.x, b.x), fmaxf(a.y, b.y))
+TL_PACKED32(min2, fminf(a.x, b.x), fminf(a.y, b.y))
+#undef TL_PACKED32
+TL_DEVICE uint2 tl_abs2_f32x2(uint2 wa) {
+  float2 a = tl_as_f32x2(wa);
+  return tl_word_f32x2(make_float2(fabsf(a.x), fabsf(a.y)));
+}
+TL_DEVICE uint2 tl_fma2_f32x2(uint2 wa, uint2 wb, uint2 wc) {
+  float2 a = tl_as_f32x2(wa), b = tl_as_f32x2(wb), c = tl_as_f32x2(wc);
+  return tl_word_f32x2(make_float2(fmaf(a.x, b.x, c.x), fmaf(a.y, b.y, c.y)));
+}
