@@ -197,3 +197,44 @@ def test_packed_op_without_a_spelling_names_the_dtype():
 
     with pytest.raises(Exception, match=r"T.max2.*\(tl.max2\), which the c dialect"):
         tilelang.compile(main, target="cpu")
+
+
+def test_ptx_level_names_compile_to_their_instructions_on_sm_90a():
+    from tilelang_cuda.compile import compile_cuda, disassemble
+
+    @T.prim_func
+    def main(A: T.Tensor((1024,), "float32"), B: T.Tensor((1024,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((256,), "float32")
+            T.sts128(S[tx * 4], T.ldg128(A[tx * 4]))
+            T.ptx_cp_async(T.access_ptr(S[tx * 4], "w"), T.access_ptr(A[tx * 4 + 256], "r"), 4)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            T.cluster_sync()
+            T.pdl_sync()
+            T.stg64(B[tx * 2], T.lds64(S[tx * 2]), tx < 32)
+            T.stg32(B[tx + 512], T.ldg32(A[tx], tx < 60))
+            B[tx + 600] = T.cast(T.block_rank_in_cluster(), "float32")
+            T.warpgroup_arrive()
+            T.warpgroup_commit_batch()
+            T.warpgroup_wait(0)
+            T.pdl_trigger()
+
+    text = render(main, "cuda/sm_90a").source
+    assert "tl::sts128(&S[tx * 4], tl::ldg128(&A[tx * 4]));" in text
+    assert "tl::cp_async_ca<16>(&S[tx * 4], &A[tx * 4 + 256]);" in text
+    sass = disassemble(compile_cuda(text, "sm_90a", {"name": "ptx_names"}))
+    for instruction in ("LDG.E.128", "STS.128", "LDS.64", "STG.E.64", "LDGSTS.E.128", "UCGABAR_ARV",
+                        "UCGABAR_WAIT", "ACQBULK", "WARPGROUP.ARRIVE"):
+        assert instruction in sass, instruction
+    from tilelang_core.language.parser import KernelSyntaxError
+
+    with pytest.raises(KernelSyntaxError, match="S is in shared.dyn memory; T.stg32 addresses global memory"):
+        @T.prim_func
+        def wrong(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                S = T.alloc_shared((4,), "float32")
+                T.stg32(S[0], T.lds32(S[0]))
+    with pytest.raises(ValueError, match="12 bytes; cp.async copies 4, 8 or 16"):
+        T.ptx_cp_async(T.access_ptr(T.Tensor((8,), "float32")[0], "w"), None, 3)

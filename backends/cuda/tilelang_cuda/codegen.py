@@ -47,6 +47,7 @@ from tilelang_core.ir import SCOPE_BARRIER
 from tilelang_core.transform import kernel_hints
 
 from .codegen_ptx import PTX_OPS, ptx_call_handlers
+from .language_ptx import PTX_HELPER_PREFIXES
 
 __all__ = ["CUDACodegen", "CUDA_TYPES", "CUDA_MATH_OPS", "CUDA_FAST_MATH_OPS"]
 
@@ -301,6 +302,8 @@ class CUDACodegen(GPUCodegen):
                 self.used_helpers.add("wgmma")
             if str(call.args[0].value).startswith(TMA_HEADER_PREFIXES):
                 self.used_helpers.add("tma")
+            if str(call.args[0].value).startswith(PTX_HELPER_PREFIXES):
+                self.used_helpers.add("threads")
         elif op_name in PTX_OPS:  # TVM's PTX builtins print as tl_cuda_mma.h helpers
             self.used_helpers.add("mma")
 
@@ -312,7 +315,7 @@ class CUDACodegen(GPUCodegen):
             head.insert(head.index(self.preamble[0]) + 1, '#include "tl_cuda_wgmma.h"')
         if "tma" in self.used_helpers:
             head.insert(head.index(self.preamble[0]) + 1, '#include "tl_cuda_tma.h"')
-        if self.used_intrinsics:
+        if self.used_intrinsics or "threads" in self.used_helpers:
             at = head.index(self.preamble[0]) + 1
             head.insert(at, '#include "tl_cuda_threads.h"')
             if "tl.sync_grid" in self.used_intrinsics:

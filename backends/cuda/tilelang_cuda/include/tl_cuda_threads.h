@@ -140,3 +140,84 @@ TL_DEVICE uint2 tl_fma2_f32x2(uint2 wa, uint2 wb, uint2 wc) {
   float2 a = tl_as_f32x2(wa), b = tl_as_f32x2(wb), c = tl_as_f32x2(wc);
   return tl_word_f32x2(make_float2(fmaf(a.x, b.x, c.x), fmaf(a.y, b.y, c.y)));
 }
+
+// TileLang's PTX-level names (tilelang_cuda.language_ptx): explicit global/shared loads and
+// stores of 32/64/128 bits (values as raw words), thread-block cluster barriers (a launch
+// without clusters is a cluster of one block: they then order this block alone) and
+// programmatic dependent launch (no-ops in a launch without the PDL attribute).
+namespace tl {
+TL_DEVICE uint32_t tl_smem(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+TL_DEVICE uint32_t ldg32(const void* p) {
+  uint32_t v;
+  asm volatile("ld.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p));
+  return v;
+}
+TL_DEVICE uint2 ldg64(const void* p) {
+  uint2 v;
+  asm volatile("ld.global.v2.b32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+TL_DEVICE uint4 ldg128(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+// predicated: nothing is read where `pred` is false and the value is 0
+TL_DEVICE uint32_t ldg32(const void* p, bool pred) { return pred ? ldg32(p) : 0u; }
+TL_DEVICE uint2 ldg64(const void* p, bool pred) { return pred ? ldg64(p) : make_uint2(0u, 0u); }
+TL_DEVICE uint4 ldg128(const void* p, bool pred) { return pred ? ldg128(p) : make_uint4(0u, 0u, 0u, 0u); }
+
+TL_DEVICE void stg32(void* p, uint32_t v) { asm volatile("st.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory"); }
+TL_DEVICE void stg64(void* p, uint2 v) {
+  asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
+}
+TL_DEVICE void stg128(void* p, uint4 v) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+TL_DEVICE void stg32(void* p, uint32_t v, bool pred) { if (pred) stg32(p, v); }
+TL_DEVICE void stg64(void* p, uint2 v, bool pred) { if (pred) stg64(p, v); }
+TL_DEVICE void stg128(void* p, uint4 v, bool pred) { if (pred) stg128(p, v); }
+
+TL_DEVICE uint32_t lds32(const void* p) {
+  uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(tl_smem(p)));
+  return v;
+}
+TL_DEVICE uint2 lds64(const void* p) {
+  uint2 v;
+  asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(tl_smem(p)));
+  return v;
+}
+TL_DEVICE uint4 lds128(const void* p) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(tl_smem(p)));
+  return v;
+}
+TL_DEVICE void sts32(void* p, uint32_t v) { asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(tl_smem(p)), "r"(v) : "memory"); }
+TL_DEVICE void sts64(void* p, uint2 v) {
+  asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(tl_smem(p)), "r"(v.x), "r"(v.y) : "memory");
+}
+TL_DEVICE void sts128(void* p, uint4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(tl_smem(p)), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w) : "memory");
+}
+
+TL_DEVICE void cluster_arrive() { asm volatile("barrier.cluster.arrive.aligned;\n" ::: "memory"); }
+TL_DEVICE void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
+TL_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
+TL_DEVICE void cluster_sync() {
+  cluster_arrive();
+  cluster_wait();
+}
+TL_DEVICE int block_rank_in_cluster() {
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return (int)rank;
+}
+
+TL_DEVICE void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+TL_DEVICE void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" :::); }
+}  // namespace tl

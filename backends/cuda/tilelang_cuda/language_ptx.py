@@ -1,0 +1,171 @@
+"""TileLang's PTX-level names for hand-written CUDA kernels, offered as `T.<name>` by the
+plugin (`tilelang_language_names`) where this backend is installed:
+
+- explicit memory instructions: `T.ldg32/64/128(src[, pred])`, `T.stg32/64/128(dst, value[,
+  pred])` (global), `T.lds32/64/128(src)`, `T.sts32/64/128(dst, value)` (shared); values are
+  raw 32-bit words (`uint32`, `uint32x2`, `uint32x4`), a predicated load gives 0 where the
+  predicate is false;
+- `cp.async` by hand: `T.ptx_cp_async(dst_ptr, src_ptr, num_elems[, predicate])` (4, 8 or 16
+  bytes; zero-filled where the predicate is false), `T.ptx_commit_group()`,
+  `T.ptx_wait_group(n)`;
+- wgmma ordering: `T.warpgroup_arrive()` (wgmma.fence), `T.warpgroup_commit_batch()`,
+  `T.warpgroup_wait(n)` / `T.wait_wgmma(n)`;
+- thread-block clusters (sm_90): `T.cluster_arrive()`, `T.cluster_arrive_relaxed()`,
+  `T.cluster_wait()`, `T.cluster_sync()`, `T.block_rank_in_cluster()`; a kernel launched
+  without clusters is a cluster of one block (rank 0);
+- programmatic dependent launch: `T.pdl_sync()` (griddepcontrol.wait), `T.pdl_trigger()`
+  (griddepcontrol.launch_dependents); without the launch attribute both are no-ops.
+
+Each is a call of a helper of `tl_cuda_threads.h`, `tl_cuda_mma.h` or `tl_cuda_wgmma.h`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from tvm import ir, tirx
+
+from tilelang_core import language as T
+
+__all__ = ["PTX_LANGUAGE_NAMES", "PTX_HELPER_PREFIXES"]
+
+# call_extern names whose helpers live in tl_cuda_threads.h
+PTX_HELPER_PREFIXES = ("tl::ldg", "tl::stg", "tl::lds", "tl::sts", "tl::cluster_", "tl::block_rank_in_cluster",
+                       "tl::pdl_")
+
+_WORDS = {32: "uint32", 64: "uint32x2", 128: "uint32x4"}
+
+
+def _pointer(operand: Any, access: str, name: str, scope: str) -> ir.Expr:
+    if isinstance(operand, ir.Call):  # already a pointer (T.access_ptr / tvm_access_ptr)
+        return operand
+    pointer = T.access_ptr(operand, access, extent=1)
+    buffer = pointer.args[1].args[0].source
+    if not str(buffer.scope()).startswith(scope):
+        raise ValueError(f"T.{name}: {buffer.name} is in {buffer.scope()} memory; T.{name} addresses {scope} memory")
+    return pointer
+
+
+def _predicate(pred: Any) -> list:
+    if pred is None:
+        return []
+    return [pred if isinstance(pred, ir.Expr) else tirx.const(bool(pred), "bool")]
+
+
+def _load(bits: int, space: str):
+    name = f"ld{space}{bits}"
+    scope = "global" if space == "g" else "shared"
+
+    def load(src: Any, pred: Any = None) -> ir.Call:
+        if space == "s" and pred is not None:
+            raise TypeError(f"T.{name} takes no predicate")
+        return tirx.call_extern(_WORDS[bits], f"tl::{name}", _pointer(src, "r", name, scope), *_predicate(pred))
+
+    load.__name__ = name
+    load.__doc__ = (f"`{bits}` bits of {scope} memory at `src` (an element A[i] or a region) as raw words "
+                    f"({_WORDS[bits]})" + ("; with `pred`, 0 where it is false." if space == "g" else "."))
+    return load
+
+
+def _store(bits: int, space: str):
+    name = f"st{space}{bits}"
+    scope = "global" if space == "g" else "shared"
+
+    def store(dst: Any, value: Any, pred: Any = None) -> ir.Call:
+        if space == "s" and pred is not None:
+            raise TypeError(f"T.{name} takes no predicate")
+        value = value if isinstance(value, ir.Expr) else tirx.const(value, "uint32")
+        if str(value.ty.dtype) != _WORDS[bits]:
+            raise TypeError(f"T.{name}: the value must be {_WORDS[bits]} (raw words, e.g. from T.ld{space}{bits}), "
+                            f"got {value.ty.dtype}")
+        return tirx.call_extern("handle", f"tl::{name}", _pointer(dst, "w", name, scope), value, *_predicate(pred))
+
+    store.__name__ = name
+    store.__doc__ = f"Store the raw words `value` ({_WORDS[bits]}) to {scope} memory at `dst`."
+    return store
+
+
+def ptx_cp_async(dst_access_ptr: Any, src_access_ptr: Any, num_elems: Any, predicate: Any = None) -> ir.Call:
+    """`cp.async` of `num_elems` elements (4, 8 or 16 bytes) from global to shared memory;
+    with `predicate`, nothing is read and the bytes are zeroed where it is false."""
+    dtype = str(dst_access_ptr.args[0].ty.dtype) if isinstance(dst_access_ptr, ir.Call) else ""
+    count = int(num_elems.value) if isinstance(num_elems, tirx.IntImm) else num_elems
+    if not isinstance(count, int) or not dtype:
+        raise ValueError("T.ptx_cp_async: give T.access_ptr pointers and a constant num_elems")
+    nbytes = count * max(1, ir.PrimType(dtype).dtype.bits // 8)
+    if nbytes not in (4, 8, 16):
+        raise ValueError(f"T.ptx_cp_async: {count} x {dtype} is {nbytes} bytes; cp.async copies 4, 8 or 16")
+    if predicate is None:
+        return tirx.call_extern("handle", f"tl::cp_async_ca<{nbytes}>", dst_access_ptr, src_access_ptr)
+    return tirx.call_extern("handle", f"tl::cp_async_ca_zfill<{nbytes}>", dst_access_ptr, src_access_ptr,
+                            *_predicate(predicate))
+
+
+def ptx_commit_group() -> ir.Call:
+    """`cp.async.commit_group`: close the group of this thread's cp.async issued so far."""
+    return tirx.call_extern("handle", "tl::cp_async_commit")
+
+
+def _constant(value: Any, name: str) -> int:
+    value = int(value.value) if isinstance(value, tirx.IntImm) else value
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 255:
+        raise ValueError(f"T.{name}: expects a constant count from 0 to 255, got {value!r}")
+    return value
+
+
+def ptx_wait_group(num: Any) -> ir.Call:
+    """`cp.async.wait_group num`: wait until at most `num` committed groups are in flight."""
+    return tirx.call_extern("handle", f"tl::cp_async_wait<{_constant(num, 'ptx_wait_group')}>")
+
+
+def warpgroup_arrive() -> ir.Call:
+    """`wgmma.fence.sync.aligned`: order register accesses before the next wgmma."""
+    return tirx.call_extern("handle", "tl::wgmma_fence")
+
+
+def warpgroup_commit_batch() -> ir.Call:
+    """`wgmma.commit_group.sync.aligned`: close the batch of wgmma issued so far."""
+    return tirx.call_extern("handle", "tl::wgmma_commit")
+
+
+def warpgroup_wait(num_mma: Any) -> ir.Call:
+    """`wgmma.wait_group.sync.aligned num_mma`: wait until at most `num_mma` batches are pending."""
+    return tirx.call_extern("handle", f"tl::wgmma_wait<{_constant(num_mma, 'warpgroup_wait')}>")
+
+
+def wait_wgmma(id: Any) -> ir.Call:  # noqa: A002 - TileLang's parameter name
+    """TileLang's other spelling of `T.warpgroup_wait(id)`."""
+    return tirx.call_extern("handle", f"tl::wgmma_wait<{_constant(id, 'wait_wgmma')}>")
+
+
+def _void(helper: str, doc: str):
+    def call() -> ir.Call:
+        return tirx.call_extern("handle", f"tl::{helper}")
+
+    call.__doc__ = doc
+    return call
+
+
+def block_rank_in_cluster() -> ir.Call:
+    """This block's rank in its thread-block cluster (0 in a launch without clusters)."""
+    return tirx.call_extern("int32", "tl::block_rank_in_cluster")
+
+
+PTX_LANGUAGE_NAMES = {
+    **{f"ld{s}{b}": _load(b, s) for s in "gs" for b in (32, 64, 128)},
+    **{f"st{s}{b}": _store(b, s) for s in "gs" for b in (32, 64, 128)},
+    "ptx_cp_async": ptx_cp_async,
+    "ptx_commit_group": ptx_commit_group,
+    "ptx_wait_group": ptx_wait_group,
+    "warpgroup_arrive": warpgroup_arrive,
+    "warpgroup_commit_batch": warpgroup_commit_batch,
+    "warpgroup_wait": warpgroup_wait,
+    "wait_wgmma": wait_wgmma,
+    "cluster_arrive": _void("cluster_arrive", "`barrier.cluster.arrive.aligned`: arrive at the cluster barrier."),
+    "cluster_arrive_relaxed": _void("cluster_arrive_relaxed", "`barrier.cluster.arrive.relaxed.aligned`: arrive "
+                                    "without ordering this thread's memory accesses."),
+    "cluster_wait": _void("cluster_wait", "`barrier.cluster.wait.aligned`: wait for the cluster's arrivals."),
+    "cluster_sync": _void("cluster_sync", "`T.cluster_arrive()` then `T.cluster_wait()`."),
+    "block_rank_in_cluster": block_rank_in_cluster,
+    "pdl_sync": _void("pdl_wait", "`griddepcontrol.wait`: wait for the grids this one depends on (PDL)."),
+    "pdl_trigger": _void("pdl_launch_dependents", "`griddepcontrol.launch_dependents`: let dependent grids start."),
+}
