@@ -238,3 +238,23 @@ def test_ptx_level_names_compile_to_their_instructions_on_sm_90a():
                 T.stg32(S[0], T.lds32(S[0]))
     with pytest.raises(ValueError, match="12 bytes; cp.async copies 4, 8 or 16"):
         T.ptx_cp_async(T.access_ptr(T.Tensor((8,), "float32")[0], "w"), None, 3)
+
+
+def test_warp_reductions_per_dialect():
+    from tilelang_cuda.compile import compile_cuda, disassemble
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=64) as bx:
+            tx = T.get_thread_binding()
+            A[tx] = T.warp_reduce_sum(A[tx]) + T.warp_reduce_max(A[tx]) + T.warp_reduce_min(A[tx])
+            B[tx] = T.warp_reduce_bitand(B[tx]) | T.warp_reduce_bitor(B[tx])
+
+    text = render(main, "cuda/sm_90a").source
+    assert "tl_warp_reduce_sum(A[tx])" in text and "tl_warp_reduce_bitor(B[tx])" in text
+    assert disassemble(compile_cuda(text, "sm_90a", {"name": "warp_reduce"})).count("SHFL.BFLY") >= 20  # 5 x 5 steps, first shuffles shared
+    assert "tl_warp_reduce_max(" in render(main, "hip/gfx942").source
+    metal = render(main, "metal/apple-m2").source
+    assert "simd_sum(" in metal and "simd_and(" in metal
+    with pytest.raises(TypeError, match="bitwise reductions take integers"):
+        T.warp_reduce_bitor(T.float32(1.0))

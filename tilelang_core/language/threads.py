@@ -45,6 +45,11 @@ __all__ = [
     "syncthreads_and",
     "syncthreads_count",
     "syncthreads_or",
+    "warp_reduce_bitand",
+    "warp_reduce_bitor",
+    "warp_reduce_max",
+    "warp_reduce_min",
+    "warp_reduce_sum",
 ]
 
 FULL_MASK = 0xFFFFFFFF
@@ -242,3 +247,40 @@ def shuffle_elect(thread_extent: Any) -> ir.Call:
     if isinstance(thread_extent, int) and thread_extent < 0:
         raise ValueError(f"T.shuffle_elect: thread_extent must be >= 0, got {thread_extent}")
     return builtins.intrinsic("bool", "shuffle_elect", _expr(thread_extent, "thread_extent", "shuffle_elect"))
+
+
+# -- warp reductions --------------------------------------------------------------------------
+
+def _warp_reduce(kind: str, value: Any, integers_only: bool = False) -> ir.Call:
+    name = f"warp_reduce_{kind}"
+    value = _expr(value, "value", name)
+    dtype = str(value.ty.dtype)
+    if integers_only and not dtype.startswith(("int", "uint")):
+        raise TypeError(f"T.{name}: bitwise reductions take integers, got {dtype} {value}")
+    return builtins.intrinsic(dtype, name, value)
+
+
+def warp_reduce_sum(value: Any) -> ir.Call:
+    """The sum of `value` over every lane of the warp, returned on every lane (a butterfly of
+    shuffles; every lane must reach the call)."""
+    return _warp_reduce("sum", value)
+
+
+def warp_reduce_max(value: Any) -> ir.Call:
+    """The maximum of `value` over the warp, on every lane."""
+    return _warp_reduce("max", value)
+
+
+def warp_reduce_min(value: Any) -> ir.Call:
+    """The minimum of `value` over the warp, on every lane."""
+    return _warp_reduce("min", value)
+
+
+def warp_reduce_bitand(value: Any) -> ir.Call:
+    """The bitwise and of the integer `value` over the warp, on every lane."""
+    return _warp_reduce("bitand", value, integers_only=True)
+
+
+def warp_reduce_bitor(value: Any) -> ir.Call:
+    """The bitwise or of the integer `value` over the warp, on every lane."""
+    return _warp_reduce("bitor", value, integers_only=True)

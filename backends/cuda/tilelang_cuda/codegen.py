@@ -173,6 +173,7 @@ def _intrinsic_formats() -> dict:
         "tl.shuffle_elect": "tl_shuffle_elect({0})",
         "tl.ieee_frsqrt": "tl_ieee_rsqrt({0})",
         "tl.fast_rcp": "tl_fast_rcp({0})",
+        **{f"tl.warp_reduce_{kind}": f"tl_warp_reduce_{kind}({{0}})" for kind in ("sum", "max", "min", "bitand", "bitor")},
     }
     for op in ("add2", "sub2", "mul2", "max2", "min2", "abs2", "fma2"):
         arity = {"abs2": 1, "fma2": 3}.get(op, 2)

@@ -89,6 +89,7 @@ class HIPCodegen(GPUCodegen):
         ("tl.ieee_fsqrt", "rn"): "__fsqrt_rn({0})",
         "tl.ieee_frsqrt": "__frsqrt_rn({0})",
         "tl.fast_rcp": "__builtin_amdgcn_rcpf({0})",
+        **{f"tl.warp_reduce_{kind}": f"tl_warp_reduce_{kind}({{0}})" for kind in ("sum", "max", "min", "bitand", "bitor")},
     }
     assert_format = "TL_DEVICE_ASSERT({cond}, {msg});"
     reserved_names = GPUCodegen.reserved_names + (

@@ -152,6 +152,11 @@ class MetalCodegen(GPUCodegen):
         "tl.ballot": "((ulong)(simd_vote::vote_t)simd_ballot({0}))",
         "tl.activemask": "((ulong)(simd_vote::vote_t)simd_active_threads_mask())",
         "tl.sync_warp": "simdgroup_barrier(mem_flags::mem_none)",
+        "tl.warp_reduce_sum": "simd_sum({0})",
+        "tl.warp_reduce_max": "simd_max({0})",
+        "tl.warp_reduce_min": "simd_min({0})",
+        "tl.warp_reduce_bitand": "simd_and({0})",
+        "tl.warp_reduce_bitor": "simd_or({0})",
     }
     dp4a_format = "tl_dp4a({0}, {1}, {2})"
     assert_format = ""  # refused in emit_assert: MSL has no device-side assert

@@ -221,3 +221,21 @@ TL_DEVICE int block_rank_in_cluster() {
 TL_DEVICE void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 TL_DEVICE void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" :::); }
 }  // namespace tl
+
+// T.warp_reduce_<op>(v): a butterfly of __shfl_xor_sync over the 32 lanes; every lane ends
+// with the result.
+#define TL_WARP_REDUCE(NAME, COMBINE)                                           \
+  template <typename T>                                                         \
+  TL_DEVICE T tl_warp_reduce_##NAME(T v) {                                      \
+    _Pragma("unroll") for (int mask = 16; mask > 0; mask /= 2) {                \
+      T other = __shfl_xor_sync(0xffffffffu, v, mask);                          \
+      v = COMBINE;                                                              \
+    }                                                                           \
+    return v;                                                                   \
+  }
+TL_WARP_REDUCE(sum, v + other)
+TL_WARP_REDUCE(max, other > v ? other : v)
+TL_WARP_REDUCE(min, other < v ? other : v)
+TL_WARP_REDUCE(bitand, v & other)
+TL_WARP_REDUCE(bitor, v | other)
+#undef TL_WARP_REDUCE
