@@ -258,3 +258,19 @@ def test_warp_reductions_per_dialect():
     assert "simd_sum(" in metal and "simd_and(" in metal
     with pytest.raises(TypeError, match="bitwise reductions take integers"):
         T.warp_reduce_bitor(T.float32(1.0))
+
+
+def test_philox_stream_compiles_under_nvrtc():
+    from tilelang_cuda.compile import compile_cuda
+
+    @T.prim_func
+    def main(A: T.Tensor((128,), "uint32"), F: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            T.rng_init(42)
+            A[tx] = T.rng_rand()
+            F[tx] = T.rng_rand_float() + T.rng_rand_float(dist="normal") + T.cast(T.rng_rand_float(64, "normal"), "float32")
+
+    text = render(main, "cuda/sm_90a").source
+    assert "TL_HELPER void tl_rng_init(uint32_t* s" in text and "tl_rng_normal_double(" in text
+    assert compile_cuda(text, "sm_90a", {"name": "philox"})[:4] == b"\x7fELF"

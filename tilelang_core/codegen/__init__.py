@@ -36,7 +36,7 @@ from .builtins import (
     sync_threads,
 )
 from .cexpr import PREC_ADD, PREC_ATOM, c_string_literal
-from .cstyle import C_MATH_OPS, C_TYPES, CStyleCodegen
+from .cstyle import C_MATH_OPS, C_TYPES, PHILOX_FORMATS, CStyleCodegen
 from .gpu import SIMT_INDEX_FORMATS, SIMT_THREAD_INDEX, GPUCodegen
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "CStyleCodegen",
     "CodegenError",
     "GPUCodegen",
+    "PHILOX_FORMATS",
     "SIMT_INDEX_FORMATS",
     "SIMT_THREAD_INDEX",
     "LaunchInfo",

@@ -490,6 +490,8 @@ class CExprPrinter:
                                f"({name}), which the {self.language} dialect of {where} does not "
                                f"provide{also}; remove the call or compile for a target that has it")
         self.used_intrinsics.add(name)
+        if name.startswith("tl.rng_"):
+            self.used_helpers.add("philox")
         caps = getattr(getattr(self, "target", None), "capabilities", None)
         warp_size = getattr(caps, "warp_size", 32) or 32
         # a vector operand loaded from a buffer is passed as its stored bits (the packed ops

@@ -71,11 +71,22 @@ from .analysis import (
 )
 from .cexpr import CExprPrinter, c_string_literal
 
-__all__ = ["CStyleCodegen", "C_MATH_OPS", "C_TYPES"]
+__all__ = ["CStyleCodegen", "C_MATH_OPS", "C_TYPES", "PHILOX_FORMATS"]
 
 _INCLUDE = Path(__file__).parent / "include"
 # the printer's own helpers (`used_helpers` names) and the file of include/ that defines them
-_HELPER_FILES = {"intdiv": "tl_intdiv.h", "dp4a": "tl_dp4a.h"}
+_HELPER_FILES = {"intdiv": "tl_intdiv.h", "dp4a": "tl_dp4a.h", "philox": "tl_philox.h"}
+
+# T.rng_* in any C dialect with pointers and memcpy: the portable Philox of include/tl_philox.h
+# (a dialect merges these into its `intrinsic_formats`; the printer pastes the helper file)
+PHILOX_FORMATS = {
+    "tl.rng_init": "tl_rng_init({0}, {1}, {2}, {3})",
+    "tl.rng_rand": "tl_rng_rand({0})",
+    ("tl.rng_rand_uniform", "float32"): "tl_rng_uniform({0})",
+    ("tl.rng_rand_uniform", "float64"): "tl_rng_uniform_double({0})",
+    ("tl.rng_rand_normal", "float32"): "tl_rng_normal({0})",
+    ("tl.rng_rand_normal", "float64"): "tl_rng_normal_double({0})",
+}
 
 C_TYPES = {
     "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",

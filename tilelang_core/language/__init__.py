@@ -25,7 +25,7 @@ import tvm.tirx.script.parser as _tirx
 import tilelang_core.ir.ops  # noqa: F401 - registers the tl.* ops and the T.tl namespace
 
 from . import (allocate, atomics, bindings, convolution, dtypes, eager, extern, groups, kernel, layout, loops,
-               math_intrinsics, misc, parser, reducers, tensor, threads, tileops, utilities)
+               math_intrinsics, misc, parser, random, reducers, tensor, threads, tileops, utilities)
 from .allocate import *  # noqa: F401,F403
 from .atomics import *  # noqa: F401,F403
 from .bindings import *  # noqa: F401,F403
@@ -39,6 +39,7 @@ from .loops import *  # noqa: F401,F403
 from .math_intrinsics import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
 from .parser import *  # noqa: F401,F403
+from .random import *  # noqa: F401,F403
 from .reducers import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
 from .threads import *  # noqa: F401,F403
@@ -65,6 +66,7 @@ _OWN_NAMES = [
     *math_intrinsics.__all__,
     *misc.__all__,
     *parser.__all__,
+    *random.__all__,
     *reducers.__all__,
     *tensor.__all__,
     *threads.__all__,

@@ -26,7 +26,7 @@ from tvm import ir, tirx
 from tilelang_core.codegen import CStyleCodegen, CodegenError
 from tilelang_core.codegen import THREAD_TAGS, buffer_info, dtype_of, iter_exprs, split_lanes
 from tilelang_core.codegen import c_string_literal
-from tilelang_core.codegen import C_MATH_OPS, C_TYPES
+from tilelang_core.codegen import C_MATH_OPS, C_TYPES, PHILOX_FORMATS
 from tilelang_core.ir import source_of
 
 __all__ = ["CPUCodegen", "STACK_ARRAY_LIMIT", "STACK_TOTAL_LIMIT", "PARALLEL_MIN_WORK"]
@@ -107,6 +107,7 @@ class CPUCodegen(CStyleCodegen):
         ("tl.ieee_fsqrt", "rn"): "_Generic(({0}), float: tl_ieee_sqrt_rnf, double: tl_ieee_sqrt_rnd)({0})",
         "tl.ieee_frsqrt": "_Generic(({0}), float: tl_ieee_rsqrt_rnf, double: tl_ieee_rsqrt_rnd)({0})",
     }
+    intrinsic_formats.update(PHILOX_FORMATS)
     # packed float32x2 arithmetic on GCC vector values (lane-wise operators)
     intrinsic_formats.update({
         ("tl.add2", "float32x2"): "({0} + {1})",

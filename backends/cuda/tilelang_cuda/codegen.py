@@ -42,7 +42,7 @@ from tvm import ir, tirx
 from tilelang_core.codegen import CodegenError, GPUCodegen
 from tilelang_core.codegen import buffer_info, dtype_of, iter_exprs
 from tilelang_core.codegen import PREC_ATOM, c_string_literal
-from tilelang_core.codegen import C_MATH_OPS, C_TYPES
+from tilelang_core.codegen import C_MATH_OPS, C_TYPES, PHILOX_FORMATS
 from tilelang_core.ir import SCOPE_BARRIER
 from tilelang_core.transform import kernel_hints
 
@@ -174,6 +174,7 @@ def _intrinsic_formats() -> dict:
         "tl.ieee_frsqrt": "tl_ieee_rsqrt({0})",
         "tl.fast_rcp": "tl_fast_rcp({0})",
         **{f"tl.warp_reduce_{kind}": f"tl_warp_reduce_{kind}({{0}})" for kind in ("sum", "max", "min", "bitand", "bitor")},
+        **PHILOX_FORMATS,
     }
     for op in ("add2", "sub2", "mul2", "max2", "min2", "abs2", "fma2"):
         arity = {"abs2": 1, "fma2": 3}.get(op, 2)

@@ -17,7 +17,7 @@ float, arithmetic runs in float, a store rounds back. MFMA wrappers
 """
 from __future__ import annotations
 
-from tilelang_core.codegen import SIMT_INDEX_FORMATS, CodegenError, GPUCodegen
+from tilelang_core.codegen import PHILOX_FORMATS, SIMT_INDEX_FORMATS, CodegenError, GPUCodegen
 from tilelang_core.codegen import C_MATH_OPS, C_TYPES
 
 __all__ = ["HIPCodegen"]
@@ -90,6 +90,7 @@ class HIPCodegen(GPUCodegen):
         "tl.ieee_frsqrt": "__frsqrt_rn({0})",
         "tl.fast_rcp": "__builtin_amdgcn_rcpf({0})",
         **{f"tl.warp_reduce_{kind}": f"tl_warp_reduce_{kind}({{0}})" for kind in ("sum", "max", "min", "bitand", "bitor")},
+        **PHILOX_FORMATS,
     }
     assert_format = "TL_DEVICE_ASSERT({cond}, {msg});"
     reserved_names = GPUCodegen.reserved_names + (

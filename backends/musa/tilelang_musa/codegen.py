@@ -34,7 +34,7 @@ import json
 
 from tvm import ir, tirx
 
-from tilelang_core.codegen import SIMT_INDEX_FORMATS, CodegenError, GPUCodegen
+from tilelang_core.codegen import PHILOX_FORMATS, SIMT_INDEX_FORMATS, CodegenError, GPUCodegen
 from tilelang_core.codegen import buffer_info, dtype_of, iter_exprs
 from tilelang_core.codegen import PREC_ATOM, c_string_literal
 from tilelang_core.codegen import C_MATH_OPS, C_TYPES
@@ -113,6 +113,7 @@ class MUSACodegen(GPUCodegen):
         "tl.ballot": "((uint64_t)__ballot_sync(0xffffffffu, {0}))",
         "tl.sync_warp": "__syncwarp({0})",
         **SIMT_INDEX_FORMATS,
+        **PHILOX_FORMATS,
     }
     dp4a_format = None  # the core's portable helper
     assert_format = "TL_DEVICE_ASSERT({cond}, {msg}, {kernel});"
