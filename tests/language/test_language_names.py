@@ -229,3 +229,43 @@ def test_packed_float32x2_arithmetic_runs_on_cpu():
     b = np.zeros(16, np.float32)
     _run(main, a, b)
     np.testing.assert_allclose(b, (a + a) * (a - a * a) + a, rtol=1e-6)
+
+
+def test_annotated_compile_flags_and_pass_configs_reach_compile():
+    @T.prim_func
+    def flagged(A: T.Tensor((4,), "int32")):
+        T.annotate_compile_flags("-DTL_ANNOTATED_FLAG=7")
+        T.import_source("#ifndef TL_ANNOTATED_FLAG\n#error the annotated flag did not reach the compiler\n#endif\n")
+        with T.Kernel(1, threads=1) as bx:
+            A[0] = 7
+
+    a = np.zeros(4, np.int32)
+    _run(flagged, a)
+    assert a[0] == 7
+
+    @T.prim_func
+    def configured(A: T.Tensor((4,), "int32")):
+        T.annotate_pass_configs({"tl.no_such_config": True})
+        with T.Kernel(1, threads=1) as bx:
+            A[0] = 1
+
+    with pytest.raises(Exception, match="unknown pass config 'tl.no_such_config'"):
+        tilelang.compile(configured, target="cpu")
+    # the caller's configs are merged over the annotated ones
+    with pytest.raises(TypeError, match="expects a dict"):
+        T.annotate_pass_configs(["x"])
+    assert T.PrimFunc is type(flagged)
+    assert T.JITFunc.__name__ == "JITFunction"
+
+
+def test_ieee_operations_are_rounded_one_by_one_never_fused():
+    # (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24 rounds to 1 + 2^-11; a fused multiply-add keeps 2^-24
+    @T.prim_func
+    def main(A: T.Tensor((2,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=1) as bx:
+            B[0] = T.ieee_add(T.ieee_mul(A[0], A[0]), A[1])
+
+    a = np.array([1 + 2.0 ** -12, -(1 + 2.0 ** -11)], np.float32)
+    b = np.full(1, -1.0, np.float32)
+    _run(main, a, b)
+    assert b[0] == 0.0

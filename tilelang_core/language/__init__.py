@@ -94,9 +94,18 @@ _FROM_TIRX = {n for n in _tirx.__all__ if n not in _NOT_FROM_TIRX and n in globa
 __all__ = sorted(set(_OWN_NAMES) | _FROM_TIRX)
 
 
+# names of classes defined above the language (imports go down): resolved when asked
+_LAZY = {"JITFunc": ("tilelang_core.jit.function", "JITFunction")}
+
+
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
     from tilelang_core.plugin import get_plugin_manager
 
     # names installed backends add (TileLang's instructions for their hardware)

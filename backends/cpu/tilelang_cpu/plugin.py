@@ -51,7 +51,7 @@ def tilelang_codegen(target, module, options):
 def tilelang_compile(target, source, options):
     from . import compile as _compile
 
-    return _compile.compile_source(source.source, target.arch, name=source.entry)
+    return _compile.compile_source(source.source, target.arch, name=source.entry, flags=tuple(options.extra_flags))
 
 
 @hookimpl
