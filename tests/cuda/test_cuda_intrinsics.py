@@ -274,3 +274,15 @@ def test_philox_stream_compiles_under_nvrtc():
     text = render(main, "cuda/sm_90a").source
     assert "TL_HELPER void tl_rng_init(uint32_t* s" in text and "tl_rng_normal_double(" in text
     assert compile_cuda(text, "sm_90a", {"name": "philox"})[:4] == b"\x7fELF"
+
+
+def test_annotate_restrict_buffers_drops_restrict_on_the_named_parameters():
+    @T.prim_func
+    def main(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "float32"), Z: T.Tensor((64,), "float32")):
+        T.annotate_restrict_buffers(X, Y)
+        with T.Kernel(1, threads=64) as bx:
+            tx = T.get_thread_binding()
+            Y[tx] = X[tx] + Z[tx]
+
+    text = render(main, "cuda/sm_90a").source
+    assert "const float* X," in text and "float* Y," in text and "const float* __restrict__ Z)" in text

@@ -74,6 +74,8 @@ from .cexpr import CExprPrinter, c_string_literal
 __all__ = ["CStyleCodegen", "C_MATH_OPS", "C_TYPES", "PHILOX_FORMATS"]
 
 _INCLUDE = Path(__file__).parent / "include"
+# PrimFunc attribute: names of tensor parameters that may alias (printed without `restrict`)
+ATTR_MAY_ALIAS = "tl.non_restrict_params"
 # the printer's own helpers (`used_helpers` names) and the file of include/ that defines them
 _HELPER_FILES = {"intdiv": "tl_intdiv.h", "dp4a": "tl_dp4a.h", "philox": "tl_philox.h"}
 
@@ -367,8 +369,14 @@ class CStyleCodegen(CExprPrinter):
             return f"{self.value_type_name(dtype_of(var))} {self.var_names[var]}"
         info = buffer_info(var)
         const = "const " if var not in self.written_buffers else ""
-        restrict = f" {self.restrict}" if self.restrict else ""
+        restrict = f" {self.restrict}" if self.restrict and not self.may_alias(var) else ""
         return f"{const}{self.type_name(info.dtype)}*{restrict} {self.buffer_names[var]}"
+
+    def may_alias(self, var) -> bool:
+        """Whether the kernel said parameter `var` may alias another (`T.annotate_restrict_buffers`,
+        the PrimFunc attribute ATTR_MAY_ALIAS): its pointer is then not `restrict`."""
+        attrs = getattr(self.func, "attrs", None) or {}
+        return str(var.name) in [str(n) for n in (attrs.get(ATTR_MAY_ALIAS, ()) or ())]
 
     def kernel_signature(self, entry: str, params: list[tuple]) -> str:
         args = ", ".join(self.param_decl(kind, var) for kind, var in params)
