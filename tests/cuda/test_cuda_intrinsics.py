@@ -286,3 +286,42 @@ def test_annotate_restrict_buffers_drops_restrict_on_the_named_parameters():
 
     text = render(main, "cuda/sm_90a").source
     assert "const float* X," in text and "float* Y," in text and "const float* __restrict__ Z)" in text
+
+
+def _ws_gemm(hint):
+    M = N = K = 512
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        hint()
+        with T.Kernel(T.ceildiv(N, 256), T.ceildiv(M, 128), threads=256) as (bx, by):
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 256), "float16")
+            C_l = T.alloc_fragment((128, 256), "float32")
+            T.clear(C_l)
+            for ko in T.Pipelined(T.ceildiv(K, 64), num_stages=3):
+                T.copy(A[by * 128, ko * 64], A_s)
+                T.copy(B[ko * 64, bx * 256], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * 128, bx * 256])
+
+    return render(main, "cuda/sm_90a").source
+
+
+def test_register_hints_steer_the_warp_specialized_pipeline():
+    assert "tl::setmaxnreg_inc<232>()" in _ws_gemm(lambda: None)  # the default split
+    assert "setmaxnreg" not in _ws_gemm(T.no_set_max_nreg)
+    assert "setmaxnreg" not in _ws_gemm(T.disable_warp_group_reg_alloc)
+    def both():
+        T.annotate_producer_reg_dealloc(24)
+        T.annotate_consumer_reg_alloc(240)
+
+    def bounded():
+        T.no_set_max_nreg()
+        T.annotate_min_blocks_per_sm(2)
+
+    hinted = _ws_gemm(both)
+    assert "tl::setmaxnreg_inc<240>()" in hinted and "tl::setmaxnreg_dec<24>()" in hinted
+    assert "__launch_bounds__(384, 2)" in _ws_gemm(bounded)
+    with pytest.raises(ValueError, match="multiple of 8 from 24 to 256"):
+        T.annotate_consumer_reg_alloc(250)

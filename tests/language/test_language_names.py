@@ -269,3 +269,15 @@ def test_ieee_operations_are_rounded_one_by_one_never_fused():
     b = np.full(1, -1.0, np.float32)
     _run(main, a, b)
     assert b[0] == 0.0
+
+
+def test_warp_specialize_is_ws():
+    assert T.WarpSpecialize is T.ws
+
+    @T.prim_func
+    def main(A: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=256) as bx:
+            with T.WarpSpecialize(1):
+                A[0] = 1.0
+
+    assert "tl.thread_groups" in main.script()

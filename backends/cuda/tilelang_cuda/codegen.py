@@ -347,6 +347,9 @@ class CUDACodegen(GPUCodegen):
 
         self.tensor_maps = tensor_maps_of(self.func)
         self._min_blocks = kernel_hints(self.func).get("min_blocks_per_sm") if self.func is not None else None
+        if self._min_blocks is None and self.func is not None and self.func.attrs is not None \
+                and self.func.attrs.get("tl.min_blocks_per_sm") is not None:  # T.annotate_min_blocks_per_sm
+            self._min_blocks = int(self.func.attrs["tl.min_blocks_per_sm"])
         self._moves_registers = any(
             isinstance(e, ir.Call) and getattr(e.op, "name", None) == "tirx.call_extern"
             and str(e.args[0].value).startswith("tl::setmaxnreg") for e in iter_exprs(body))

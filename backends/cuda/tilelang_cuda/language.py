@@ -123,6 +123,52 @@ def dec_max_nreg(reg_count: Any) -> ir.Call:
     return set_max_nreg(reg_count, 0)
 
 
+def _function_attr(name: str, key: str, value: Any) -> None:
+    from tvm.tirx.script.builder import ir as _builder
+
+    try:
+        _builder.func_attr({key: value})
+    except Exception as exc:  # outside a kernel body
+        raise RuntimeError(f"T.{name} belongs in a kernel body (@T.prim_func)") from exc
+
+
+def no_set_max_nreg() -> None:
+    """TileLang's `T.no_set_max_nreg`: the warp-specialized pipeline of this kernel moves no
+    registers between its warpgroups (no setmaxnreg; every thread keeps the launch's share)."""
+    _function_attr("no_set_max_nreg", "tl.no_set_max_nreg", 1)
+
+
+def disable_warp_group_reg_alloc() -> None:
+    """TileLang's other spelling of `T.no_set_max_nreg()`."""
+    _function_attr("disable_warp_group_reg_alloc", "tl.no_set_max_nreg", 1)
+
+
+def _registers(name: str, count: Any) -> int:
+    if not isinstance(count, int) or isinstance(count, bool) or not 24 <= count <= 256 or count % 8:
+        raise ValueError(f"T.{name}: reg_count must be a multiple of 8 from 24 to 256, got {count!r}")
+    return count
+
+
+def annotate_producer_reg_dealloc(reg_count: int = 24) -> None:
+    """TileLang's `T.annotate_producer_reg_dealloc`: the loading warpgroup of this kernel's
+    warp-specialized pipeline lowers itself to `reg_count` registers per thread."""
+    _function_attr("annotate_producer_reg_dealloc", "tl.producer_reg_dealloc",
+                   _registers("annotate_producer_reg_dealloc", reg_count))
+
+
+def annotate_consumer_reg_alloc(reg_count: int = 240) -> None:
+    """TileLang's `T.annotate_consumer_reg_alloc`: the consumer warpgroups of this kernel's
+    warp-specialized pipeline raise themselves to `reg_count` registers per thread."""
+    _function_attr("annotate_consumer_reg_alloc", "tl.consumer_reg_alloc",
+                   _registers("annotate_consumer_reg_alloc", reg_count))
+
+
+def annotate_min_blocks_per_sm(n: int) -> None:
+    """TileLang's `T.annotate_min_blocks_per_sm(n)`: `__launch_bounds__(threads, n)`, as
+    `T.Kernel(..., min_blocks_per_sm=n)`."""
+    _function_attr("annotate_min_blocks_per_sm", "tl.min_blocks_per_sm", _blocks_per_sm(n))
+
+
 def fence_proxy_async() -> ir.Call:
     """TileLang's `T.fence_proxy_async`: `fence.proxy.async.shared::cta` (sm_90), ordering this
     thread's generic-proxy writes of shared memory before later async-proxy reads (TMA, wgmma)."""
@@ -153,7 +199,11 @@ def _compat_names() -> dict:
             "make_mma_swizzle_layout": make_mma_swizzle_layout}
 
 
-LANGUAGE_NAMES = {"fence_proxy_async": fence_proxy_async, "tma_store_arrive": tma_store_arrive,
+LANGUAGE_NAMES = {"no_set_max_nreg": no_set_max_nreg, "disable_warp_group_reg_alloc": disable_warp_group_reg_alloc,
+                  "annotate_producer_reg_dealloc": annotate_producer_reg_dealloc,
+                  "annotate_consumer_reg_alloc": annotate_consumer_reg_alloc,
+                  "annotate_min_blocks_per_sm": annotate_min_blocks_per_sm,
+                  "fence_proxy_async": fence_proxy_async, "tma_store_arrive": tma_store_arrive,
                   "tma_store_wait": tma_store_wait, "ptx_mma": ptx_mma, "ptx_ldmatrix": ptx_ldmatrix, "set_max_nreg": set_max_nreg,
                   "inc_max_nreg": inc_max_nreg, "dec_max_nreg": dec_max_nreg}
 
