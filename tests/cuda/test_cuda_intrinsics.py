@@ -325,3 +325,39 @@ def test_register_hints_steer_the_warp_specialized_pipeline():
     assert "__launch_bounds__(384, 2)" in _ws_gemm(bounded)
     with pytest.raises(ValueError, match="multiple of 8 from 24 to 256"):
         T.annotate_consumer_reg_alloc(250)
+
+
+def test_mbarrier_names_by_hand_compile_on_sm_90a():
+    from tilelang_cuda.compile import compile_cuda, disassemble
+
+    @T.prim_func
+    def main(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            bars = T.create_barriers(2)
+            S = T.alloc_shared((128,), "float32")
+            if tx == 0:
+                T.ptx_init_barrier_thread_count(bars[0], 128)
+                T.ptx_init_barrier_thread_count(bars[1], 128)
+                T.ptx_fence_barrier_init()
+            T.sync_threads()
+            T.ptx_cp_async(T.access_ptr(S[tx], "w"), T.access_ptr(A[tx], "r"), 1)
+            T.ptx_cp_async_barrier(bars[0])
+            T.ptx_wait_barrier(bars[0], 0)
+            T.cp_async_barrier_noinc(bars[1])
+            T.mbarrier_expect_tx(bars[1], 0)
+            T.mbarrier_arrive_expect_tx(bars[1], 0)
+            T.ptx_arrive_barrier(bars[1])
+            T.ptx_arrive_barrier_expect_tx(bars[1], 0)
+            T.ptx_wait_barrier(bars[1], 0)
+            A[tx] = S[127 - tx]
+
+    text = render(main, "cuda/sm_90a").source
+    for call in ("tl::mbarrier_init(&bars[1], 128U)", "tl::cp_async_mbarrier_arrive(&bars[0])",
+                 "tl::cp_async_mbarrier_arrive_noinc(&bars[1])", "tl::mbarrier_expect_tx_only(&bars[1], 0U)",
+                 "tl::mbarrier_wait(&bars[1], 0)"):
+        assert call in text, call
+    sass = disassemble(compile_cuda(text, "sm_90a", {"name": "mbarriers"}))
+    assert "SYNCS" in sass  # the mbarrier unit's instructions
+    with pytest.raises(TypeError, match="expects a barrier"):
+        T.ptx_arrive_barrier(T.Tensor((4,), "uint64")[0])

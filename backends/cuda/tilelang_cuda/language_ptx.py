@@ -13,6 +13,12 @@ plugin (`tilelang_language_names`) where this backend is installed:
 - thread-block clusters (sm_90): `T.cluster_arrive()`, `T.cluster_arrive_relaxed()`,
   `T.cluster_wait()`, `T.cluster_sync()`, `T.block_rank_in_cluster()`; a kernel launched
   without clusters is a cluster of one block (rank 0);
+- mbarriers by hand, on barriers of `T.alloc_barrier` (or `T.create_barriers(n)`, left for
+  `T.ptx_init_barrier_thread_count` to initialise): `T.mbarrier_expect_tx(bar, bytes)`,
+  `T.mbarrier_arrive_expect_tx(bar, bytes)`, `T.ptx_arrive_barrier(bar)`,
+  `T.ptx_arrive_barrier_expect_tx(bar, bytes)`, `T.ptx_init_barrier_thread_count(bar, n)`,
+  `T.ptx_fence_barrier_init()`, `T.ptx_wait_barrier(bar, parity)`, `T.ptx_cp_async_barrier(bar)`,
+  `T.cp_async_barrier_noinc(bar)`;
 - programmatic dependent launch: `T.pdl_sync()` (griddepcontrol.wait), `T.pdl_trigger()`
   (griddepcontrol.launch_dependents); without the launch attribute both are no-ops.
 
@@ -30,7 +36,7 @@ __all__ = ["PTX_LANGUAGE_NAMES", "PTX_HELPER_PREFIXES"]
 
 # call_extern names whose helpers live in tl_cuda_threads.h
 PTX_HELPER_PREFIXES = ("tl::ldg", "tl::stg", "tl::lds", "tl::sts", "tl::cluster_", "tl::block_rank_in_cluster",
-                       "tl::pdl_")
+                       "tl::pdl_", "tl::mbarrier_expect_tx_only", "tl::cp_async_mbarrier_arrive_noinc")
 
 _WORDS = {32: "uint32", 64: "uint32x2", 128: "uint32x4"}
 
@@ -145,6 +151,81 @@ def _void(helper: str, doc: str):
     return call
 
 
+def _bar(barrier: Any, name: str) -> ir.Expr:
+    """A pointer to one mbarrier: `bars[i]`, or a barrier buffer's first."""
+    from tvm.tirx import is_buffer_var
+
+    if is_buffer_var(barrier):
+        barrier = barrier[0]
+    if not (isinstance(barrier, ir.TensorLoad) and str(barrier.source.scope()) == "shared.barrier"):
+        raise TypeError(f"T.{name}: expects a barrier of T.alloc_barrier / T.create_barriers (bars[i]), got {barrier}")
+    return T.access_ptr(barrier, "rw", extent=1)
+
+
+def _u32(value: Any) -> ir.Expr:
+    return tirx.const(value, "uint32") if isinstance(value, int) else value
+
+
+def create_barriers(num: int) -> Any:
+    """`num` mbarriers in shared memory, not initialised: `T.ptx_init_barrier_thread_count`
+    (one thread), `T.ptx_fence_barrier_init()` and a block barrier come before their use."""
+    from tilelang_core.language.allocate import alloc_buffer
+
+    if not isinstance(num, int) or num <= 0:
+        raise ValueError(f"T.create_barriers: num must be a positive int, got {num!r}")
+    return alloc_buffer((num,), "uint64", scope="shared.barrier")
+
+
+def ptx_init_barrier_thread_count(barrier: Any, thread_count: Any) -> ir.Call:
+    """`mbarrier.init`: the barrier's phases complete after `thread_count` arrivals."""
+    return tirx.call_extern("handle", "tl::mbarrier_init", _bar(barrier, "ptx_init_barrier_thread_count"),
+                            _u32(thread_count))
+
+
+def ptx_fence_barrier_init() -> ir.Call:
+    """`fence.mbarrier_init.release.cluster`: make initialised barriers visible."""
+    return tirx.call_extern("handle", "tl::fence_barrier_init")
+
+
+def ptx_arrive_barrier(barrier: Any) -> ir.Call:
+    """`mbarrier.arrive`: this thread arrives once."""
+    return tirx.call_extern("handle", "tl::mbarrier_arrive", _bar(barrier, "ptx_arrive_barrier"))
+
+
+def ptx_arrive_barrier_expect_tx(barrier: Any, byte_count: Any) -> ir.Call:
+    """`mbarrier.arrive.expect_tx`: arrive once and make the phase wait for `byte_count`
+    bytes of asynchronous copies (TMA) too."""
+    return tirx.call_extern("handle", "tl::mbarrier_expect_tx", _bar(barrier, "ptx_arrive_barrier_expect_tx"),
+                            _u32(byte_count))
+
+
+def mbarrier_arrive_expect_tx(mbarrier: Any, tx: Any) -> ir.Call:
+    """TileLang's `T.mbarrier_arrive_expect_tx`: `T.ptx_arrive_barrier_expect_tx`."""
+    return tirx.call_extern("handle", "tl::mbarrier_expect_tx", _bar(mbarrier, "mbarrier_arrive_expect_tx"), _u32(tx))
+
+
+def mbarrier_expect_tx(mbarrier: Any, tx: Any) -> ir.Call:
+    """`mbarrier.expect_tx` (sm_90): the current phase also waits for `tx` bytes, no arrival."""
+    return tirx.call_extern("handle", "tl::mbarrier_expect_tx_only", _bar(mbarrier, "mbarrier_expect_tx"), _u32(tx))
+
+
+def ptx_wait_barrier(barrier: Any, parity: Any) -> ir.Call:
+    """Wait until the barrier's phase of this parity has completed."""
+    parity = tirx.const(parity, "int32") if isinstance(parity, int) else parity
+    return tirx.call_extern("handle", "tl::mbarrier_wait", _bar(barrier, "ptx_wait_barrier"), parity)
+
+
+def ptx_cp_async_barrier(barrier: Any) -> ir.Call:
+    """`cp.async.mbarrier.arrive`: arrive when this thread's cp.async so far complete."""
+    return tirx.call_extern("handle", "tl::cp_async_mbarrier_arrive", _bar(barrier, "ptx_cp_async_barrier"))
+
+
+def cp_async_barrier_noinc(barrier: Any) -> ir.Call:
+    """`cp.async.mbarrier.arrive.noinc`: as `T.ptx_cp_async_barrier`, the arrival counted in
+    the barrier's expected count."""
+    return tirx.call_extern("handle", "tl::cp_async_mbarrier_arrive_noinc", _bar(barrier, "cp_async_barrier_noinc"))
+
+
 def block_rank_in_cluster() -> ir.Call:
     """This block's rank in its thread-block cluster (0 in a launch without clusters)."""
     return tirx.call_extern("int32", "tl::block_rank_in_cluster")
@@ -166,6 +247,16 @@ PTX_LANGUAGE_NAMES = {
     "cluster_wait": _void("cluster_wait", "`barrier.cluster.wait.aligned`: wait for the cluster's arrivals."),
     "cluster_sync": _void("cluster_sync", "`T.cluster_arrive()` then `T.cluster_wait()`."),
     "block_rank_in_cluster": block_rank_in_cluster,
+    "create_barriers": create_barriers,
+    "ptx_init_barrier_thread_count": ptx_init_barrier_thread_count,
+    "ptx_fence_barrier_init": ptx_fence_barrier_init,
+    "ptx_arrive_barrier": ptx_arrive_barrier,
+    "ptx_arrive_barrier_expect_tx": ptx_arrive_barrier_expect_tx,
+    "mbarrier_arrive_expect_tx": mbarrier_arrive_expect_tx,
+    "mbarrier_expect_tx": mbarrier_expect_tx,
+    "ptx_wait_barrier": ptx_wait_barrier,
+    "ptx_cp_async_barrier": ptx_cp_async_barrier,
+    "cp_async_barrier_noinc": cp_async_barrier_noinc,
     "pdl_sync": _void("pdl_wait", "`griddepcontrol.wait`: wait for the grids this one depends on (PDL)."),
     "pdl_trigger": _void("pdl_launch_dependents", "`griddepcontrol.launch_dependents`: let dependent grids start."),
 }

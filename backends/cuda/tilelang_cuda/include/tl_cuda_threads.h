@@ -239,3 +239,17 @@ TL_WARP_REDUCE(min, other < v ? other : v)
 TL_WARP_REDUCE(bitand, v & other)
 TL_WARP_REDUCE(bitor, v | other)
 #undef TL_WARP_REDUCE
+
+// mbarrier names of TileLang's PTX level that tl_cuda_mma.h / tl_cuda_tma.h do not spell.
+namespace tl {
+// mbarrier.expect_tx without an arrival (sm_90): the phase also waits for `bytes` more
+TL_DEVICE void mbarrier_expect_tx_only(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(tl_smem(bar)), "r"(bytes)
+               : "memory");
+}
+// cp.async.mbarrier.arrive.noinc: the arrival when this thread's cp.async complete, counted
+// in the barrier's expected arrivals (no increment of the pending count)
+TL_DEVICE void cp_async_mbarrier_arrive_noinc(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(tl_smem(bar)) : "memory");
+}
+}  // namespace tl
