@@ -361,3 +361,31 @@ def test_mbarrier_names_by_hand_compile_on_sm_90a():
     assert "SYNCS" in sass  # the mbarrier unit's instructions
     with pytest.raises(TypeError, match="expects a barrier"):
         T.ptx_arrive_barrier(T.Tensor((4,), "uint64")[0])
+
+
+def test_mma_layout_helpers_cover_the_tiles_once():
+    assert T.get_mma_micro_size("float16") == (16, 16, 16) and T.get_mma_micro_size("int8") == (16, 16, 32)
+    stored = {T.mma_store_index_map(lane, local) for lane in range(32) for local in range(8)}
+    assert stored == {(r, c) for r in range(16) for c in range(16)}
+    assert T.mma_store_index_map(5, 3) == (9, 3)  # c3 of lane 5: groupID 1 + 8, column 2 * 1 + 1
+    for transposed in (False, True):
+        loaded = {T.get_ldmatrix_offset("A", lane, local, 16, "float16", transposed)
+                  for lane in range(32) for local in range(8)}
+        assert loaded == {(r, c) for r in range(16) for c in range(16)}
+    int8 = {T.get_ldmatrix_offset("A", lane, local, 32, "int8") for lane in range(32) for local in range(16)}
+    assert int8 == {(r, c) for r in range(16) for c in range(32)}
+
+
+def test_mma_fill_and_store_compile():
+    from tilelang_cuda.compile import compile_cuda
+
+    @T.prim_func
+    def main(C: T.Tensor((16, 16), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            acc = T.alloc_local((8,), "float32")
+            T.mma_fill("float32", 8, T.access_ptr(acc, "w"), 0)
+            T.mma_store("float32", 16, 16, T.access_ptr(C, "w"), T.access_ptr(acc, "r"), 0, 16)
+
+    text = render(main, "cuda/sm_90a").source
+    assert "tl::mma_fill(" in text and "tl::mma_store_16x16(" in text
+    assert compile_cuda(text, "sm_90a", {"name": "mma_store"})[:4] == b"\x7fELF"

@@ -36,7 +36,8 @@ __all__ = ["PTX_LANGUAGE_NAMES", "PTX_HELPER_PREFIXES"]
 
 # call_extern names whose helpers live in tl_cuda_threads.h
 PTX_HELPER_PREFIXES = ("tl::ldg", "tl::stg", "tl::lds", "tl::sts", "tl::cluster_", "tl::block_rank_in_cluster",
-                       "tl::pdl_", "tl::mbarrier_expect_tx_only", "tl::cp_async_mbarrier_arrive_noinc")
+                       "tl::pdl_", "tl::mbarrier_expect_tx_only", "tl::cp_async_mbarrier_arrive_noinc", "tl::mma_fill",
+                       "tl::mma_store_16x16")
 
 _WORDS = {32: "uint32", 64: "uint32x2", 128: "uint32x4"}
 

@@ -253,3 +253,22 @@ TL_DEVICE void cp_async_mbarrier_arrive_noinc(uint64_t* bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(tl_smem(bar)) : "memory");
 }
 }  // namespace tl
+
+// T.mma_fill / T.mma_store: an accumulator fragment zeroed, and a warp's 16 x 16 accumulator
+// tile (8 values a lane: two m16n8 fragments side by side) stored row-major with `stride`.
+namespace tl {
+template <typename T>
+TL_DEVICE void mma_fill(T* local, int offset, int size) {
+  for (int i = 0; i < size; ++i) local[offset + i] = T(0);
+}
+template <typename D, typename S>
+TL_DEVICE void mma_store_16x16(D* dst, const S* src, int src_offset, int stride) {
+  int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int local = 0; local < 8; ++local) {
+    int row = 8 * (local % 4 / 2) + lane / 4;
+    int col = 8 * (local / 4) + lane % 4 * 2 + local % 2;
+    dst[row * stride + col] = D(src[src_offset + local]);
+  }
+}
+}  // namespace tl
