@@ -514,6 +514,11 @@ REASONS: list[Reason] = [
            "block-scaled MMA, cluster launch control): no target of tilelang-core's backends "
            "declares these instruction families",
            pattern=r"tcgen05|TCGEN05|tmem|_umma|_2sm|blockscale|block_scale|^clc_|SM120"),
+    Reason(NOT_APPLICABLE, "sm_100 PTX (256-bit global loads and stores, ld/st.global.v8.b32; TMA "
+           "tile::gather4 / tile::scatter4): Blackwell instructions no target of tilelang-core's "
+           "backends declares (the 32-, 64- and 128-bit forms are provided)",
+           names=_names("ldg256", "stg256", "tma_gather4", "tma_scatter4", "tma_gather4_bytes"),
+           module="tilelang.language"),
     Reason(NOT_APPLICABLE, "unpacked FP4 (one E2M1 value per byte of shared memory): TileLang uses it only "
            "for Blackwell's tcgen05 kind::f8f6f4 MMA and its TMA format, which no target of "
            "tilelang-core's backends declares (packed float4_e2m1fn is a dtype here)",

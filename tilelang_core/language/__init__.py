@@ -25,7 +25,7 @@ import tvm.tirx.script.parser as _tirx
 import tilelang_core.ir.ops  # noqa: F401 - registers the tl.* ops and the T.tl namespace
 
 from . import (allocate, atomics, bindings, convolution, dtypes, eager, extern, groups, kernel, layout, loops,
-               math_intrinsics, misc, parser, random, reducers, tensor, threads, tileops, utilities)
+               math_intrinsics, misc, parser, random, reducers, tensor, threads, tile_schedule, tileops, utilities)
 from .allocate import *  # noqa: F401,F403
 from .atomics import *  # noqa: F401,F403
 from .bindings import *  # noqa: F401,F403
@@ -43,6 +43,7 @@ from .random import *  # noqa: F401,F403
 from .reducers import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
 from .threads import *  # noqa: F401,F403
+from .tile_schedule import *  # noqa: F401,F403
 from .tileops import *  # noqa: F401,F403
 from .utilities import *  # noqa: F401,F403
 
@@ -70,6 +71,7 @@ _OWN_NAMES = [
     *reducers.__all__,
     *tensor.__all__,
     *threads.__all__,
+    *tile_schedule.__all__,
     *tileops.__all__,
     *utilities.__all__,
     *dtypes.DTYPE_HELPERS,
