@@ -389,3 +389,52 @@ def test_mma_fill_and_store_compile():
     text = render(main, "cuda/sm_90a").source
     assert "tl::mma_fill(" in text and "tl::mma_store_16x16(" in text
     assert compile_cuda(text, "sm_90a", {"name": "mma_store"})[:4] == b"\x7fELF"
+
+
+def test_cluster_kernel_declares_its_clusters():
+    from tilelang_cuda.compile import compile_cuda
+
+    @T.prim_func
+    def main(A: T.Tensor((8,), "int32")):
+        with T.ClusterKernel(8, cluster_dims=2, threads=128) as bx:
+            T.cluster_sync()
+            A[bx] = T.block_rank_in_cluster()
+
+    text = render(main, "cuda/sm_90a").source
+    assert "__cluster_dims__(2, 1, 1) __launch_bounds__(128)" in text
+    assert compile_cuda(text, "sm_90a", {"name": "clusters"})[:4] == b"\x7fELF"
+    with pytest.raises(CodegenError, match="lacks \\(capability feature 'cluster'"):
+        render(main, "cuda/sm_80")
+
+    @T.prim_func
+    def ragged(A: T.Tensor((8,), "int32")):
+        with T.ClusterKernel(7, cluster_dims=2, threads=128) as bx:
+            A[0] = 1
+
+    with pytest.raises(CodegenError, match="grid extent 7 along x is not a multiple"):
+        render(ragged, "cuda/sm_90a")
+
+
+def test_cluster_barrier_and_bulk_copy_compile():
+    from tilelang_cuda.compile import compile_cuda
+
+    @T.prim_func
+    def main(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+        with T.ClusterKernel(2, cluster_dims=2, threads=128) as bx:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((128,), "float32")
+            bars = T.alloc_cluster_barrier([1, 1])
+            if tx == 0:
+                T.mbarrier_arrive_expect_tx(bars[0], 512)
+                T.ptx_cp_async_bulk("float32", S.data, 0, A.data, bx * 128, 512, bars[0])
+            T.ptx_wait_barrier(bars[0], 0)
+            if tx == 0:
+                T.ptx_arrive_cluster_barrier(bars[1], 1 - T.block_rank_in_cluster())
+            T.ptx_wait_barrier(bars[1], 0)
+            B[bx * 128 + tx] = S[tx]
+
+    text = render(main, "cuda/sm_90a").source
+    issue = text[text.index("tl::cp_async_bulk(&S[0], &A[bx * 128], 512U, &bars[0]);"):]
+    assert issue.split("\n")[1].strip() == "}", "no block barrier inside the one-thread issue branch"
+    assert "tl::mbarrier_arrive_cluster(&bars[1]" in text
+    assert compile_cuda(text, "sm_90a", {"name": "cluster_barrier"})[:4] == b"\x7fELF"

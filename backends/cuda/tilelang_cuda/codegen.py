@@ -250,7 +250,22 @@ class CUDACodegen(GPUCodegen):
             bounds = bounds.replace(") ", ", 1) ")
         elif bounds and self._min_blocks:  # T.Kernel(..., min_blocks_per_sm=n)
             bounds = bounds.replace(") ", f", {self._min_blocks}) ")
-        return f"{self.kernel_prefix}{self.kernel_return_type} {bounds}{entry}({', '.join(decls)})"
+        return f"{self.kernel_prefix}{self.kernel_return_type} {self.cluster_dims()}{bounds}{entry}({', '.join(decls)})"
+
+    def cluster_dims(self) -> str:
+        """`__cluster_dims__(x, y, z) ` for `T.ClusterKernel` (T.Kernel(cluster_dims=)), checked
+        against the target's "cluster" feature and the grid; "" without clusters."""
+        dims = kernel_hints(self.func).get("cluster_dims") if self.func is not None else None
+        if not dims:
+            return ""
+        if self.target is not None and "cluster" not in self.target.capabilities.features:
+            raise CodegenError(f"the kernel launches thread-block clusters {tuple(dims)} (T.ClusterKernel), which "
+                               f"{self.target} lacks (capability feature 'cluster', sm_90); use T.Kernel")
+        for axis, (extent, size) in enumerate(zip(self.launch.grid, dims)):
+            if isinstance(extent, int) and extent % size:
+                raise CodegenError(f"grid extent {extent} along {'xyz'[axis]} is not a multiple of the cluster's "
+                                   f"{size} (T.ClusterKernel cluster_dims={tuple(dims)})")
+        return f"__cluster_dims__({dims[0]}, {dims[1]}, {dims[2]}) "
 
     def render(self, module):
         source = super().render(module)

@@ -217,4 +217,28 @@ def _blocks_per_sm(value: Any) -> int:
 # `T.Kernel(..., min_blocks_per_sm=n)`: `__launch_bounds__(threads, n)`, so ptxas keeps the
 # registers a thread uses low enough for n blocks to share an SM (CUDA's minBlocksPerMultiprocessor;
 # ignored in a kernel that moves registers with setmaxnreg, which needs one block per SM)
-KEYWORDS = {"Kernel": {"min_blocks_per_sm": _blocks_per_sm}}
+def _cluster_dims(value: Any) -> list:
+    dims = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims):
+        raise ValueError("must be an int or 1 to 3 ints >= 1 (blocks per cluster along x, y, z)")
+    dims += [1] * (3 - len(dims))
+    if dims[0] * dims[1] * dims[2] > 8:
+        raise ValueError(f"{dims} is {dims[0] * dims[1] * dims[2]} blocks; a portable cluster holds at most 8")
+    return dims
+
+
+# `T.Kernel(..., cluster_dims=(x, y, z))` (what T.ClusterKernel passes): thread-block clusters of
+# that shape (sm_90), declared at compile time with `__cluster_dims__`, so a plain launch forms them
+KEYWORDS = {"Kernel": {"min_blocks_per_sm": _blocks_per_sm, "cluster_dims": _cluster_dims}}
+
+
+def ClusterKernel(*blocks: Any, cluster_dims: Any, threads: Any = None, prelude: Any = None):  # noqa: N802
+    """TileLang's `T.ClusterKernel(gx, gy, cluster_dims=2, threads=128)`: `T.Kernel` whose blocks
+    form thread-block clusters of `cluster_dims` (sm_90; each grid extent a multiple of the
+    cluster's). Inside, `T.block_rank_in_cluster()` and the cluster barriers apply."""
+    from tilelang_core.language import Kernel
+
+    return Kernel(*blocks, threads=threads, prelude=prelude, cluster_dims=cluster_dims)
+
+
+LANGUAGE_NAMES["ClusterKernel"] = ClusterKernel

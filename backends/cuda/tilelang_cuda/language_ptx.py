@@ -37,7 +37,7 @@ __all__ = ["PTX_LANGUAGE_NAMES", "PTX_HELPER_PREFIXES"]
 # call_extern names whose helpers live in tl_cuda_threads.h
 PTX_HELPER_PREFIXES = ("tl::ldg", "tl::stg", "tl::lds", "tl::sts", "tl::cluster_", "tl::block_rank_in_cluster",
                        "tl::pdl_", "tl::mbarrier_expect_tx_only", "tl::cp_async_mbarrier_arrive_noinc", "tl::mma_fill",
-                       "tl::mma_store_16x16")
+                       "tl::mma_store_16x16", "tl::mbarrier_arrive_cluster", "tl::cp_async_bulk")
 
 _WORDS = {32: "uint32", 64: "uint32x2", 128: "uint32x4"}
 
@@ -227,6 +227,47 @@ def cp_async_barrier_noinc(barrier: Any) -> ir.Call:
     return tirx.call_extern("handle", "tl::cp_async_mbarrier_arrive_noinc", _bar(barrier, "cp_async_barrier_noinc"))
 
 
+def alloc_cluster_barrier(arrive_count: Any) -> Any:
+    """TileLang's `T.alloc_cluster_barrier`: barriers other blocks of the cluster may arrive
+    on (`T.ptx_arrive_cluster_barrier`); initialised as `T.alloc_barrier` (with a
+    cluster-scope fence)."""
+    return T.alloc_barrier(arrive_count)
+
+
+def ptx_arrive_cluster_barrier(mbarrier: Any, cta_id: Any) -> ir.Call:
+    """Arrive on the barrier at this one's place in block `cta_id` of the cluster
+    (`mapa` + `mbarrier.arrive.release.cluster.shared::cluster`)."""
+    return tirx.call_extern("handle", "tl::mbarrier_arrive_cluster", _bar(mbarrier, "ptx_arrive_cluster_barrier"),
+                            _u32(cta_id))
+
+
+def _element_pointer(ptr: Any, offset: Any, access: str, name: str) -> ir.Expr:
+    from tvm.tirx import is_buffer_var
+
+    if isinstance(ptr, ir.Call) and str(getattr(ptr.op, "name", "")) == "tirx.buffer_data":
+        ptr = ptr.args[0]
+    if not is_buffer_var(ptr):
+        raise TypeError(f"T.{name}: expects a buffer (or its .data), got {ptr}")
+    flat = T.Tensor((1 << 30,), str(ptr.dtype), data=ptr.data) if len(ptr.shape) != 1 else ptr
+    return T.access_ptr(flat[offset], access, extent=1)
+
+
+def ptx_cp_async_bulk(dtype: Any, shared_ptr: Any, shared_offset: Any, global_ptr: Any, global_offset: Any,
+                      bytes: Any, barrier: Any) -> ir.Call:  # noqa: A002 - TVM's parameter name
+    """`cp.async.bulk` of `bytes` (a multiple of 16) from global memory (`global_ptr` +
+    `global_offset` elements) to shared memory, completing as transaction bytes on `barrier`
+    (sm_90; pair with `T.mbarrier_expect_tx`)."""
+    if isinstance(bytes, int) and (bytes <= 0 or bytes % 16):
+        raise ValueError(f"T.ptx_cp_async_bulk: bytes must be a positive multiple of 16, got {bytes}")
+    # the destination is written by the async proxy, ordered by the mbarrier, not by this
+    # thread: a block barrier after the call (as for a thread's own write) would order nothing
+    # and, in the usual `if tx == 0` issue branch, would deadlock
+    return tirx.call_extern("handle", "tl::cp_async_bulk",
+                            _element_pointer(shared_ptr, shared_offset, "r", "ptx_cp_async_bulk"),
+                            _element_pointer(global_ptr, global_offset, "r", "ptx_cp_async_bulk"),
+                            _u32(bytes), _bar(barrier, "ptx_cp_async_bulk"))
+
+
 def block_rank_in_cluster() -> ir.Call:
     """This block's rank in its thread-block cluster (0 in a launch without clusters)."""
     return tirx.call_extern("int32", "tl::block_rank_in_cluster")
@@ -249,6 +290,9 @@ PTX_LANGUAGE_NAMES = {
     "cluster_sync": _void("cluster_sync", "`T.cluster_arrive()` then `T.cluster_wait()`."),
     "block_rank_in_cluster": block_rank_in_cluster,
     "create_barriers": create_barriers,
+    "alloc_cluster_barrier": alloc_cluster_barrier,
+    "ptx_arrive_cluster_barrier": ptx_arrive_cluster_barrier,
+    "ptx_cp_async_bulk": ptx_cp_async_bulk,
     "ptx_init_barrier_thread_count": ptx_init_barrier_thread_count,
     "ptx_fence_barrier_init": ptx_fence_barrier_init,
     "ptx_arrive_barrier": ptx_arrive_barrier,

@@ -272,3 +272,19 @@ TL_DEVICE void mma_store_16x16(D* dst, const S* src, int src_offset, int stride)
   }
 }
 }  // namespace tl
+
+// Cluster-scope and bulk-copy helpers (sm_90).
+namespace tl {
+// arrive on the mbarrier at `bar`'s offset in the shared memory of block `cta_id` of this cluster
+TL_DEVICE void mbarrier_arrive_cluster(uint64_t* bar, uint32_t cta_id) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(tl_smem(bar)), "r"(cta_id));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+// cp.async.bulk global -> shared of `bytes` (a multiple of 16, both addresses 16-byte aligned),
+// completing as transaction bytes on `bar`
+TL_DEVICE void cp_async_bulk(void* smem, const void* gmem, uint32_t bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+               ::"r"(tl_smem(smem)), "l"(gmem), "r"(bytes), "r"(tl_smem(bar)) : "memory");
+}
+}  // namespace tl
