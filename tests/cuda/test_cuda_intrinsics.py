@@ -438,3 +438,40 @@ def test_cluster_barrier_and_bulk_copy_compile():
     assert issue.split("\n")[1].strip() == "}", "no block barrier inside the one-thread issue branch"
     assert "tl::mbarrier_arrive_cluster(&bars[1]" in text
     assert compile_cuda(text, "sm_90a", {"name": "cluster_barrier"})[:4] == b"\x7fELF"
+
+
+def test_wgmma_by_hand_compiles_to_hgmma():
+    from tilelang_cuda.compile import compile_cuda, disassemble
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 16), "float16"), B: T.Tensor((64, 16), "float16"), C: T.Tensor((128, 32), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            A_s = T.alloc_shared((64, 16), "float16")
+            B_s = T.alloc_shared((64, 16), "float16")
+            acc = T.alloc_local((32,), "float32")
+            da = T.alloc_wgmma_desc()
+            db = T.alloc_descriptor("wgmma")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.fence_proxy_async()
+            T.initialize_wgmma_descriptor(da, T.access_ptr(A_s[0, 0], "r"), 0, 128, 256)
+            T.initialize_wgmma_descriptor(db, B_s[0, 0], 0, 128, 256)
+            T.increase_descriptor_offset(db, 0)
+            T.warpgroup_arrive()
+            T.ptx_wgmma_ss("float32", "m64n64k16", True, True, "fp16", "fp16", "fp32", da, 0, db, 0, acc.data, 0, 0)
+            T.warpgroup_commit_batch()
+            T.warpgroup_wait(0)
+            T.warpgroup_fence_operand(acc)
+            for i in T.serial(32):
+                C[tx, i] = acc[i]
+
+    text = render(main, "cuda/sm_90a").source
+    assert "da = tl::wgmma_desc(&A_s[0], 128U, 256U, 0U);" in text
+    assert "tl::wgmma_m64n64k16_f32_f16<0, 0>(&acc[0], da + (uint64_t)0LL, db + (uint64_t)0LL, 0);" in text
+    assert "tl::wgmma_fence_operands<32>(&acc[0]);" in text
+    assert "HGMMA.64x64x16.F32" in disassemble(compile_cuda(text, "sm_90a", {"name": "wgmma_by_hand"}))
+    with pytest.raises(ValueError, match="not a wgmma form"):
+        T.ptx_wgmma_ss("float32", "m64n64k16", True, True, "fp16", "bf16", "fp32", None, 0, None, 0, None, 0, 0)
+    with pytest.raises(ValueError, match="Blackwell"):
+        T.alloc_descriptor("tcgen05")
