@@ -475,3 +475,27 @@ def test_wgmma_by_hand_compiles_to_hgmma():
         T.ptx_wgmma_ss("float32", "m64n64k16", True, True, "fp16", "bf16", "fp32", None, 0, None, 0, None, 0, 0)
     with pytest.raises(ValueError, match="Blackwell"):
         T.alloc_descriptor("tcgen05")
+
+
+def _gemm_kernel(gemm, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor((128, 64), dtype), B: T.Tensor((64, 128), dtype), C: T.Tensor((128, 128), "float32")):
+        with T.Kernel(1, 1, threads=128) as (bx, by):
+            A_s = T.alloc_shared((128, 64), dtype)
+            B_s = T.alloc_shared((64, 128), dtype)
+            C_l = T.alloc_fragment((128, 128), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            gemm(A_s, B_s, C_l, clear_accum=True)
+            T.copy(C_l, C)
+
+    return main
+
+
+def test_wgmma_gemm_requires_wgmma():
+    text = render(_gemm_kernel(T.wgmma_gemm), "cuda/sm_90a").source
+    assert "tl::wgmma_m64n" in text
+    assert T.wgmma_mma is T.wgmma_gemm
+    with pytest.raises(CodegenError, match="T.wgmma_gemm, but its GEMM did not lower to wgmma on cuda/sm_80"):
+        render(_gemm_kernel(T.wgmma_gemm), "cuda/sm_80")
+    assert "mma" in render(_gemm_kernel(T.gemm), "cuda/sm_80").source  # T.gemm falls back

@@ -365,6 +365,16 @@ class CUDACodegen(GPUCodegen):
         if self._min_blocks is None and self.func is not None and self.func.attrs is not None \
                 and self.func.attrs.get("tl.min_blocks_per_sm") is not None:  # T.annotate_min_blocks_per_sm
             self._min_blocks = int(self.func.attrs["tl.min_blocks_per_sm"])
+        from tilelang_core.transform import walk
+
+        required = []  # T.wgmma_gemm's markers (tilelang_cuda.language.ATTR_REQUIRE_WGMMA)
+        walk(body, lambda a: required.append(a) if a.attr_key == "tl.require_wgmma" else None, (tirx.AttrStmt,))
+        uses_wgmma = any(isinstance(e, ir.Call) and getattr(e.op, "name", None) == "tirx.call_extern"
+                         and str(e.args[0].value).startswith("tl::wgmma_m") for e in iter_exprs(body))
+        if required and not uses_wgmma:
+            raise CodegenError(f"the kernel calls T.wgmma_gemm, but its GEMM did not lower to wgmma on {self.target} "
+                               f"(a target without wgmma, or operands wgmma does not take: see kernel.explain()); "
+                               f"use T.gemm to allow mma.sync")
         self._moves_registers = any(
             isinstance(e, ir.Call) and getattr(e.op, "name", None) == "tirx.call_extern"
             and str(e.args[0].value).startswith("tl::setmaxnreg") for e in iter_exprs(body))

@@ -242,3 +242,32 @@ def ClusterKernel(*blocks: Any, cluster_dims: Any, threads: Any = None, prelude:
 
 
 LANGUAGE_NAMES["ClusterKernel"] = ClusterKernel
+
+# PrimFunc attribute: the kernel called T.wgmma_gemm, so its GEMMs must lower to wgmma
+ATTR_REQUIRE_WGMMA = "tl.require_wgmma"
+
+
+def wgmma_gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: bool = False,  # noqa: N803
+               policy: Any = None, clear_accum: bool = False, annotations: Any = None) -> Any:
+    """TileLang's `T.wgmma_gemm`: `T.gemm` that must run on Hopper's wgmma (sm_90a); the
+    kernel is refused at codegen when its GEMM cannot (an operand pattern wgmma does not
+    take, a target without it) instead of falling back to mma.sync. This backend completes
+    the wgmma before the GEMM's result is read (a later `T.wait_wgmma(0)` then waits for
+    nothing), where TileLang leaves the wait to the program."""
+    from tvm import tirx as _tirx
+    from tvm.tirx.script.builder import ir as _builder
+
+    from tilelang_core.language import gemm
+
+    if annotations:
+        raise ValueError(f"T.wgmma_gemm: annotations={annotations!r} are not supported; leave them out")
+    kwargs = {} if policy is None else {"policy": policy}
+    call = gemm(A, B, C, transpose_A=transpose_A, transpose_B=transpose_B, clear_accum=clear_accum, **kwargs)
+    # the GEMM inside an ATTR_REQUIRE_WGMMA marker, which the codegen checks
+    with _builder.attr(_tirx.IntImm("int32", 0), ATTR_REQUIRE_WGMMA, _tirx.IntImm("int32", 1)):
+        _builder.evaluate(call)
+    return None
+
+
+LANGUAGE_NAMES["wgmma_gemm"] = wgmma_gemm
+LANGUAGE_NAMES["wgmma_mma"] = wgmma_gemm  # TileLang's other name
