@@ -499,3 +499,31 @@ def test_wgmma_gemm_requires_wgmma():
     with pytest.raises(CodegenError, match="T.wgmma_gemm, but its GEMM did not lower to wgmma on cuda/sm_80"):
         render(_gemm_kernel(T.wgmma_gemm), "cuda/sm_80")
     assert "mma" in render(_gemm_kernel(T.gemm), "cuda/sm_80").source  # T.gemm falls back
+
+
+def test_wgmma_with_a_from_registers_compiles():
+    from tilelang_cuda.compile import compile_cuda, disassemble
+
+    @T.prim_func
+    def main(B: T.Tensor((64, 16), "bfloat16"), C: T.Tensor((128, 32), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            B_s = T.alloc_shared((64, 16), "bfloat16")
+            a = T.alloc_local((8,), "bfloat16")
+            acc = T.alloc_local((32,), "float32")
+            db = T.alloc_wgmma_desc()
+            for i in T.serial(8):
+                a[i] = T.cast(tx + i, "bfloat16")
+            T.copy(B, B_s)
+            T.fence_proxy_async()
+            T.initialize_wgmma_descriptor(db, B_s[0, 0], 0, 128, 256)
+            T.warpgroup_arrive()
+            T.ptx_wgmma_rs("float32", "m64n64k16", True, "bf16", "bf16", "fp32", a.data, 0, db, 0, acc.data, 0, 0)
+            T.warpgroup_commit_batch()
+            T.warpgroup_wait(0)
+            for i in T.serial(32):
+                C[tx, i] = acc[i]
+
+    text = render(main, "cuda/sm_90a").source
+    assert "tl::wgmma_m64n64k16_rs_f32_bf16<0>(&acc[0], tl::as_words(&a[0]), db + (uint64_t)0LL, 0);" in text
+    assert "HGMMA.64x64x16.F32.BF16" in disassemble(compile_cuda(text, "sm_90a", {"name": "wgmma_rs"}))

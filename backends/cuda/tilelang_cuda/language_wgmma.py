@@ -9,6 +9,7 @@
   A_desc, A_offset, B_desc, B_offset, C_data, C_offset, scale_out, scale_in_a, scale_in_b)`:
   one `wgmma.mma_async` with both operands in shared memory (descriptor + offset, in 16-byte
   units) into the accumulator registers at `C_data` + `C_offset`; `scale_out` 0 overwrites;
+- `T.ptx_wgmma_rs(...)`: the same with A from this thread's registers (`A_buf` + `A_offset`);
 - `T.warpgroup_fence_operand(acc, offset, num_regs)`: keeps the compiler from moving accesses
   of those accumulator registers across the point (between a wgmma and its wait).
 
@@ -137,6 +138,39 @@ def ptx_wgmma_ss(dtype: Any, wgmma_prefix: Any, a_is_k_major: Any, b_is_k_major:
                             tirx.Cast("int32", scale))
 
 
+def ptx_wgmma_rs(dtype: Any, wgmma_prefix: Any, b_is_k_major: Any, a_dtype_abbrv: Any, b_dtype_abbrv: Any,
+                 accum_dtype_abbrv: Any, A_buf: Any, A_offset: Any, B_desc: Any, B_offset: Any,  # noqa: N803
+                 C_data: Any, C_offset: Any, scale_out: Any, scale_in_a: Any = True,  # noqa: N803
+                 scale_in_b: Any = True) -> ir.Call:
+    """One wgmma.mma_async with A from registers (`A_buf` + `A_offset` elements: this
+    thread's A fragment, PTX ISA "Register fragments, wgmma .m64nNk16 A") and B from shared
+    memory (descriptor + offset); f16/bf16 (k16) or tf32 (k8) into f32."""
+    name = "ptx_wgmma_rs"
+    shape = re.fullmatch(r"m64n(\d+)k(\d+)", _text(wgmma_prefix))
+    a, b = _OPERANDS.get(_text(a_dtype_abbrv)), _OPERANDS.get(_text(b_dtype_abbrv))
+    acc = _ACCUMULATORS.get(_text(accum_dtype_abbrv))
+    if shape is None or a not in ("f16", "bf16", "tf32") or a != b or acc != "f32" or _K[a] != int(shape.group(2)):
+        raise ValueError(f"T.{name}: {_text(wgmma_prefix)} {_text(a_dtype_abbrv)} x {_text(b_dtype_abbrv)} -> "
+                         f"{_text(accum_dtype_abbrv)} is not a register-A wgmma form this backend prints "
+                         f"(m64nNk16 f16/bf16 or m64nNk8 tf32 into fp32)")
+    n = int(shape.group(1))
+    if not (8 <= n <= 256 and n % 8 == 0):
+        raise ValueError(f"T.{name}: N={n} must be a multiple of 8 from 8 to 256")
+    if not (_flag(scale_in_a, name, "scale_in_a") and _flag(scale_in_b, name, "scale_in_b")):
+        raise ValueError(f"T.{name}: negated operands (scale_in_a/scale_in_b False) are not supported; negate an input")
+    tb = not _flag(b_is_k_major, name, "b_is_k_major")
+    if a == "tf32" and tb:
+        raise ValueError(f"T.{name}: tf32 B must be K-major")
+    helper = f"tl::wgmma_m64n{n}k{_K[a]}_rs_f32_{a}" + ("" if a == "tf32" else f"<{int(tb)}>")
+    a_pointer = _register_pointer(A_buf, A_offset, "r", name)
+    if a != "tf32":
+        a_pointer = tirx.call_extern("handle", "tl::as_words", a_pointer)
+    desc_b = _descriptor_load(B_desc, name) + tirx.Cast("uint64", B_offset if isinstance(B_offset, ir.Expr) else tirx.const(B_offset, "int64"))
+    scale = scale_out if isinstance(scale_out, ir.Expr) else tirx.const(int(bool(scale_out)), "int32")
+    return tirx.call_extern("handle", helper, _register_pointer(C_data, C_offset, "rw", name), a_pointer, desc_b,
+                            tirx.Cast("int32", scale))
+
+
 def warpgroup_fence_operand(buffer_or_ptr: Any, offset: Any = 0, num_regs: Any = None, dtype: Any = None) -> ir.Call:
     """Pin `num_regs` accumulator registers (default: the whole buffer) at this point."""
     name = "warpgroup_fence_operand"
@@ -167,5 +201,6 @@ WGMMA_LANGUAGE_NAMES = {
     "initialize_wgmma_descriptor": initialize_wgmma_descriptor,
     "increase_descriptor_offset": increase_descriptor_offset,
     "ptx_wgmma_ss": ptx_wgmma_ss,
+    "ptx_wgmma_rs": ptx_wgmma_rs,
     "warpgroup_fence_operand": warpgroup_fence_operand,
 }

@@ -288,3 +288,9 @@ TL_DEVICE void cp_async_bulk(void* smem, const void* gmem, uint32_t bytes, uint6
                ::"r"(tl_smem(smem)), "l"(gmem), "r"(bytes), "r"(tl_smem(bar)) : "memory");
 }
 }  // namespace tl
+
+// T.ptx_wgmma_rs: the A fragment (any 16-bit element type) as the 32-bit words wgmma reads.
+namespace tl {
+template <typename T>
+TL_DEVICE const uint32_t* as_words(const T* p) { return reinterpret_cast<const uint32_t*>(p); }
+}  // namespace tl
