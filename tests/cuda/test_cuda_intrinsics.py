@@ -527,3 +527,29 @@ def test_wgmma_with_a_from_registers_compiles():
     text = render(main, "cuda/sm_90a").source
     assert "tl::wgmma_m64n64k16_rs_f32_bf16<0>(&acc[0], tl::as_words(&a[0]), db + (uint64_t)0LL, 0);" in text
     assert "HGMMA.64x64x16.F32.BF16" in disassemble(compile_cuda(text, "sm_90a", {"name": "wgmma_rs"}))
+
+
+def test_cuda_source_code_kernel_launches_the_given_entry(tmp_path):
+    from tilelang_cuda.compile import compile_cuda
+
+    source = ('#include "tl_cuda_common.h"\n'
+              'extern "C" __global__ void scale(const float* A, float* B, int n) {\n'
+              '  int i = blockIdx.x * blockDim.x + threadIdx.x;\n'
+              '  if (i < n) B[i] = 2.0f * A[i];\n}\n')
+    path = tmp_path / "scale.cu"
+    path.write_text(source)
+
+    for given in (source, str(path)):
+        @T.prim_func
+        def main(A: T.Tensor((1000,), "float32"), B: T.Tensor((1000,), "float32"), n: T.int32):
+            T.CUDASourceCodeKernel(T.ceildiv(1000, 128), threads=128, source_code_or_path=given, entry_name="scale")
+
+        kernel = render(main, "cuda/sm_90a")
+        assert kernel.source == source and kernel.entry == "scale"
+        assert tuple(kernel.grid) == (8, 1, 1) and tuple(kernel.block) == (128, 1, 1)
+        assert kernel.extra["written_params"] == "0,1"
+        assert compile_cuda(kernel.source, "sm_90a", {"name": "scale"})[:4] == b"\x7fELF"
+    with pytest.raises(Exception, match="holds no __global__ function"):
+        @T.prim_func
+        def nothing(A: T.Tensor((8,), "float32")):
+            T.CUDASourceCodeKernel(1, threads=32, source_code_or_path="int x;")

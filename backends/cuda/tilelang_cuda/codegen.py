@@ -193,6 +193,17 @@ def _intrinsic_formats() -> dict:
     return formats
 
 
+def _external_source(func) -> dict | None:
+    """The {"source", "entry"} of T.CUDASourceCodeKernel in `func`, if it has one."""
+    import json
+
+    from tilelang_core.transform import walk
+
+    found = []
+    walk(func.body, lambda a: found.append(a) if a.attr_key == "tl.cuda_source" else None, (tirx.AttrStmt,))
+    return json.loads(str(found[0].value.value)) if found else None
+
+
 class CUDACodegen(GPUCodegen):
     """CUDA C++ for sm_80 and newer; see the module docstring for the shape of the output."""
 
@@ -269,6 +280,14 @@ class CUDACodegen(GPUCodegen):
 
     def render(self, module):
         source = super().render(module)
+        external = _external_source(self.func)
+        if external is not None:  # T.CUDASourceCodeKernel: the user's entry in place of ours
+            import dataclasses
+
+            tensors = [i for i, p in enumerate(self.func.params) if tirx.is_buffer_var(p)]
+            extra = {**source.extra, "written_params": ",".join(str(i) for i in tensors)}
+            return dataclasses.replace(source, source=external["source"], entry=external["entry"], line_map={},
+                                       extra=extra)
         if self.tensor_maps:
             names = {str(p.name): self.var_names[p] for p in self.func.params if p in self.var_names}
             maps = [{**m, "shape": [d if isinstance(d, int) else names[d] for d in m["shape"]]}

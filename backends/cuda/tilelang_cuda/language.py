@@ -271,3 +271,41 @@ def wgmma_gemm(A: Any, B: Any, C: Any, transpose_A: bool = False, transpose_B: b
 
 LANGUAGE_NAMES["wgmma_gemm"] = wgmma_gemm
 LANGUAGE_NAMES["wgmma_mma"] = wgmma_gemm  # TileLang's other name
+
+
+# AttrStmt key of T.CUDASourceCodeKernel: a JSON {"source", "entry"} the codegen prints instead
+ATTR_CUDA_SOURCE = "tl.cuda_source"
+
+
+def CUDASourceCodeKernel(*blocks: Any, threads: Any = None, source_code_or_path: Any, entry_name: str = "main_kernel",  # noqa: N802
+                         cluster_dims: Any = None, prelude: Any = None) -> None:
+    """TileLang's `T.CUDASourceCodeKernel`: launch a `__global__` function of CUDA source (inline
+    text, or a path to a .cu file) on the grid `blocks` with `threads` per block. The entry
+    (`entry_name`) takes the kernel's parameters in their order: a pointer per tensor, a value
+    per scalar. The source is compiled as given (NVRTC: include "tl_cuda_common.h" for
+    TileLang's types); `prelude` is put before it."""
+    import json
+    import os
+
+    from tvm import tirx as _tirx
+    from tvm.tirx.script.builder import ir as _builder
+
+    from tilelang_core.language import Kernel
+
+    text = str(source_code_or_path)
+    if isinstance(source_code_or_path, os.PathLike) or (len(text) < 4096 and "\n" not in text and os.path.isfile(text)):
+        with open(text, encoding="utf-8") as handle:
+            text = handle.read()
+    if "__global__" not in text:
+        raise ValueError("T.CUDASourceCodeKernel: source_code_or_path holds no __global__ function (neither CUDA "
+                         "source nor the path of a file with one)")
+    if prelude:
+        text = f"{prelude}\n{text}"
+    extra = {} if cluster_dims is None else {"cluster_dims": cluster_dims}
+    with Kernel(*blocks, threads=threads, **extra):
+        with _builder.attr(_tirx.IntImm("int32", 0), ATTR_CUDA_SOURCE,
+                           ir.StringImm(json.dumps({"source": text, "entry": str(entry_name)}))):
+            _builder.evaluate(_tirx.IntImm("int32", 0))
+
+
+LANGUAGE_NAMES["CUDASourceCodeKernel"] = CUDASourceCodeKernel
