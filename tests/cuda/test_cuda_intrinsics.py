@@ -553,3 +553,31 @@ def test_cuda_source_code_kernel_launches_the_given_entry(tmp_path):
         @T.prim_func
         def nothing(A: T.Tensor((8,), "float32")):
             T.CUDASourceCodeKernel(1, threads=32, source_code_or_path="int x;")
+
+
+@pytest.mark.parametrize("shape, k_regs", [("m16n8k32", 8), ("m16n8k16", 4)])
+def test_sparse_mma_compiles_to_hmma_sp(shape, k_regs):
+    from tilelang_cuda.compile import compile_cuda, disassemble
+
+    @T.prim_func
+    def main(C: T.Tensor((32, 4), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            tx = T.get_thread_binding()
+            a = T.alloc_local((k_regs,), "float16")
+            b = T.alloc_local((k_regs,), "float16")
+            c = T.alloc_local((4,), "float32")
+            e = T.alloc_local((1,), "uint32")
+            for i in T.serial(k_regs):
+                a[i] = T.cast(i, "float16")
+                b[i] = T.cast(tx, "float16")
+            for i in T.serial(4):
+                c[i] = 0.0
+            e[0] = T.uint32(0x44444444)
+            T.ptx_mma_sp("float32", shape, "row", "col", "fp16", "fp16", "fp32", a.data, 0, b.data, 0, c.data, 0,
+                         e.data, 0, 0, False)
+            for i in T.serial(4):
+                C[tx, i] = c[i]
+
+    text = render(main, "cuda/sm_90a").source
+    assert f"tl::mma_sp_{shape}_f16_f32<0>(&c[0], tl::as_words(&a[0]), tl::as_words(&b[0]), tl::as_words(&e[0]));" in text
+    assert "HMMA.SP" in disassemble(compile_cuda(text, "sm_90a", {"name": "mma_sp"}))

@@ -12,7 +12,8 @@
 - `T.mma_fill(dtype, local_size, local_ptr, offset)`: zero `local_size` accumulator values;
 - `T.mma_store(dtype, m, n, dst_ptr, src_ptr, src_offset, dst_stride)`: the warp's 16 x 16
   accumulator tile (8 values a lane, as `mma_store_index_map`) to memory with row stride
-  `dst_stride` (helpers of tl_cuda_threads.h).
+  `dst_stride` (helpers of tl_cuda_threads.h);
+- `T.ptx_mma_sp(...)`: one 2:4 sparse mma.sync (m16n8k16 / m16n8k32, f16 or bf16 into fp32).
 """
 from __future__ import annotations
 
@@ -77,7 +78,57 @@ def mma_store(dtype: Any, m: Any, n: Any, dst_ptr: Any, src_ptr: Any, src_offset
     return tirx.call_extern("handle", "tl::mma_store_16x16", dst_ptr, src_ptr, src_offset, dst_stride)
 
 
+_SPARSE_TYPES = {"fp16": "f16", "float16": "f16", "f16": "f16", "bf16": "bf16", "bfloat16": "bf16"}
+
+
+def _words(pointer: Any) -> ir.Expr:
+    return tirx.call_extern("handle", "tl::as_words", pointer)
+
+
+def _fragment(data: Any, index: Any, access: str) -> ir.Expr:
+    from tvm.tirx import is_buffer_var
+
+    from tilelang_core import language as T
+
+    if isinstance(data, ir.Call) and str(getattr(data.op, "name", "")) == "tirx.buffer_data":
+        data = data.args[0]
+    if not is_buffer_var(data):
+        raise TypeError(f"T.ptx_mma_sp: expects fragment buffers (or their .data), got {data}")
+    flat = data if len(data.shape) == 1 else T.Tensor((1 << 20,), str(data.dtype), data=data.data,
+                                                        scope=str(data.scope()))
+    return T.access_ptr(flat[index], access, extent=1)
+
+
+def ptx_mma_sp(dtype: Any, shape: Any, A_layout: Any, B_layout: Any, A_dtype: Any, B_dtype: Any,  # noqa: N803
+               C_dtype: Any, multiplicand_a: Any, a_index: Any, multiplicand_b: Any, b_index: Any,
+               accumulator: Any, c_index: Any, metadata: Any, meta_index: Any, sparse_selector: Any,
+               saturate: Any = False) -> ir.Call:
+    """One 2:4 sparse `mma.sp.sync.aligned.<shape>.row.col.f32.<t>.<t>.f32` of the warp:
+    fragments at `multiplicand_a` + `a_index` (the kept half of A), `multiplicand_b` +
+    `b_index`, `accumulator` + `c_index` (4 float32), metadata word at `metadata` +
+    `meta_index`; `sparse_selector` (a constant 0..3) names the threads that supply it.
+    Shapes m16n8k16 and m16n8k32, f16 or bf16 operands, float32 accumulators."""
+    text = [str(v.value) if isinstance(v, ir.StringImm) else str(v) for v in (shape, A_layout, B_layout, A_dtype,
+                                                                              B_dtype, C_dtype)]
+    operand = _SPARSE_TYPES.get(text[3])
+    if text[0] not in ("m16n8k16", "m16n8k32") or text[1:3] != ["row", "col"] or operand is None \
+            or _SPARSE_TYPES.get(text[4]) != operand or text[5] not in ("fp32", "float32", "f32"):
+        raise ValueError(f"T.ptx_mma_sp: {'.'.join(text)} is not a sparse mma this backend prints "
+                         f"(m16n8k16 / m16n8k32, row.col, f16 or bf16 operands, fp32 accumulators)")
+    selector = int(sparse_selector.value) if isinstance(sparse_selector, tirx.IntImm) else sparse_selector
+    if selector not in (0, 1, 2, 3):
+        raise ValueError(f"T.ptx_mma_sp: sparse_selector must be a constant 0..3, got {sparse_selector!r}")
+    sat = bool(saturate.value) if isinstance(saturate, tirx.IntImm) else saturate
+    if sat:
+        raise ValueError("T.ptx_mma_sp: saturate=True is not supported for float accumulators; pass False")
+    helper = f"tl::mma_sp_{text[0]}_{operand}_f32<{selector}>"
+    return tirx.call_extern("handle", helper, _fragment(accumulator, c_index, "rw"),
+                            _words(_fragment(multiplicand_a, a_index, "r")), _words(_fragment(multiplicand_b, b_index, "r")),
+                            _words(_fragment(metadata, meta_index, "r")))
+
+
 MMA_LANGUAGE_NAMES = {
+    "ptx_mma_sp": ptx_mma_sp,
     "get_mma_micro_size": get_mma_micro_size,
     "mma_store_index_map": mma_store_index_map,
     "get_ldmatrix_offset": get_ldmatrix_offset,

@@ -294,3 +294,32 @@ namespace tl {
 template <typename T>
 TL_DEVICE const uint32_t* as_words(const T* p) { return reinterpret_cast<const uint32_t*>(p); }
 }  // namespace tl
+
+// T.ptx_mma_sp: one 2:4 sparse mma.sync of the warp (PTX ISA "Warp-level matrix multiply-
+// accumulate with sparse matrix A"): A holds the two kept values of every four along K,
+// `e` their positions (2 bits each), SEL which threads of a quad supply the metadata.
+namespace tl {
+#define TL_MMA_SP_K32(NAME, TYPE)                                                                          \
+  template <int SEL>                                                                                       \
+  TL_DEVICE void mma_sp_m16n8k32_##NAME##_f32(float* d, const uint32_t* a, const uint32_t* b, const uint32_t* e) { \
+    asm volatile("mma.sp.sync.aligned.m16n8k32.row.col.f32." TYPE "." TYPE ".f32 {%0, %1, %2, %3}, "         \
+                 "{%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, %13;\n"                        \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                           \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]),  \
+                   "r"(e[0]), "n"(SEL));                                                                   \
+  }
+#define TL_MMA_SP_K16(NAME, TYPE)                                                                          \
+  template <int SEL>                                                                                       \
+  TL_DEVICE void mma_sp_m16n8k16_##NAME##_f32(float* d, const uint32_t* a, const uint32_t* b, const uint32_t* e) { \
+    asm volatile("mma.sp.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE ".f32 {%0, %1, %2, %3}, "         \
+                 "{%4, %5}, {%6, %7}, {%0, %1, %2, %3}, %8, %9;\n"                                           \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                           \
+                 : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]), "r"(e[0]), "n"(SEL));                         \
+  }
+TL_MMA_SP_K32(f16, "f16")
+TL_MMA_SP_K32(bf16, "bf16")
+TL_MMA_SP_K16(f16, "f16")
+TL_MMA_SP_K16(bf16, "bf16")
+#undef TL_MMA_SP_K32
+#undef TL_MMA_SP_K16
+}  // namespace tl
