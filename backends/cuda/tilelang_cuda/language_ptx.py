@@ -171,11 +171,9 @@ def _u32(value: Any) -> ir.Expr:
 def create_barriers(num: int) -> Any:
     """`num` mbarriers in shared memory, not initialised: `T.ptx_init_barrier_thread_count`
     (one thread), `T.ptx_fence_barrier_init()` and a block barrier come before their use."""
-    from tilelang_core.language.allocate import alloc_buffer
-
     if not isinstance(num, int) or num <= 0:
         raise ValueError(f"T.create_barriers: num must be a positive int, got {num!r}")
-    return alloc_buffer((num,), "uint64", scope="shared.barrier")
+    return T.alloc_buffer((num,), "uint64", scope="shared.barrier")
 
 
 def ptx_init_barrier_thread_count(barrier: Any, thread_count: Any) -> ir.Call:

@@ -80,7 +80,7 @@ def tilelang_compile(target, source, options):
 
     return compile_cuda(source.source, target.arch, {
         "fast_math": options.fast_math,
-        "flags": tuple(options.extra_flags),  # compile(compile_flags=) / T.annotate_compile_flags
+        "flags": tuple(getattr(options, "extra_flags", ()) or ()),  # compile(compile_flags=), T.annotate_compile_flags
         "line_map": source.line_map,
         "name": source.entry,
     })
