@@ -582,8 +582,9 @@ REASONS: list[Reason] = [
            "not yet", pattern=r"^reduce_bit"),
     Reason(NOT_YET, "vector-width and memory-ordered atomics (T.atomic_add/max/min are supported): "
            "not yet", pattern=r"^atomic_"),
-    Reason(NOT_YET, "a tensor over an integer device address (a pointer passed as an int64 scalar): "
-           "kernel parameters are tensors and scalars, no raw addresses yet",
+    Reason(NOT_YET, "a tensor over an integer device address (a pointer passed as an int64 scalar): needs "
+           "pointer-valued bindings through the core's passes (inline_constants cannot simplify one); "
+           "not yet",
            names=_names("make_tensor_from_addr")),
     Reason(NOT_YET, "macro parameters passed by reference (an assignment to a `T.Ref` parameter stores "
            "to the caller's element): needs a hook on the macro parser's assignments; not yet",
