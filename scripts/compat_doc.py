@@ -517,6 +517,18 @@ REASONS: list[Reason] = [
            "block-scaled MMA, cluster launch control): no target of tilelang-core's backends "
            "declares these instruction families",
            pattern=r"tcgen05|TCGEN05|tmem|_umma|_2sm|blockscale|block_scale|^clc_|SM120"),
+    Reason(NOT_APPLICABLE, "sm_100 PTX (256-bit global loads and stores, ld/st.global.v8.b32; TMA "
+           "tile::gather4 / tile::scatter4): Blackwell instructions no target of tilelang-core's "
+           "backends declares (the 32-, 64- and 128-bit forms are provided)",
+           names=_names("ldg256", "stg256", "tma_gather4", "tma_scatter4", "tma_gather4_bytes"),
+           module="tilelang.language"),
+    Reason(NOT_APPLICABLE, "TileLang's Volta (sm_70) tensor-core form (m16n16k4 over mma.m8n8k4 quad-pairs): "
+           "no target of tilelang-core's backends declares sm_70 (sm_80 and newer use T.ptx_mma)",
+           names=_names("ptx_mma_sm70"), module="tilelang.language"),
+    Reason(NOT_APPLICABLE, "unpacked FP4 (one E2M1 value per byte of shared memory): TileLang uses it only "
+           "for Blackwell's tcgen05 kind::f8f6f4 MMA and its TMA format, which no target of "
+           "tilelang-core's backends declares (packed float4_e2m1fn is a dtype here)",
+           names=_names("float4_e2m1_unpacked"), module="tilelang.language"),
     Reason(NOT_APPLICABLE, "Windows DLL search set-up for TileLang's native library; tilelang-core "
            "ships no native library of its own",
            names=_names("dll_dirs", "runtime_dll_dirs", "get_windows_runtime_dll_dirs",
@@ -535,60 +547,58 @@ REASONS: list[Reason] = [
            names=_names("jit", "constexpr", "Optional", "Ptr", "register_script_namespace"),
            module="tilelang.language"),
     # -- not yet, the CUDA backend's: Hopper and PTX features by name
-    Reason(NOT_YET, "Hopper (sm_90a) warp specialization and wgmma by name (warpgroups, register "
-           "reallocation, wgmma descriptors): tilelang-core's T.gemm runs on mma.sync on sm_90a "
-           "today (wgmma is the Hopper issue's), and these names are not in the language; the "
-           "CUDA backend's to provide",
-           pattern=r"^WS|^ws$|^ws_op$|WarpSpecialize|_ws_|warp_group|warpgroup|wgmma|WGMMA|^WG|gmma|"
-                   r"max_nreg|reg_alloc|reg_dealloc|descriptor|^alloc_descriptor$"),
-    Reason(NOT_YET, "Hopper asynchronous machinery by name (TMA, mbarriers, thread-block clusters, "
-           "programmatic dependent launch): tilelang-core's T.copy and T.Pipelined use cp.async "
-           "today (TMA and mbarrier pipelines are the Hopper issue's), and these names are not "
-           "in the language; the CUDA backend's to provide",
-           pattern=r"tma|mbarrier|barrier_arrive|barrier_wait|barrier_init|_barrier$|barriers$|"
-                   r"(?i:cluster)|fence_proxy|^pdl_"),
+    Reason(NOT_YET, "TileLang's explicit warp-specialization schedules (T.WSSchedule and its parts, "
+           "materialized by TileLang's MaterializeWSSchedule pass): tilelang-core warp-specializes "
+           "T.Pipelined on sm_90a by itself and T.ws / T.WarpSpecialize split roles by hand; the "
+           "schedule objects need a pass of their own: not yet",
+           pattern=r"^WS|^ws_op$|^annotate_ws_schedule$"),
+    Reason(NOT_YET, "TileLang's wgmma macro generator (decoding a shared layout into descriptor "
+           "parameters): not yet; the wgmma names it builds on (T.alloc_wgmma_desc, "
+           "T.initialize_wgmma_descriptor, T.ptx_wgmma_ss / rs, T.warpgroup_*) are provided",
+           names=_names("WGMMATensorCoreIntrinEmitter", "WGMMADescriptorParams", "compute_gmma_descriptor")),
+    Reason(NOT_YET, "2:4 structured-sparse tensor-core GEMM (mma.sp / wgmma.sp with a metadata "
+           "operand): not yet", pattern=r"_sp$|_sp_|Sparse|^gemm_sp$"),
+    Reason(NOT_YET, "TMA by hand (a tensor map built on the host and passed to the kernel): "
+           "tilelang-core builds the tensor maps of T.copy / T.tma_copy itself; hand-made "
+           "descriptors: not yet", names=_names("create_tma_descriptor", "tma_load")),
+    Reason(NOT_YET, "TMA multicast and SM-to-SM copies inside a cluster: not yet (T.ClusterKernel "
+           "and the cluster barriers are provided)", names=_names("copy_cluster")),
+    Reason(NOT_YET, "TileLang's mma macro generator for BitBLAS's ladder-transformed (pre-permuted) "
+           "weights: not yet (TensorCoreIntrinEmitter is provided)",
+           names=_names("TensorCoreIntrinEmitterWithLadderTransform")),
+    Reason(NOT_YET, "L2 persistence windows per buffer: needs the CUDA runtime to set the stream's "
+           "access policy window; not yet", names=_names("annotate_l2_hit_ratio")),
     Reason(NOT_YET, "Philox random numbers on the device (curand's generator): not yet",
            origin="tilelang.cuda.language.random"),
-    Reason(NOT_YET, "CUDA PTX-level intrinsics and TileLang's MMA macro generators "
-           "(tilelang.cuda.intrinsics) for hand-written tensor-core code: the CUDA backend's to "
-           "provide, not yet",
-           pattern=r"^ptx_|^mma_|TensorCoreIntrinEmitter|ldmatrix|mma_micro|swizzle_layout|"
-                   r"^(ld|st)[gs]\d+$|^match_(any|all)_sync$|^cp_async|CUDASourceCodeKernel",
+    Reason(NOT_YET, "CUDA PTX-level intrinsics: the CUDA backend's to provide, not yet",
+           pattern=r"^ptx_|^mma_|ldmatrix|mma_micro|swizzle_layout|^(ld|st)[gs]\d+$|^cp_async",
            origin="tilelang.cuda."),
-    Reason(NOT_YET, "CUDA launch and cache hints (`__launch_bounds__` minimum blocks, L2 "
-           "persistence): not yet", names=_names("annotate_min_blocks_per_sm", "annotate_l2_hit_ratio")),
     # -- not yet, the core's: portable language features
-    Reason(NOT_YET, "warp- and thread-level primitives (shuffles, votes, lane and warp ids, "
-           "barriers): portable across GPU targets (HIP, MUSA and Metal have counterparts), so "
-           "the core language's to provide; not there yet",
-           pattern=r"^shfl_|^ballot|^activemask$|^(any|all)_sync$|^shuffle_elect$|^sync_|"
-                   r"^syncthreads_|^get_lane_idx$|^get_warp_idx|^warp_reduce_"),
-    Reason(NOT_YET, "CUDA-style math with explicit rounding (`__fadd_rn`, ...) and packed "
-           "two-lane arithmetic (`__hadd2`, ...): not yet",
-           pattern=r"^ieee_|^fast_rcp$|^(abs|add|fma|max|min|mul|sub)2$"),
-    Reason(NOT_YET, "dtype names and helpers tilelang_core.language.dtypes lacks yet (TensorFloat-32, "
-           "packed and unpacked fp4, `int4`, `uint`, dtype predicates)", origin="tilelang.language.dtypes",
-           module="tilelang.language"),
+    Reason(NOT_YET, "a cp.async tile copy without the wait T.copy adds: needs its lowering in the core's "
+           "copy passes (the lead's area); not yet (T.ptx_cp_async, T.ptx_commit_group and "
+           "T.ptx_wait_group are provided)", names=_names("async_copy")),
+    Reason(NOT_YET, "a cumulative maximum needs a tile-op lowering in the core's passes (as T.cumsum has "
+           "in transform/portable.py, the lead's area): not yet", pattern=r"^cummax$"),
     Reason(NOT_YET, "TileLang's reducer buffers (cross-thread accumulation through "
            "`T.alloc_reducer`): not yet", pattern=r"reducer"),
-    Reason(NOT_YET, "bitwise reductions and `cummax` (the core has reduce_max/min/sum/abssum/absmax "
-           "and cumsum): not yet", pattern=r"^reduce_bit|^cummax$"),
+    Reason(NOT_YET, "bitwise reductions (the core has reduce_max/min/sum/abssum/absmax and cumsum): "
+           "not yet", pattern=r"^reduce_bit"),
     Reason(NOT_YET, "vector-width and memory-ordered atomics (T.atomic_add/max/min are supported): "
            "not yet", pattern=r"^atomic_"),
-    Reason(NOT_YET, "buffer annotation types and tensors made from raw pointers: not yet",
-           names=_names("FragmentBuffer", "LocalBuffer", "SharedBuffer", "StridedTensor", "make_tensor",
-                        "make_tensor_from_addr")),
-    Reason(NOT_YET, "TileLang's eager builder classes and per-kernel compile annotations: not yet",
-           origin="tilelang.language.eager"),
-    Reason(NOT_YET, "TVM expression classes re-exported for annotations: not re-exported yet",
-           origin="tvm.tirx", module="tilelang.language"),
-    Reason(NOT_YET, "persistent tile schedulers: not yet", pattern=r"TileScheduler$"),
-    Reason(NOT_YET, "2:4 structured-sparse GEMM (sparse tensor cores): not yet", names=_names("gemm_sp")),
-    Reason(NOT_YET, "capitalised spellings of T.unroll / T.vectorized: not yet",
-           names=_names("Unroll", "Vectorized")),
-    Reason(NOT_YET, "launch-frame queries (extents of the grid and block, the frame class): not yet",
-           names=_names("get_block_extent", "get_block_extents", "get_thread_extent",
-                        "get_thread_extents", "KernelLaunchFrame")),
+    Reason(NOT_YET, "a tensor over an integer device address (a pointer passed as an int64 scalar): needs "
+           "pointer-valued bindings through the core's passes (inline_constants cannot simplify one); "
+           "not yet",
+           names=_names("make_tensor_from_addr")),
+    Reason(NOT_YET, "macro parameters passed by reference (an assignment to a `T.Ref` parameter stores "
+           "to the caller's element): needs a hook on the macro parser's assignments; not yet",
+           names=_names("Ref")),
+    Reason(NOT_YET, "the value an out-of-bounds read yields: part of the safe-memory-access guards "
+           "(issue 28's, in the core's passes); not yet", names=_names("annotate_safe_value")),
+    Reason(NOT_YET, "the table of let-bound values of TileLang's builder: apache-tvm 0.27's parser makes "
+           "`x = expr` a mutable local scalar, not a let binding, so there is no such table; not yet",
+           names=_names("get_let_value", "has_let_value")),
+    Reason(NOT_YET, "TVM's `ret` op (return a value from a function): apache-tvm 0.27 registers no such "
+           "op, and a kernel returns no value; not yet", names=_names("ret")),
     # -- not yet, top level
     Reason(NOT_YET, "TVM's `DataType`, re-exported: tilelang_core.compat has it, the top level does "
            "not re-export it yet", names=_names("DataType"), module="tilelang"),

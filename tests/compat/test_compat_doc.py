@@ -76,7 +76,7 @@ FAKE_TREE = {
     "tilelang/language/common.py": """
         import tvm.tirx.script.parser as _parser
         from .exports import BACKEND_ONLY
-        from .ops import gemm, copy, shfl_xor
+        from .ops import gemm, copy, gemm_sp
 
         def Kernel(*extents, threads=128):
             pass
@@ -84,7 +84,7 @@ FAKE_TREE = {
         _LOCAL = ("gemm", "copy")
         __all__ = [n for n in _parser.__all__ if n not in BACKEND_ONLY] + list(_LOCAL)
         __all__ += ["Kernel"]
-        __all__.extend(("shfl_xor", "mystery"))
+        __all__.extend(("gemm_sp", "mystery"))
     """,
     "tilelang/language/exports.py": """
         CUDA_ONLY = frozenset({"ptx_mma"})
@@ -98,7 +98,7 @@ FAKE_TREE = {
         def copy(src, dst):
             pass
 
-        def shfl_xor(value, mask):
+        def gemm_sp(A, B, C):
             pass
     """,
     "tilelang/language/blackwell.py": """
@@ -148,7 +148,7 @@ def test_language_names_come_from_the_evaluated_all(fake_tilelang):
     exports = _names(cd.exported_names(tree, "tilelang.language"))
     # comprehension over the external list minus a frozenset union, `+=`, `.extend`, starred
     # tuple inside `dict.fromkeys`
-    assert set(exports) == {"int8", "float16", "gemm", "copy", "Kernel", "shfl_xor", "mystery",
+    assert set(exports) == {"int8", "float16", "gemm", "copy", "Kernel", "gemm_sp", "mystery",
                             "tcgen05_gemm"}
     assert exports["int8"].origin == "tvm.tirx.script.parser"
     assert exports["gemm"].origin == "tilelang.language.ops"
@@ -180,8 +180,8 @@ def test_classification_uses_the_reasons_table(fake_tilelang):
     blackwell = status[("tilelang.language", "tcgen05_gemm")]
     assert blackwell[0] == "not applicable" and "Blackwell" in blackwell[1]
     assert status[("tilelang", "dll_dirs")][0] == "not applicable"
-    warp = status[("tilelang.language", "shfl_xor")]
-    assert warp[0] == "not yet" and "warp" in warp[1]
+    sparse = status[("tilelang.language", "gemm_sp")]
+    assert sparse[0] == "not yet" and "sparse" in sparse[1]
     assert status[("tilelang", "cdiv")] == ("not yet", "tilelang-core has it as `x.cdiv`")
     assert status[("tilelang.language", "mystery")] == ("not yet", "not implemented")
     assert all(e.reason for e in exports if e.status != "supported")

@@ -393,8 +393,8 @@ def typed(dtype):
 
 
 @pytest.mark.parametrize("target, dtype", [("cpu", "float8_e4m3fn"), ("cuda/sm_80", "float8_e4m3fn"),
-                                           ("hip/gfx942", "float8_e4m3fn"), ("cpu", "uint32"),
-                                           ("cuda/sm_90a", "uint32"), ("hip/gfx942", "uint32")])
+                                           ("hip/gfx942", "float8_e4m3fn"), ("cpu", "int4"),
+                                           ("cuda/sm_90a", "int4"), ("hip/gfx942", "int4")])
 def test_dtype_the_target_lacks_is_a_capability_error(target, dtype):
     from tilelang_core.transform.errors import CapabilityError
 
@@ -405,3 +405,10 @@ def test_dtype_the_target_lacks_is_a_capability_error(target, dtype):
 
 def test_fp8_on_the_target_that_has_it_compiles():
     _lower(typed("float8_e4m3fn"), "cuda/sm_90a")
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda/sm_90a", "hip/gfx942"])
+def test_unsigned_integers_are_dtypes_of_every_c_target(target):
+    # T.ballot (uint64), T.rng_rand (uint32) and TileLang's packed-word idioms hold unsigned words
+    _lower(typed("uint32"), target)
+    _lower(typed("uint64"), target)

@@ -36,8 +36,8 @@ from .builtins import (
     sync_threads,
 )
 from .cexpr import PREC_ADD, PREC_ATOM, c_string_literal
-from .cstyle import C_MATH_OPS, C_TYPES, CStyleCodegen
-from .gpu import SIMT_THREAD_INDEX, GPUCodegen
+from .cstyle import C_MATH_OPS, C_TYPES, PHILOX_FORMATS, CStyleCodegen
+from .gpu import SIMT_INDEX_FORMATS, SIMT_THREAD_INDEX, GPUCodegen
 
 __all__ = [
     "PREC_ADD",
@@ -52,6 +52,8 @@ __all__ = [
     "CStyleCodegen",
     "CodegenError",
     "GPUCodegen",
+    "PHILOX_FORMATS",
+    "SIMT_INDEX_FORMATS",
     "SIMT_THREAD_INDEX",
     "LaunchInfo",
     "NameTable",

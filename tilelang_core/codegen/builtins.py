@@ -15,8 +15,14 @@ passes build them with the constructors below. Argument orders:
 | `tl.atomic_store` | (dst: BufferLoad, value, order) | void |
 | `tl.printf` | (fmt: StringImm, *args) | int32 |
 | `tl.device_assert` | (cond: bool, msg: StringImm) | void |
+| `tl.<intrinsic>` of `INTRINSIC_OPS` | see that table | printed through the dialect's `intrinsic_formats` (a dialect without a spelling refuses it, naming the op) |
 | `tl.dp4a` | (a, b: `tvm_access_ptr`s to 4 int8 each, c: to one int32) | void: `*c += a[0]*b[0] + a[1]*b[1] + a[2]*b[2] + a[3]*b[3]` (int32, wrapping) |
 | `tl.shfl_xor` | (value, lane_mask: int32) | `value` of the lane whose index is this lane's xor `lane_mask` (every lane of the warp calls it) |
+
+`INTRINSIC_OPS` are thread-level intrinsics a kernel names itself (`T.shfl_sync`, `T.any_sync`,
+`T.get_lane_idx`, `T.ieee_add`, ...): each is one C expression per dialect, so a dialect spells
+them as a table (`CStyleCodegen.intrinsic_formats`), not as code. Warp-wide ones need every lane
+of the `mask` to reach the call.
 
 `order` is a memory order, an int32 numbered as C11's `memory_order` and GCC's `__ATOMIC_*`
 (`MEMORY_ORDERS`: 0 relaxed, 1 consume, 2 acquire, 3 release, 4 acq_rel, 5 seq_cst); an
@@ -46,6 +52,9 @@ __all__ = [
     "device_assert",
     "shfl_xor",
     "dp4a",
+    "INTRINSIC_OPS",
+    "ROUNDING_MODES",
+    "intrinsic",
 ]
 
 # name -> number of inputs (-1: variadic); add/max/min/or take an optional order after them
@@ -64,6 +73,63 @@ BUILTIN_OPS = {
     "tl.dp4a": 3,
 }
 
+# Intrinsics printed from a dialect's `intrinsic_formats` table: name -> (arguments, value).
+# "mask" is a uint32 lane mask (TileLang's default 0xffffffff: the whole warp); a `rounding`
+# argument is a StringImm of "rn", "rz", "ru" or "rd" and picks the format keyed
+# (name, rounding); else a format keyed (name, value dtype) wins over one keyed by the name
+# (the packed two-lane ops: one spelling per vector dtype); `warp_size` may be left out (the
+# target's warp size is printed).
+INTRINSIC_OPS = {
+    "tl.shfl_sync": "(mask, value, src_lane, width) -> value of lane `src_lane` of each `width`-lane group",
+    "tl.shfl_up_sync": "(mask, value, delta, width) -> value of lane `lane - delta` (own value below 0)",
+    "tl.shfl_down_sync": "(mask, value, delta, width) -> value of lane `lane + delta` (own value past the group)",
+    "tl.shfl_xor_sync": "(mask, value, lane_mask, width) -> value of lane `lane ^ lane_mask`",
+    "tl.any_sync": "(mask, predicate) -> int32: non-zero when any lane's predicate is",
+    "tl.all_sync": "(mask, predicate) -> int32: non-zero when every lane's predicate is",
+    "tl.ballot_sync": "(mask, predicate) -> uint64: bit n set when lane n's predicate is non-zero",
+    "tl.ballot": "(predicate) -> uint64: ballot_sync over the whole warp",
+    "tl.activemask": "() -> uint64: the lanes executing the call",
+    "tl.match_any_sync": "(mask, value) -> uint32: the lanes whose value equals this lane's",
+    "tl.match_all_sync": "(mask, value) -> uint32: `mask` when every lane has the same value, else 0",
+    "tl.sync_warp": "(mask) -> void: a barrier across the lanes of `mask`",
+    "tl.syncthreads_count": "(predicate) -> int32: block barrier, then how many threads had it non-zero",
+    "tl.syncthreads_and": "(predicate) -> int32: block barrier, then non-zero when all had it non-zero",
+    "tl.syncthreads_or": "(predicate) -> int32: block barrier, then non-zero when any had it non-zero",
+    "tl.sync_grid": "() -> void: a barrier across every thread of the grid (cooperative launch)",
+    "tl.named_barrier_arrive": "(barrier_id, thread_count) -> void: arrive at a named barrier, no wait",
+    "tl.get_lane_idx": "([warp_size]) -> int32: linear thread index % warp_size",
+    "tl.get_warp_idx": "([warp_size]) -> int32: linear thread index / warp_size",
+    "tl.get_warp_idx_sync": "([warp_size]) -> int32: as tl.get_warp_idx, the warp converged",
+    "tl.get_warp_group_idx": "(warp_size, warps_per_group) -> int32: linear index / (warp_size * warps_per_group)",
+    "tl.shuffle_elect": "(group_threads) -> bool: true on one thread of each group (0: of the block)",
+    "tl.ieee_add": "(x, y, rounding) -> x + y rounded as `rounding` says",
+    "tl.ieee_sub": "(x, y, rounding) -> x - y",
+    "tl.ieee_mul": "(x, y, rounding) -> x * y",
+    "tl.ieee_fdiv": "(x, y, rounding) -> x / y",
+    "tl.ieee_fmaf": "(x, y, z, rounding) -> x * y + z, rounded once",
+    "tl.ieee_frcp": "(x, rounding) -> 1 / x",
+    "tl.ieee_fsqrt": "(x, rounding) -> sqrt(x)",
+    "tl.ieee_frsqrt": "(x) -> 1 / sqrt(x), round to nearest",
+    "tl.fast_rcp": "(x) -> an approximate 1 / x",
+    "tl.warp_reduce_sum": "(value) -> the sum of `value` over the warp's lanes, on every lane",
+    "tl.warp_reduce_max": "(value) -> the maximum over the warp, on every lane",
+    "tl.warp_reduce_min": "(value) -> the minimum over the warp, on every lane",
+    "tl.warp_reduce_bitand": "(value) -> the bitwise and over the warp (integers), on every lane",
+    "tl.warp_reduce_bitor": "(value) -> the bitwise or over the warp (integers), on every lane",
+    "tl.rng_init": "(state, seed, subsequence, offset) -> void: a Philox4x32-10 stream into `state` (16 uint32)",
+    "tl.rng_rand": "(state) -> uint32: the stream's next word",
+    "tl.rng_rand_uniform": "(state) -> float32 or float64 in (0, 1]",
+    "tl.rng_rand_normal": "(state) -> float32 or float64, standard normal (Box-Muller pairs)",
+    "tl.add2": "(x, y) -> lane-wise x + y of two-lane vectors",
+    "tl.sub2": "(x, y) -> lane-wise x - y",
+    "tl.mul2": "(x, y) -> lane-wise x * y",
+    "tl.fma2": "(x, y, z) -> lane-wise x * y + z",
+    "tl.max2": "(x, y) -> lane-wise maximum",
+    "tl.min2": "(x, y) -> lane-wise minimum",
+    "tl.abs2": "(x) -> lane-wise absolute value",
+}
+ROUNDING_MODES = ("rn", "rz", "ru", "rd")
+
 # index = the memory order's number in the IR (C11 memory_order, GCC __ATOMIC_*, TileLang's ids)
 MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
 
@@ -80,7 +146,7 @@ def _has_attr(name: str, key: str) -> bool:
 
 def register_builtins() -> None:
     """Register every `tl.*` builtin op (opaque effect, printed as `T.tl.<name>`)."""
-    for name in BUILTIN_OPS:
+    for name in [*BUILTIN_OPS, *INTRINSIC_OPS]:
         if not _has_attr(name, "TCallEffectKind"):
             ir.register_op_attr(name, "TCallEffectKind", _OPAQUE)
         if not _has_attr(name, "TScriptPrinterName"):
@@ -183,3 +249,11 @@ def dp4a(a_ptr, b_ptr, c_ptr):
     """`tl.dp4a(a, b, c)`: `*c += ` the dot product of the 4 int8 at `a` and at `b` (pointers
     from `tvm_access_ptr`; `c`'s carries the write bit, so barrier placement sees the write)."""
     return tirx.call_intrin("void", "tl.dp4a", a_ptr, b_ptr, c_ptr)
+
+
+def intrinsic(dtype: str, name: str, *args):
+    """A call of `tl.<name>` (one of `INTRINSIC_OPS`) with value type `dtype`."""
+    op = f"tl.{name}"
+    if op not in INTRINSIC_OPS:
+        raise ValueError(f"{op} is not an intrinsic of the printer; known: {', '.join(sorted(INTRINSIC_OPS))}")
+    return tirx.call_intrin(dtype, op, *args)

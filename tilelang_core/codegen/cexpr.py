@@ -17,6 +17,7 @@ import struct
 
 from tvm import ir, tirx
 
+from . import builtins
 from .analysis import CodegenError, buffer_info, dtype_of, split_lanes
 
 __all__ = ["CExprPrinter", "c_string_literal"]
@@ -97,6 +98,15 @@ def _round_bfloat16(value: float) -> float:
 
 # A constant of a 16-bit float type is that type's value, whatever type computes with it.
 _ROUND_TO = {"float16": _round_float16, "bfloat16": _round_bfloat16}
+
+# lane and warp queries called without sizes: the target's warp size (and 4 warps a group)
+_WARP_SIZED_DEFAULTS = {
+    "tl.get_lane_idx": ("{warp_size}",),
+    "tl.get_warp_idx": ("{warp_size}",),
+    "tl.get_warp_idx_sync": ("{warp_size}",),
+    "tl.get_warp_group_idx": ("{warp_size}", "4"),
+}
+
 
 class CExprPrinter:
     """Expression printing; mixed into `CStyleCodegen`, which owns the state it reads."""
@@ -245,6 +255,18 @@ class CExprPrinter:
         base = self.expr(self.flat_index(buffer, [ramp.base]))
         vtype = self.type_name(f"{buffer_info(buffer).dtype}x{int(ramp.lanes)}")
         return f"(*({vtype}*)(&{name}[{base}]))"
+
+    @staticmethod
+    def is_vector_load(e) -> bool:
+        """Whether `e` loads several lanes of a buffer at once (a Ramp index)."""
+        return isinstance(e, ir.TensorLoad) and tirx.is_buffer_var(e.source) and split_lanes(dtype_of(e))[1] > 1
+
+    @staticmethod
+    def is_vector_intrinsic(e) -> bool:
+        """Whether `e` is a `builtins.INTRINSIC_OPS` call with a vector value (the packed ops),
+        whose text is the stored bits of its lanes."""
+        return (isinstance(e, ir.Call) and isinstance(e.op, ir.Op) and str(e.op.name) in builtins.INTRINSIC_OPS
+                and split_lanes(dtype_of(e))[1] > 1)
 
     def _load(self, e) -> tuple[str, int]:
         buffer = e.source
@@ -446,7 +468,40 @@ class CExprPrinter:
             "tirx.reinterpret": self._reinterpret,
             "tl.shfl_xor": self._shuffle_xor,
             "tl.dp4a": self._dp4a,
+            **{name: self._intrinsic for name in builtins.INTRINSIC_OPS},
         }
+
+    def _intrinsic(self, e) -> tuple[str, int]:
+        """A call of `builtins.INTRINSIC_OPS`, spelled by the dialect's `intrinsic_formats`
+        (keyed by (name, rounding) when its last argument is a rounding mode)."""
+        name = str(e.op.name)
+        args = list(e.args)
+        formats = getattr(self, "intrinsic_formats", {})
+        if args and isinstance(args[-1], ir.StringImm) and str(args[-1].value) in builtins.ROUNDING_MODES:
+            key = (name, str(args.pop().value))
+        else:
+            key = (name, dtype_of(e)) if (name, dtype_of(e)) in formats else name
+        fmt = formats.get(key)
+        if fmt is None:
+            spelled = sorted(str(k) for k in formats if (k[0] if isinstance(k, tuple) else k) == name)
+            also = f" (it spells {', '.join(spelled)})" if spelled else ""
+            where = self.target if getattr(self, "target", None) is not None else self.language
+            detail = "" if key == name else (f" rounding {key[1]!r}" if key[1] in builtins.ROUNDING_MODES
+                                             else f" on {key[1]}")
+            raise CodegenError(f"the kernel calls T.{name[3:]}{detail} "
+                               f"({name}), which the {self.language} dialect of {where} does not "
+                               f"provide{also}; remove the call or compile for a target that has it")
+        self.used_intrinsics.add(name)
+        if name.startswith("tl.rng_"):
+            self.used_helpers.add("philox")
+        caps = getattr(getattr(self, "target", None), "capabilities", None)
+        warp_size = getattr(caps, "warp_size", 32) or 32
+        # a vector operand loaded from a buffer is passed as its stored bits (the packed ops
+        # compute on the storage words: two halves in one 32-bit word), never converted
+        texts = [self.buffer_ref(a.source, a.indices) if self.is_vector_load(a) else self.expr(a) for a in args]
+        if not texts and name in _WARP_SIZED_DEFAULTS:  # TileLang's defaults: the target's warp size
+            texts = [d.format(warp_size=warp_size) for d in _WARP_SIZED_DEFAULTS[name]]
+        return fmt.format(*texts, warp_size=warp_size), PREC_ATOM
 
     def _shuffle_xor(self, e) -> tuple[str, int]:
         """`tl.shfl_xor`; `shuffle_xor_format` over {0}: value, {1}: lane mask."""

@@ -34,7 +34,9 @@ The dialect contract. Attributes (class attributes; neutral defaults here, the S
   `nan_literal`, `eager_logic`;
 - builtins: `atomic_ops`, `memory_orders`, `printf_name`, `assert_format`,
   `reinterpret_format`, `shuffle_xor_format`, `dp4a_format` (None: not spelled; the printer
-  says which builtin the dialect lacks).
+  says which builtin the dialect lacks), `intrinsic_formats` (the thread-level intrinsics of
+  `builtins.INTRINSIC_OPS`: op name, or (op name, rounding mode), -> a format over the call's
+  arguments {0}, {1}, ... and {warp_size}; an op missing there is refused with its name).
 Methods meant for overriding: `kernel_signature`, `param_decl`, `launch_bounds`,
 `kernel_prologue`, `kernel_epilogue`, `visit_thread_extent`, `declare_buffer`,
 `plan_allocations`, `emit_barrier`, `emit_assert`, `vector_type`, `call_handlers`,
@@ -69,11 +71,24 @@ from .analysis import (
 )
 from .cexpr import CExprPrinter, c_string_literal
 
-__all__ = ["CStyleCodegen", "C_MATH_OPS", "C_TYPES"]
+__all__ = ["CStyleCodegen", "C_MATH_OPS", "C_TYPES", "PHILOX_FORMATS"]
 
 _INCLUDE = Path(__file__).parent / "include"
+# PrimFunc attribute: names of tensor parameters that may alias (printed without `restrict`)
+ATTR_MAY_ALIAS = "tl.non_restrict_params"
 # the printer's own helpers (`used_helpers` names) and the file of include/ that defines them
-_HELPER_FILES = {"intdiv": "tl_intdiv.h", "dp4a": "tl_dp4a.h"}
+_HELPER_FILES = {"intdiv": "tl_intdiv.h", "dp4a": "tl_dp4a.h", "philox": "tl_philox.h"}
+
+# T.rng_* in any C dialect with pointers and memcpy: the portable Philox of include/tl_philox.h
+# (a dialect merges these into its `intrinsic_formats`; the printer pastes the helper file)
+PHILOX_FORMATS = {
+    "tl.rng_init": "tl_rng_init({0}, {1}, {2}, {3})",
+    "tl.rng_rand": "tl_rng_rand({0})",
+    ("tl.rng_rand_uniform", "float32"): "tl_rng_uniform({0})",
+    ("tl.rng_rand_uniform", "float64"): "tl_rng_uniform_double({0})",
+    ("tl.rng_rand_normal", "float32"): "tl_rng_normal({0})",
+    ("tl.rng_rand_normal", "float64"): "tl_rng_normal_double({0})",
+}
 
 C_TYPES = {
     "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
@@ -187,6 +202,9 @@ class CStyleCodegen(CExprPrinter):
     # `tl.dp4a` over {0}, {1}: int8 pointers, {2}: the int32 pointer; None: the portable
     # helper of include/tl_dp4a.h
     dp4a_format = None
+    # `builtins.INTRINSIC_OPS`: "tl.<name>" or ("tl.<name>", rounding) -> format over the
+    # arguments ({0}, ...; a rounding argument is left out) and {warp_size}
+    intrinsic_formats: dict = {}
     assert_format = "assert(({cond}) && {msg});"
     reserved_names: tuple[str, ...] = ("printf", "min", "max", "assert")
     calling_convention = "device kernel: (buffer pointers..., scalars...) in parameter order"
@@ -235,6 +253,8 @@ class CStyleCodegen(CExprPrinter):
             "helpers": sorted(self.used_helpers),
             # positions of the tensor parameters the kernel may write (the call path refuses
             # read-only arrays there)
+            # the grid must be launched cooperatively (the kernel calls tl.sync_grid)
+            "cooperative": "tl.sync_grid" in self.used_intrinsics,
             "written_params": ",".join(str(i) for i, p in enumerate(func.params)
                                        if tirx.is_buffer_var(p) and p in self.written_buffers),
         }
@@ -256,6 +276,7 @@ class CStyleCodegen(CExprPrinter):
         self.line_map: dict = {}
         self.pending_lines: list[str] = []
         self.used_helpers: set = set()
+        self.used_intrinsics: set = set()
         self.dyn_shared_offsets: dict = {}
         self.dyn_shared_bytes = 0
         self._depth = 0
@@ -348,8 +369,14 @@ class CStyleCodegen(CExprPrinter):
             return f"{self.value_type_name(dtype_of(var))} {self.var_names[var]}"
         info = buffer_info(var)
         const = "const " if var not in self.written_buffers else ""
-        restrict = f" {self.restrict}" if self.restrict else ""
+        restrict = f" {self.restrict}" if self.restrict and not self.may_alias(var) else ""
         return f"{const}{self.type_name(info.dtype)}*{restrict} {self.buffer_names[var]}"
+
+    def may_alias(self, var) -> bool:
+        """Whether the kernel said parameter `var` may alias another (`T.annotate_restrict_buffers`,
+        the PrimFunc attribute ATTR_MAY_ALIAS): its pointer is then not `restrict`."""
+        attrs = getattr(self.func, "attrs", None) or {}
+        return str(var.name) in [str(n) for n in (attrs.get(ATTR_MAY_ALIAS, ()) or ())]
 
     def kernel_signature(self, entry: str, params: list[tuple]) -> str:
         args = ", ".join(self.param_decl(kind, var) for kind, var in params)
@@ -621,6 +648,8 @@ class CStyleCodegen(CExprPrinter):
     def visit_store(self, s) -> None:
         buf = s.buffer
         ref = self.buffer_ref(buf, s.indices)
+        if self.is_vector_intrinsic(s.value):  # a packed op's value is already the stored bits
+            return self.emit(f"{ref} = {self.expr(s.value)};")
         value = self.store_value(buffer_info(buf).dtype, self.expr(s.value))
         self.emit(f"{ref} = {value};")
 

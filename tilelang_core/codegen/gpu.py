@@ -22,12 +22,24 @@ from tvm import ir, tirx
 from .analysis import CodegenError, LaunchInfo, buffer_info, dtype_of
 from .cstyle import CStyleCodegen
 
-__all__ = ["GPUCodegen", "SIMT_THREAD_INDEX"]
+__all__ = ["GPUCodegen", "SIMT_INDEX_FORMATS", "SIMT_THREAD_INDEX"]
 
 # launch tag -> the spelling of the C++ GPU dialects (CUDA, HIP, MUSA)
 SIMT_THREAD_INDEX = {
     "blockIdx.x": "blockIdx.x", "blockIdx.y": "blockIdx.y", "blockIdx.z": "blockIdx.z",
     "threadIdx.x": "threadIdx.x", "threadIdx.y": "threadIdx.y", "threadIdx.z": "threadIdx.z",
+}
+
+
+# lane, warp and group queries of builtins.INTRINSIC_OPS over the block-linear thread index,
+# in the spelling of the C++ GPU dialects (threadIdx / blockDim)
+_LINEAR = "((int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)))"
+SIMT_INDEX_FORMATS = {
+    "tl.get_lane_idx": f"({_LINEAR} % ({{0}}))",
+    "tl.get_warp_idx": f"({_LINEAR} / ({{0}}))",
+    "tl.get_warp_idx_sync": f"({_LINEAR} / ({{0}}))",
+    "tl.get_warp_group_idx": f"({_LINEAR} / (({{0}}) * ({{1}})))",
+    "tl.shuffle_elect": f"(({{0}}) == 0 ? {_LINEAR} == 0 : {_LINEAR} % ({{0}}) == 0)",
 }
 
 
@@ -60,7 +72,7 @@ class GPUCodegen(CStyleCodegen):
         conversion). Every other store is the base printer's."""
         dtype = buffer_info(s.buffer).dtype
         value = s.value
-        if dtype in self.storage_types:
+        if dtype in self.storage_types and not self.is_vector_intrinsic(value):
             if isinstance(value, ir.TensorLoad) and tirx.is_buffer_var(value.source) \
                     and buffer_info(value.source).dtype == dtype:
                 return self.emit(f"{self.buffer_ref(s.buffer, s.indices)} = "

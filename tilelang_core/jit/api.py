@@ -227,6 +227,19 @@ def _build_launches(func, plan, target, options: CompileOptions, out_idx: tuple[
     return meta, tuple(binaries), "\n\n".join(sources)
 
 
+def _annotated_options(func) -> tuple[dict, tuple]:
+    """The pass configs and compile flags a kernel's body annotated (function attributes of
+    `T.annotate_pass_configs` / `T.annotate_compile_flags`), as Python values."""
+    from ..language.eager import ATTR_COMPILE_FLAGS, ATTR_PASS_CONFIGS
+
+    attrs = func.attrs or {}
+    configs = {}
+    for key, value in dict(attrs.get(ATTR_PASS_CONFIGS, {}) or {}).items():
+        configs[str(key)] = value.value if hasattr(value, "value") else (str(value) if isinstance(value, str) else value)
+    flags = tuple(str(f) for f in (attrs.get(ATTR_COMPILE_FLAGS, ()) or ()))
+    return configs, flags
+
+
 def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None,
             pass_configs: dict[str, Any] | None = None, execution_backend: str | None = None,
             verbose: bool = False, cache: bool = True, *, target_host: Any = None,
@@ -261,9 +274,10 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
     func = single_prim_func(func, "compile")
     start = time.perf_counter()
     tgt = get_plugin_manager().parse_target(target)
-    options = CompileOptions.from_pass_configs(pass_configs)
-    if compile_flags:
-        flags = (compile_flags,) if isinstance(compile_flags, str) else tuple(compile_flags)
+    own_configs, own_flags = _annotated_options(func)  # T.annotate_pass_configs / _compile_flags
+    options = CompileOptions.from_pass_configs({**own_configs, **(pass_configs or {})})
+    flags = ((compile_flags,) if isinstance(compile_flags, str) else tuple(compile_flags or ())) + own_flags
+    if flags:
         options = dataclasses.replace(options, extra_flags=options.extra_flags + flags)
     n_params = len(func.params)
     outs = _normalize_out_idx(out_idx, func)

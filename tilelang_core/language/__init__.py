@@ -24,7 +24,8 @@ import tvm.tirx.script.parser as _tirx
 
 import tilelang_core.ir.ops  # noqa: F401 - registers the tl.* ops and the T.tl namespace
 
-from . import allocate, atomics, bindings, convolution, dtypes, eager, extern, groups, kernel, layout, loops, misc, parser, reducers, tensor, tileops
+from . import (allocate, atomics, bindings, convolution, dtypes, eager, extern, groups, kernel, layout, loops,
+               math_intrinsics, misc, parser, random, reducers, tensor, threads, tile_schedule, tileops, utilities)
 from .allocate import *  # noqa: F401,F403
 from .atomics import *  # noqa: F401,F403
 from .bindings import *  # noqa: F401,F403
@@ -35,11 +36,16 @@ from .groups import *  # noqa: F401,F403
 from .kernel import *  # noqa: F401,F403
 from .layout import *  # noqa: F401,F403
 from .loops import *  # noqa: F401,F403
+from .math_intrinsics import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
 from .parser import *  # noqa: F401,F403
+from .random import *  # noqa: F401,F403
 from .reducers import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
+from .threads import *  # noqa: F401,F403
+from .tile_schedule import *  # noqa: F401,F403
 from .tileops import *  # noqa: F401,F403
+from .utilities import *  # noqa: F401,F403
 
 loops.install_for_handler()
 
@@ -58,11 +64,17 @@ _OWN_NAMES = [
     *kernel.__all__,
     *layout.__all__,
     *loops.__all__,
+    *math_intrinsics.__all__,
     *misc.__all__,
     *parser.__all__,
+    *random.__all__,
     *reducers.__all__,
     *tensor.__all__,
+    *threads.__all__,
+    *tile_schedule.__all__,
     *tileops.__all__,
+    *utilities.__all__,
+    *dtypes.DTYPE_HELPERS,
     *dtypes.DTYPES,
     "DType",
     "dtype",
@@ -77,14 +89,25 @@ globals().update(dtypes.DTYPES)
 DType = dtypes.DType
 dtype = dtypes.DType  # TileLang's name, for annotations (`x: T.dtype = T.float16`)
 to_dtype = dtypes.to_dtype
+for _name in dtypes.DTYPE_HELPERS:
+    globals()[_name] = getattr(dtypes, _name)
 
 _FROM_TIRX = {n for n in _tirx.__all__ if n not in _NOT_FROM_TIRX and n in globals()}
 __all__ = sorted(set(_OWN_NAMES) | _FROM_TIRX)
 
 
+# names of classes defined above the language (imports go down): resolved when asked
+_LAZY = {"JITFunc": ("tilelang_core.jit.function", "JITFunction")}
+
+
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
     from tilelang_core.plugin import get_plugin_manager
 
     # names installed backends add (TileLang's instructions for their hardware)

@@ -14,6 +14,10 @@ from tvm.tirx.script.builder import ir as _builder
 
 __all__ = ["DType", "DTYPE_ALIASES", "DTYPES", "to_dtype"]
 
+# TileLang's dtype names this module adds to `T` (besides DTYPES)
+DTYPE_HELPERS = ["AnyDType", "get_tvm_dtype", "is_f8f6f4_family", "is_float4", "is_float4_e2m1_unpacked",
+                 "is_float4_e2m1fn", "validate_gemm_ab_dtypes"]
+
 # TileLang / PyTorch spellings -> TVM dtype names
 DTYPE_ALIASES = {
     "float": "float32",
@@ -27,6 +31,10 @@ DTYPE_ALIASES = {
     "e4m3_float8": "float8_e4m3fn",
     "e5m2_float8": "float8_e5m2",
     "float8_e4m3": "float8_e4m3fn",
+    # TensorFloat-32 is float32 in memory: a T.gemm of float32 operands multiplies on TF32
+    # tensor cores where the target has them (its "tfloat32" matrix instructions), which is
+    # TileLang's meaning of a tfloat32 buffer
+    "tfloat32": "float32",
 }
 
 
@@ -41,7 +49,7 @@ class DType(str):
         text = str(name)
         return super().__new__(cls, DTYPE_ALIASES.get(text, text))
 
-    def __call__(self, value: Any = None) -> ir.Expr:
+    def __call__(self, value: Any = None, *args: Any) -> ir.Expr:
         if value is None:
             # a scalar declaration, as `T.int32()` in TVMScript (`n: T.int32`, `x: T.int32 = 0`)
             return _constructor(self)()
@@ -60,6 +68,17 @@ class DType(str):
         from ..utils.tensor import map_torch_type
 
         return map_torch_type(str(self))
+
+
+def _vector(dtype: "DType", lanes: tuple) -> ir.Expr:
+    from tvm import tirx
+
+    parsed = ir.PrimType(str(dtype)).dtype
+    if parsed.lanes != len(lanes):
+        raise ValueError(f"T.{dtype}: {len(lanes)} values for a {parsed.lanes}-lane vector")
+    scalar = str(dtype)[: -len(f"x{parsed.lanes}")]
+    values = [v if isinstance(v, ir.Expr) and str(v.ty.dtype) == scalar else DType(scalar)(v) for v in lanes]
+    return tirx.Shuffle(values, [tirx.const(i, "int32") for i in range(len(values))])
 
 
 def _constructor(dtype: str) -> Any:
@@ -133,6 +152,13 @@ def _collect_dtypes() -> dict[str, DType]:
     for bits in (1, 2, 4):
         for sign in ("int", "uint"):
             names.setdefault(f"{sign}{bits}", DType(f"{sign}{bits}"))
+    # two-lane vectors of TileLang's packed arithmetic (T.add2, ...) TVMScript lacks a name for
+    for name in ("bfloat16x2", "float16x2", "float32x2"):
+        names.setdefault(name, DType(name))
+    # TensorFloat-32 buffers and vectors: float32 in memory (see DTYPE_ALIASES)
+    names["tfloat32"] = DType("float32")
+    for lanes in (2, 4, 8, 16, 32, 64):
+        names[f"tfloat32x{lanes}"] = DType(f"float32x{lanes}")
     # TileLang's C-style spellings: T.float is T.float32, T.half is T.float16, ...
     for alias, canonical in DTYPE_ALIASES.items():
         names.setdefault(alias, DType(canonical))
@@ -141,3 +167,56 @@ def _collect_dtypes() -> dict[str, DType]:
 
 # Every dtype name of TVMScript (float16, int8x4, bf16, ...) as a DType.
 DTYPES = _collect_dtypes()
+
+
+# -- TileLang's dtype helpers -------------------------------------------------------------------
+
+AnyDType = Any  # what the helpers accept: a name, a DType, a TVM type, a torch or numpy dtype
+
+_FLOAT4_UNPACKED = "float4_e2m1_unpacked"  # TileLang's one-FP4-per-byte storage (tcgen05 only)
+
+
+def get_tvm_dtype(value: AnyDType) -> DType:
+    """`value` as this language's dtype (TileLang's `T.get_tvm_dtype`)."""
+    return to_dtype(value)
+
+
+def _name(value: AnyDType) -> str:
+    text = str(value)
+    return text if text in (_FLOAT4_UNPACKED, "custom[float4_e2m1_unpacked]8") else str(to_dtype(value))
+
+
+def is_float4_e2m1fn(value: AnyDType) -> bool:
+    """Whether `value` is packed 4-bit FP4 (E2M1), any lane count."""
+    return _name(value).startswith("float4_e2m1fn")
+
+
+def is_float4_e2m1_unpacked(value: AnyDType) -> bool:
+    """Whether `value` is TileLang's unpacked FP4 (one E2M1 value per byte), which only
+    Blackwell's tcgen05 paths use; no dtype of this language is."""
+    return _name(value) in (_FLOAT4_UNPACKED, "custom[float4_e2m1_unpacked]8")
+
+
+def is_float4(value: AnyDType) -> bool:
+    """Whether `value` is any FP4 E2M1 variant (packed or unpacked)."""
+    return is_float4_e2m1fn(value) or is_float4_e2m1_unpacked(value)
+
+
+def is_f8f6f4_family(value: AnyDType) -> bool:
+    """Whether `value` is an 8-, 6- or 4-bit float (the operand family of block-scaled MMA)."""
+    if is_float4(value):
+        return True
+    name = _name(value)
+    return name.startswith(("float8", "float6"))
+
+
+def validate_gemm_ab_dtypes(a_dtype: AnyDType, b_dtype: AnyDType, *, a_in_tmem: bool = False,
+                            allow_f8f6f4_mixed: bool = False) -> None:
+    """Raise ValueError unless a GEMM may take A of `a_dtype` with B of `b_dtype`: the same
+    dtype, or (with `allow_f8f6f4_mixed`) two of the 8/6/4-bit float family."""
+    if a_in_tmem or _name(a_dtype) == _name(b_dtype):
+        return
+    if allow_f8f6f4_mixed and is_f8f6f4_family(a_dtype) and is_f8f6f4_family(b_dtype):
+        return
+    raise ValueError(f"a GEMM of mixed operand dtypes needs both in the 8/6/4-bit float family; got A={a_dtype}, "
+                     f"B={b_dtype}: cast one operand to the other's dtype")

@@ -23,7 +23,13 @@ import tvm
 
 from .dtypes import to_dtype
 
-__all__ = ["const", "empty"]
+__all__ = ["PrimFunc", "annotate_compile_flags", "annotate_pass_configs", "const", "empty"]
+
+# the function attributes `tilelang_core.compile` merges into its pass configs and compile flags
+ATTR_PASS_CONFIGS = "tilelang.pass_configs"
+ATTR_COMPILE_FLAGS = "tilelang.compile_flags"
+
+PrimFunc = tvm.tirx.PrimFunc  # TileLang's name of a parsed kernel's class (annotations, isinstance)
 
 _STATE = threading.local()
 
@@ -108,3 +114,28 @@ def empty(shape: Any, dtype: Any = "float32") -> Any:
         "T.empty(shape, dtype) declares an output of an eager @tilelang.jit function; write it as "
         "`C = T.empty(...)` at the top level of the function body (before `with T.Kernel`), and "
         "`return C`")
+
+
+def annotate_pass_configs(configs: dict) -> None:
+    """Pass configs of this kernel, written in its body (`T.annotate_pass_configs({"tl.disable_tma_lower":
+    True})`): `compile` merges them under the ones its caller passes (the caller's win)."""
+    if not isinstance(configs, dict) or not all(isinstance(k, str) for k in configs):
+        raise TypeError(f"T.annotate_pass_configs: expects a dict of config names to values, got {configs!r}")
+    for key, value in configs.items():
+        if not isinstance(value, (bool, int, float, str)):
+            raise TypeError(f"T.annotate_pass_configs: the value of {key!r} must be a bool, int, float or str, "
+                            f"got {type(value).__name__}")
+    from tvm.tirx.script.builder import ir as _builder
+
+    _builder.func_attr({ATTR_PASS_CONFIGS: {k: (int(v) if isinstance(v, bool) else v) for k, v in configs.items()}})
+
+
+def annotate_compile_flags(flags) -> None:
+    """Device-compiler flags of this kernel, written in its body: `compile` adds them after
+    the `compile_flags` its caller passes."""
+    flags = [flags] if isinstance(flags, str) else list(flags)
+    if not all(isinstance(f, str) for f in flags):
+        raise TypeError(f"T.annotate_compile_flags: expects a str or a list of str, got {flags!r}")
+    from tvm.tirx.script.builder import ir as _builder
+
+    _builder.func_attr({ATTR_COMPILE_FLAGS: flags})

@@ -31,6 +31,8 @@ from .regions import as_operand, as_region, check_same_extents, resolve_pair
 from .tileops import _emit
 
 __all__ = [
+    "WarpSpecialize",
+    "WarpSpecializeFrame",
     "alloc_barrier",
     "barrier_arrive",
     "barrier_wait",
@@ -64,6 +66,10 @@ def ws(*group_ids: int):
         raise ValueError(f"T.ws{tuple(group_ids)}: the groups must be consecutive (one range of threads); "
                          f"use one T.ws per group instead")
     return _builder.attr(len(ids), ATTR_THREAD_GROUPS, tirx.IntImm("int32", ids[0]))
+
+
+WarpSpecialize = ws  # TileLang's long name of T.ws
+WarpSpecializeFrame = type(_builder.attr(1, ATTR_THREAD_GROUPS, tirx.IntImm("int32", 0)))  # what T.ws returns
 
 
 def alloc_barrier(arrive_count: int | list[int]) -> Any:

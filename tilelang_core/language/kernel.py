@@ -11,8 +11,13 @@ from tvm.tirx.script.builder import ir as _builder
 
 __all__ = [
     "Kernel",
+    "KernelLaunchFrame",
     "get_block_binding",
     "get_block_bindings",
+    "get_block_extent",
+    "get_block_extents",
+    "get_thread_extent",
+    "get_thread_extents",
     "get_thread_binding",
     "get_thread_bindings",
 ]
@@ -126,3 +131,38 @@ def get_block_binding(dim: int = 0) -> ir.Var:
 def get_block_bindings() -> list[ir.Var]:
     """The blockIdx vars of the enclosing kernel."""
     return list(_current_kernel("get_block_bindings").block_vars)
+
+
+# TileLang's name for the object `T.Kernel(...)` makes (annotations, isinstance checks)
+KernelLaunchFrame = Kernel
+
+
+def _extents(values: tuple, what: str, dim: int | None) -> Any:
+    padded = list(values) + [1] * (3 - len(values))  # an unnamed dimension has extent 1
+    if dim is None:
+        return padded
+    if not isinstance(dim, int) or not 0 <= dim < 3:
+        raise ValueError(f"T.{what}: dim must be 0, 1 or 2 (x, y, z), got {dim!r}")
+    return padded[dim]
+
+
+def get_thread_extent(dim: int = 0) -> Any:
+    """Threads per block along `dim` (0 x, 1 y, 2 z) of the enclosing kernel; 1 for a
+    dimension `threads=` did not name."""
+    return _extents(_current_kernel("get_thread_extent").threads, "get_thread_extent", dim)
+
+
+def get_thread_extents() -> list:
+    """The block's thread extents [x, y, z] of the enclosing kernel (unnamed ones 1)."""
+    return _extents(_current_kernel("get_thread_extents").threads, "get_thread_extents", None)
+
+
+def get_block_extent(dim: int = 0) -> Any:
+    """Blocks of the grid along `dim` (0 x, 1 y, 2 z) of the enclosing kernel; 1 for a
+    dimension the kernel did not name."""
+    return _extents(_current_kernel("get_block_extent").blocks, "get_block_extent", dim)
+
+
+def get_block_extents() -> list:
+    """The grid's extents [x, y, z] of the enclosing kernel (unnamed ones 1)."""
+    return _extents(_current_kernel("get_block_extents").blocks, "get_block_extents", None)

@@ -28,6 +28,8 @@ __all__ = [
     "Persistent",
     "Pipelined",
     "Serial",
+    "Unroll",
+    "Vectorized",
     "grid",
     "serial",
     "unroll",
@@ -220,3 +222,7 @@ def install_for_handler() -> None:
     dispatch.register(token="tirx", type_name="For")(visit_for)
     _installed = True
 
+
+
+Unroll = unroll  # TileLang's capitalised spellings
+Vectorized = vectorized

@@ -14,7 +14,7 @@ from tilelang_core.ir.ops import make_call
 
 from .regions import as_region
 
-__all__ = ["ceildiv", "clamp", "device_assert", "print", "reinterpret", "use_swizzle"]
+__all__ = ["annotate_restrict_buffers", "ceildiv", "clamp", "device_assert", "print", "reinterpret", "use_swizzle"]
 
 _SWIZZLE_ORDERS = ("row", "col")
 
@@ -83,3 +83,18 @@ def reinterpret(value: Any, dtype: Any, span: Any = None) -> Any:
     # "handle": a pointer from its 64 bits (TileLang's `T.reinterpret(T.uint64(0), dtype="handle")`)
     name = "handle" if str(dtype) == "handle" else str(to_dtype(dtype))
     return tirx.reinterpret(name, value, span=span) if span is not None else tirx.reinterpret(name, value)
+
+
+def annotate_restrict_buffers(*buffers: Any) -> None:
+    """Say that these tensor parameters may alias one another (overlapping views of one
+    tensor): their pointers lose `__restrict__`, so the compiler keeps the order of their
+    loads and stores. Write it at the top of the kernel body."""
+    if not buffers:
+        return None
+    names = []
+    for buf in buffers:
+        if not is_buffer_var(buf):
+            raise TypeError(f"T.annotate_restrict_buffers: expects tensor parameters, got {type(buf).__name__} {buf}")
+        names.append(str(buf.name))
+    _builder.func_attr({"tl.non_restrict_params": names})
+    return None

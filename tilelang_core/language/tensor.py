@@ -10,7 +10,8 @@ from tilelang_core.ir.constants import SCOPE_GLOBAL
 
 from .dtypes import to_dtype
 
-__all__ = ["Buffer", "Tensor", "dynamic", "symbolic"]
+__all__ = ["Buffer", "FragmentBuffer", "LocalBuffer", "SharedBuffer", "StridedTensor", "Tensor", "dynamic",
+           "make_tensor", "reshape", "symbolic", "view"]
 
 
 def normalize_shape(shape: Any) -> tuple:
@@ -69,6 +70,76 @@ class TensorProxy:
 
 Tensor = TensorProxy()
 Buffer = Tensor
+
+
+class _ScopedTensorProxy(TensorProxy):
+    """`T.Tensor` with another default memory scope: TileLang's annotation types for macro
+    parameters (`def body(K_shared: T.SharedBuffer([64, 64], T.float16), ...)`); called in a
+    kernel body with `data=` it declares a view in that scope."""
+
+    def __init__(self, default_scope: str) -> None:
+        self.default_scope = default_scope
+
+    def __call__(self, shape: Any, dtype: Any = "float32", data: Any = None, strides: Any = None,
+                 elem_offset: Any = None, scope: str | None = None, align: int = 0,
+                 offset_factor: int = 0) -> tvm.ir.Var:
+        return super().__call__(shape, dtype, data, strides, elem_offset, scope or self.default_scope, align,
+                                offset_factor)
+
+
+SharedBuffer = _ScopedTensorProxy("shared.dyn")
+FragmentBuffer = _ScopedTensorProxy("local.fragment")
+LocalBuffer = _ScopedTensorProxy("local")
+
+
+class _StridedTensorProxy:
+    """`T.StridedTensor(shape, strides, dtype)`: a global tensor parameter with explicit
+    element strides (a slice or a transposed view passed without a copy)."""
+
+    def __call__(self, shape: Any, strides: Any, dtype: Any = "float32", scope: str | None = None) -> tvm.ir.Var:
+        shape, strides = normalize_shape(shape), normalize_shape(strides)
+        if len(strides) != len(shape):
+            raise ValueError(f"T.StridedTensor: {len(strides)} strides for the {len(shape)}-D shape {shape}")
+        return Tensor(shape, dtype, strides=strides, scope=scope or SCOPE_GLOBAL)
+
+    def __getitem__(self, keys: Any) -> tvm.ir.Var:
+        return self(*keys)
+
+
+StridedTensor = _StridedTensorProxy()
+
+
+def make_tensor(ptr: Any, shape: Any, dtype: Any = "float32", strides: Any = None) -> tvm.ir.Var:
+    """A tensor of `shape` and `dtype` over the memory `ptr` points at (another tensor's
+    `.data`), declared in the kernel body: `T.Tensor(shape, dtype, ptr)`."""
+    return Tensor(shape, dtype, data=ptr, strides=strides)
+
+
+def _bits(shape: tuple, dtype: Any) -> Any:
+    total = tvm.ir.PrimType(str(to_dtype(dtype))).dtype.bits * tvm.ir.PrimType(str(to_dtype(dtype))).dtype.lanes
+    for extent in shape:
+        total = total * extent
+    return total
+
+
+def view(src: Any, shape: Any = None, dtype: Any = None) -> tvm.ir.Var:
+    """`src`'s memory seen with another `shape` and/or `dtype` (no copy); the bits must match:
+    `T.view(A, (M * N,))`, `T.view(packed, dtype=T.int8)`."""
+    if not tvm.tirx.is_buffer_var(src):
+        raise TypeError(f"T.view: src must be a buffer, got {type(src).__name__} {src}")
+    shape = normalize_shape(src.shape if shape is None else shape)
+    dtype = str(src.dtype) if dtype is None else str(to_dtype(dtype))
+    new_bits, old_bits = _bits(shape, dtype), _bits(tuple(src.shape), str(src.dtype))
+    if not tvm.sym.Analyzer().can_prove_equal(tvm.tirx.const(0, "int64") + new_bits,
+                                              tvm.tirx.const(0, "int64") + old_bits):
+        raise ValueError(f"T.view/T.reshape: {src.name} holds {old_bits} bits ({tuple(src.shape)} of {src.dtype}), "
+                         f"the view {shape} of {dtype} holds {new_bits}; the sizes must match")
+    return Tensor(shape, dtype, data=src.data, scope=str(src.scope()))
+
+
+def reshape(src: Any, shape: Any) -> tvm.ir.Var:
+    """`src` seen with another `shape` of the same element count (no copy)."""
+    return view(src, shape)
 
 
 def symbolic(name: str, dtype: str = "int32") -> tvm.tirx.Var:

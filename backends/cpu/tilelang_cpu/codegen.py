@@ -26,7 +26,7 @@ from tvm import ir, tirx
 from tilelang_core.codegen import CStyleCodegen, CodegenError
 from tilelang_core.codegen import THREAD_TAGS, buffer_info, dtype_of, iter_exprs, split_lanes
 from tilelang_core.codegen import c_string_literal
-from tilelang_core.codegen import C_MATH_OPS, C_TYPES
+from tilelang_core.codegen import C_MATH_OPS, C_TYPES, PHILOX_FORMATS
 from tilelang_core.ir import source_of
 
 __all__ = ["CPUCodegen", "STACK_ARRAY_LIMIT", "STACK_TOTAL_LIMIT", "PARALLEL_MIN_WORK"]
@@ -94,6 +94,27 @@ class CPUCodegen(CStyleCodegen):
     }
     # float32 exp/exp2 are tl_cpu.h's inline polynomials: loops calling them vectorize, and a
     # kernel computes the same values whether or not its loop was vectorized
+    # builtins.INTRINSIC_OPS with a meaning in a block that runs as one thread: the IEEE
+    # operations rounded to nearest (tl_cpu.h; C has no per-operation rounding modes), the float
+    # or double helper picked by C11 _Generic (its operand is not evaluated)
+    intrinsic_formats = {
+        ("tl.ieee_add", "rn"): "_Generic(({0}), float: tl_ieee_add_rnf, double: tl_ieee_add_rnd)({0}, {1})",
+        ("tl.ieee_sub", "rn"): "_Generic(({0}), float: tl_ieee_sub_rnf, double: tl_ieee_sub_rnd)({0}, {1})",
+        ("tl.ieee_mul", "rn"): "_Generic(({0}), float: tl_ieee_mul_rnf, double: tl_ieee_mul_rnd)({0}, {1})",
+        ("tl.ieee_fdiv", "rn"): "_Generic(({0}), float: tl_ieee_div_rnf, double: tl_ieee_div_rnd)({0}, {1})",
+        ("tl.ieee_fmaf", "rn"): "_Generic(({0}), float: tl_ieee_fma_rnf, double: tl_ieee_fma_rnd)({0}, {1}, {2})",
+        ("tl.ieee_frcp", "rn"): "_Generic(({0}), float: tl_ieee_rcp_rnf, double: tl_ieee_rcp_rnd)({0})",
+        ("tl.ieee_fsqrt", "rn"): "_Generic(({0}), float: tl_ieee_sqrt_rnf, double: tl_ieee_sqrt_rnd)({0})",
+        "tl.ieee_frsqrt": "_Generic(({0}), float: tl_ieee_rsqrt_rnf, double: tl_ieee_rsqrt_rnd)({0})",
+    }
+    intrinsic_formats.update(PHILOX_FORMATS)
+    # packed float32x2 arithmetic on GCC vector values (lane-wise operators)
+    intrinsic_formats.update({
+        ("tl.add2", "float32x2"): "({0} + {1})",
+        ("tl.sub2", "float32x2"): "({0} - {1})",
+        ("tl.mul2", "float32x2"): "({0} * {1})",
+        ("tl.fma2", "float32x2"): "({0} * {1} + {2})",
+    })
     math_ops = {**C_MATH_OPS, "min": {"default": "tl_min({0}, {1})"},
                 "max": {"default": "tl_max({0}, {1})"},
                 "exp": {**C_MATH_OPS["exp"], "float32": "tl_expf({0})"},

@@ -149,8 +149,9 @@ def compile_flags(cc: str, arch: str | None) -> list[str]:
     return flags + [f"-I{INCLUDE_DIR}"]
 
 
-def compile_command(cc: str, arch: str | None, c_path: str, so_path: str) -> list[str]:
-    return [cc, *compile_flags(cc, arch), c_path, "-o", so_path, "-lm"]
+def compile_command(cc: str, arch: str | None, c_path: str, so_path: str, flags: tuple = ()) -> list[str]:
+    """The compiler's command line; `flags` (the caller's `compile_flags`) go after ours."""
+    return [cc, *compile_flags(cc, arch), *flags, c_path, "-o", so_path, "-lm"]
 
 
 def _require_compiler() -> str:
@@ -167,8 +168,8 @@ def _require_compiler() -> str:
     return cc
 
 
-def compile_source(source: str, arch: str | None = None, name: str = "kernel") -> bytes:
-    """Compile generated C into a shared library; returns its bytes. The temporary folder is
+def compile_source(source: str, arch: str | None = None, name: str = "kernel", flags: tuple = ()) -> bytes:
+    """Compile generated C into a shared library (`flags` appended to the command); returns its bytes. The temporary folder is
     removed on every way out (an interrupt, Ctrl-C, included), except when the compiler
     rejects the code: then the .c file the error names is kept for the repro command (and
     everything, with TILELANG_DEBUG=1)."""
@@ -178,7 +179,7 @@ def compile_source(source: str, arch: str | None = None, name: str = "kernel") -
     try:
         c_path, so_path = workdir / f"{name}.c", workdir / f"{name}.so"
         c_path.write_text(source)
-        cmd = compile_command(cc, arch, str(c_path), str(so_path))
+        cmd = compile_command(cc, arch, str(c_path), str(so_path), tuple(flags))
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         except (OSError, subprocess.SubprocessError) as err:

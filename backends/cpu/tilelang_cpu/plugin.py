@@ -51,7 +51,8 @@ def tilelang_codegen(target, module, options):
 def tilelang_compile(target, source, options):
     from . import compile as _compile
 
-    return _compile.compile_source(source.source, target.arch, name=source.entry)
+    flags = tuple(getattr(options, "extra_flags", ()) or ())  # compile(compile_flags=), T.annotate_compile_flags
+    return _compile.compile_source(source.source, target.arch, name=source.entry, flags=flags)
 
 
 @hookimpl

@@ -9,7 +9,7 @@ from tilelang_core.plugin import Capabilities, TargetKind
 
 __all__ = ["CPU_ARCHS", "arch_family", "host_arch", "cpu_kind", "host_features"]
 
-_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16",
+_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16",
            "float32", "float64")
 _ATOMIC_INTS = ("int8", "uint8", "int16", "int32", "int64")
 _ATOMICS = tuple(

@@ -42,11 +42,12 @@ from tvm import ir, tirx
 from tilelang_core.codegen import CodegenError, GPUCodegen
 from tilelang_core.codegen import buffer_info, dtype_of, iter_exprs
 from tilelang_core.codegen import PREC_ATOM, c_string_literal
-from tilelang_core.codegen import C_MATH_OPS, C_TYPES
+from tilelang_core.codegen import C_MATH_OPS, C_TYPES, PHILOX_FORMATS
 from tilelang_core.ir import SCOPE_BARRIER
 from tilelang_core.transform import kernel_hints
 
 from .codegen_ptx import PTX_OPS, ptx_call_handlers
+from .language_ptx import PTX_HELPER_PREFIXES
 
 __all__ = ["CUDACodegen", "CUDA_TYPES", "CUDA_MATH_OPS", "CUDA_FAST_MATH_OPS"]
 
@@ -144,6 +145,65 @@ def _atomic_ops() -> dict:
     return ops
 
 
+def _intrinsic_formats() -> dict:
+    """`builtins.INTRINSIC_OPS` in CUDA C++ (CUDA Programming Guide, "Warp Shuffle Functions",
+    "Warp Vote Functions", "Intrinsic Functions"; helpers of tl_cuda_threads.h)."""
+    formats = {
+        "tl.shfl_sync": "__shfl_sync({0}, {1}, {2}, {3})",
+        "tl.shfl_up_sync": "__shfl_up_sync({0}, {1}, {2}, {3})",
+        "tl.shfl_down_sync": "__shfl_down_sync({0}, {1}, {2}, {3})",
+        "tl.shfl_xor_sync": "__shfl_xor_sync({0}, {1}, {2}, {3})",
+        "tl.any_sync": "__any_sync({0}, {1})",
+        "tl.all_sync": "__all_sync({0}, {1})",
+        "tl.ballot_sync": "((uint64_t)__ballot_sync({0}, {1}))",
+        "tl.ballot": "((uint64_t)__ballot_sync(0xffffffffu, {0}))",
+        "tl.activemask": "((uint64_t)__activemask())",
+        "tl.match_any_sync": "__match_any_sync({0}, {1})",
+        "tl.match_all_sync": "tl_match_all_sync({0}, {1})",
+        "tl.sync_warp": "__syncwarp({0})",
+        "tl.syncthreads_count": "__syncthreads_count({0})",
+        "tl.syncthreads_and": "__syncthreads_and({0})",
+        "tl.syncthreads_or": "__syncthreads_or({0})",
+        "tl.sync_grid": "tl_sync_grid()",
+        "tl.named_barrier_arrive": "tl_named_barrier_arrive({0}, {1})",
+        "tl.get_lane_idx": "tl_get_lane_idx({0})",
+        "tl.get_warp_idx": "tl_get_warp_idx({0})",
+        "tl.get_warp_idx_sync": "tl_get_warp_idx_sync({0})",
+        "tl.get_warp_group_idx": "tl_get_warp_group_idx({0}, {1})",
+        "tl.shuffle_elect": "tl_shuffle_elect({0})",
+        "tl.ieee_frsqrt": "tl_ieee_rsqrt({0})",
+        "tl.fast_rcp": "tl_fast_rcp({0})",
+        **{f"tl.warp_reduce_{kind}": f"tl_warp_reduce_{kind}({{0}})" for kind in ("sum", "max", "min", "bitand", "bitor")},
+        **PHILOX_FORMATS,
+    }
+    for op in ("add2", "sub2", "mul2", "max2", "min2", "abs2", "fma2"):
+        arity = {"abs2": 1, "fma2": 3}.get(op, 2)
+        args = ", ".join(f"{{{i}}}" for i in range(arity))
+        for dtype, suffix in (("float16x2", "f16x2"), ("bfloat16x2", "bf16x2"), ("float32x2", "f32x2")):
+            formats[(f"tl.{op}", dtype)] = f"tl_{op}_{suffix}({args})"
+    # tl_cuda_threads.h's overloads pick CUDA's float (`__fadd_rn`) or double (`__dadd_rn`) form
+    for mode in ("rn", "rz", "ru", "rd"):
+        formats[("tl.ieee_add", mode)] = f"tl_ieee_add_{mode}({{0}}, {{1}})"
+        formats[("tl.ieee_sub", mode)] = f"tl_ieee_sub_{mode}({{0}}, {{1}})"
+        formats[("tl.ieee_mul", mode)] = f"tl_ieee_mul_{mode}({{0}}, {{1}})"
+        formats[("tl.ieee_fdiv", mode)] = f"tl_ieee_div_{mode}({{0}}, {{1}})"
+        formats[("tl.ieee_fmaf", mode)] = f"tl_ieee_fma_{mode}({{0}}, {{1}}, {{2}})"
+        formats[("tl.ieee_frcp", mode)] = f"tl_ieee_rcp_{mode}({{0}})"
+        formats[("tl.ieee_fsqrt", mode)] = f"tl_ieee_sqrt_{mode}({{0}})"
+    return formats
+
+
+def _external_source(func) -> dict | None:
+    """The {"source", "entry"} of T.CUDASourceCodeKernel in `func`, if it has one."""
+    import json
+
+    from tilelang_core.transform import walk
+
+    found = []
+    walk(func.body, lambda a: found.append(a) if a.attr_key == "tl.cuda_source" else None, (tirx.AttrStmt,))
+    return json.loads(str(found[0].value.value)) if found else None
+
+
 class CUDACodegen(GPUCodegen):
     """CUDA C++ for sm_80 and newer; see the module docstring for the shape of the output."""
 
@@ -169,6 +229,7 @@ class CUDACodegen(GPUCodegen):
     printf_name = "printf"
     reinterpret_format = "__builtin_bit_cast({2}, {0})"
     shuffle_xor_format = "__shfl_xor_sync(0xffffffffu, {0}, {1})"
+    intrinsic_formats = _intrinsic_formats()
     dp4a_format = "tl_dp4a({0}, {1}, {2})"  # tl_cuda_common.h: __dp4a
     addressed_local_format = "__align__(16) "
     reserved_names = GPUCodegen.reserved_names + (
@@ -200,10 +261,33 @@ class CUDACodegen(GPUCodegen):
             bounds = bounds.replace(") ", ", 1) ")
         elif bounds and self._min_blocks:  # T.Kernel(..., min_blocks_per_sm=n)
             bounds = bounds.replace(") ", f", {self._min_blocks}) ")
-        return f"{self.kernel_prefix}{self.kernel_return_type} {bounds}{entry}({', '.join(decls)})"
+        return f"{self.kernel_prefix}{self.kernel_return_type} {self.cluster_dims()}{bounds}{entry}({', '.join(decls)})"
+
+    def cluster_dims(self) -> str:
+        """`__cluster_dims__(x, y, z) ` for `T.ClusterKernel` (T.Kernel(cluster_dims=)), checked
+        against the target's "cluster" feature and the grid; "" without clusters."""
+        dims = kernel_hints(self.func).get("cluster_dims") if self.func is not None else None
+        if not dims:
+            return ""
+        if self.target is not None and "cluster" not in self.target.capabilities.features:
+            raise CodegenError(f"the kernel launches thread-block clusters {tuple(dims)} (T.ClusterKernel), which "
+                               f"{self.target} lacks (capability feature 'cluster', sm_90); use T.Kernel")
+        for axis, (extent, size) in enumerate(zip(self.launch.grid, dims)):
+            if isinstance(extent, int) and extent % size:
+                raise CodegenError(f"grid extent {extent} along {'xyz'[axis]} is not a multiple of the cluster's "
+                                   f"{size} (T.ClusterKernel cluster_dims={tuple(dims)})")
+        return f"__cluster_dims__({dims[0]}, {dims[1]}, {dims[2]}) "
 
     def render(self, module):
         source = super().render(module)
+        external = _external_source(self.func)
+        if external is not None:  # T.CUDASourceCodeKernel: the user's entry in place of ours
+            import dataclasses
+
+            tensors = [i for i, p in enumerate(self.func.params) if tirx.is_buffer_var(p)]
+            extra = {**source.extra, "written_params": ",".join(str(i) for i in tensors)}
+            return dataclasses.replace(source, source=external["source"], entry=external["entry"], line_map={},
+                                       extra=extra)
         if self.tensor_maps:
             names = {str(p.name): self.var_names[p] for p in self.func.params if p in self.var_names}
             maps = [{**m, "shape": [d if isinstance(d, int) else names[d] for d in m["shape"]]}
@@ -254,6 +338,8 @@ class CUDACodegen(GPUCodegen):
                 self.used_helpers.add("wgmma")
             if str(call.args[0].value).startswith(TMA_HEADER_PREFIXES):
                 self.used_helpers.add("tma")
+            if str(call.args[0].value).startswith(PTX_HELPER_PREFIXES):
+                self.used_helpers.add("threads")
         elif op_name in PTX_OPS:  # TVM's PTX builtins print as tl_cuda_mma.h helpers
             self.used_helpers.add("mma")
 
@@ -265,6 +351,11 @@ class CUDACodegen(GPUCodegen):
             head.insert(head.index(self.preamble[0]) + 1, '#include "tl_cuda_wgmma.h"')
         if "tma" in self.used_helpers:
             head.insert(head.index(self.preamble[0]) + 1, '#include "tl_cuda_tma.h"')
+        if self.used_intrinsics or "threads" in self.used_helpers:
+            at = head.index(self.preamble[0]) + 1
+            head.insert(at, '#include "tl_cuda_threads.h"')
+            if "tl.sync_grid" in self.used_intrinsics:
+                head.insert(at, "#define TL_GRID_SYNC 1")
         return head
 
     def plan_allocations(self, allocs: list) -> None:
@@ -290,6 +381,19 @@ class CUDACodegen(GPUCodegen):
 
         self.tensor_maps = tensor_maps_of(self.func)
         self._min_blocks = kernel_hints(self.func).get("min_blocks_per_sm") if self.func is not None else None
+        if self._min_blocks is None and self.func is not None and self.func.attrs is not None \
+                and self.func.attrs.get("tl.min_blocks_per_sm") is not None:  # T.annotate_min_blocks_per_sm
+            self._min_blocks = int(self.func.attrs["tl.min_blocks_per_sm"])
+        from tilelang_core.transform import walk
+
+        required = []  # T.wgmma_gemm's markers (tilelang_cuda.language.ATTR_REQUIRE_WGMMA)
+        walk(body, lambda a: required.append(a) if a.attr_key == "tl.require_wgmma" else None, (tirx.AttrStmt,))
+        uses_wgmma = any(isinstance(e, ir.Call) and getattr(e.op, "name", None) == "tirx.call_extern"
+                         and str(e.args[0].value).startswith("tl::wgmma_m") for e in iter_exprs(body))
+        if required and not uses_wgmma:
+            raise CodegenError(f"the kernel calls T.wgmma_gemm, but its GEMM did not lower to wgmma on {self.target} "
+                               f"(a target without wgmma, or operands wgmma does not take: see kernel.explain()); "
+                               f"use T.gemm to allow mma.sync")
         self._moves_registers = any(
             isinstance(e, ir.Call) and getattr(e.op, "name", None) == "tirx.call_extern"
             and str(e.args[0].value).startswith("tl::setmaxnreg") for e in iter_exprs(body))

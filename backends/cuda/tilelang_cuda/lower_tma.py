@@ -854,7 +854,7 @@ def specialize_warps(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
                 value = tir.const(consumers + loaders, "int32")
             return tir.AttrStmt(stmt.node, stmt.attr_key, value, rewrite(stmt.body))
         items, wrappers = _top_level(stmt, marker)
-        result = _split_roles(items, marker, consumers, loaders)
+        result = _split_roles(items, marker, consumers, loaders, hinted_register_split(func, consumers, loaders))
         for attr in reversed(wrappers):  # annotations around the pipeline now cover the role branch
             result = tir.AttrStmt(attr.node, attr.attr_key, attr.value, result)
         return result
@@ -1000,10 +1000,31 @@ def _roles(items: list, marker, consumers: int) -> tuple[list, list, list, tir.S
     return decls, setup, consumer, producer
 
 
-def _split_roles(items: list, marker, consumers: int, loaders: int) -> tir.Stmt:
-    """The kernel's top-level statements `items` as one role branch (`specialize_warps`)."""
-    decls, setup, consumer, producer = _roles(items, marker, consumers)
+# PrimFunc attributes of the kernel's register hints (tilelang_cuda.language: T.no_set_max_nreg,
+# T.annotate_producer_reg_dealloc, T.annotate_consumer_reg_alloc)
+ATTR_NO_SET_MAX_NREG = "tl.no_set_max_nreg"
+ATTR_PRODUCER_REGISTERS = "tl.producer_reg_dealloc"
+ATTR_CONSUMER_REGISTERS = "tl.consumer_reg_alloc"
+
+
+def hinted_register_split(func, consumers: int, loaders: int) -> tuple[int, int] | None:
+    """`register_split`, unless the kernel said otherwise: no setmaxnreg at all
+    (ATTR_NO_SET_MAX_NREG), or its own consumer / producer register counts."""
+    attrs = func.attrs or {}
+    if attrs.get(ATTR_NO_SET_MAX_NREG) is not None:
+        return None
     split = register_split(consumers, loaders)
+    if split is None:
+        return None
+    consumer = attrs.get(ATTR_CONSUMER_REGISTERS)
+    producer = attrs.get(ATTR_PRODUCER_REGISTERS)
+    return (int(consumer) if consumer is not None else split[0], int(producer) if producer is not None else split[1])
+
+
+def _split_roles(items: list, marker, consumers: int, loaders: int, split=None) -> tir.Stmt:
+    """The kernel's top-level statements `items` as one role branch (`specialize_warps`);
+    `split`: the (consumer, loader) registers of setmaxnreg, None for none."""
+    decls, setup, consumer, producer = _roles(items, marker, consumers)
     if split is not None:
         consumer.insert(0, _extern(f"tl::setmaxnreg_inc<{split[0]}>"))
         producer = seq([_extern(f"tl::setmaxnreg_dec<{split[1]}>"), producer])

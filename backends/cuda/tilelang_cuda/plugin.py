@@ -33,9 +33,12 @@ def tilelang_compat_modules():
 @hookimpl
 def tilelang_language_names():
     # TileLang's T.ptx_mma / T.ptx_ldmatrix (its language is the CUDA dialect)
-    from .language import LANGUAGE_NAMES
+    from .language import LANGUAGE_NAMES, _compat_names
+    from .language_mma import MMA_LANGUAGE_NAMES
+    from .language_ptx import PTX_LANGUAGE_NAMES
+    from .language_wgmma import WGMMA_LANGUAGE_NAMES
 
-    return dict(LANGUAGE_NAMES)
+    return {**LANGUAGE_NAMES, **PTX_LANGUAGE_NAMES, **MMA_LANGUAGE_NAMES, **WGMMA_LANGUAGE_NAMES, **_compat_names()}
 
 
 @hookimpl
@@ -77,6 +80,7 @@ def tilelang_compile(target, source, options):
 
     return compile_cuda(source.source, target.arch, {
         "fast_math": options.fast_math,
+        "flags": tuple(getattr(options, "extra_flags", ()) or ()),  # compile(compile_flags=), T.annotate_compile_flags
         "line_map": source.line_map,
         "name": source.entry,
     })

@@ -178,6 +178,17 @@ def _param_slot(kind: str, dtype: str):
     return slot, slot
 
 
+def _cooperative_launch(cu):
+    """cuLaunchKernel's signature over cuLaunchCooperativeKernel (which takes no `extra`): a
+    grid larger than the device holds at once fails with CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE."""
+    launch = cu.cuLaunchCooperativeKernel
+
+    def launch_cooperative(function, gx, gy, gz, bx, by, bz, shared_memory, stream, params, _extra):
+        return launch(function, gx, gy, gz, bx, by, bz, shared_memory, stream, params)
+
+    return launch_cooperative
+
+
 class CUDAKernel(LoadedKernel):
     """One kernel of a loaded cubin, bound to one device's primary context.
 
@@ -216,6 +227,8 @@ class CUDAKernel(LoadedKernel):
         self._param_array = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
         self._param_address = ctypes.addressof(self._param_array) if addresses else 0
         self._launch_kernel = cu.cuLaunchKernel
+        if meta.extra.get("cooperative"):  # the kernel calls T.sync_grid: its grid resident at once
+            self._launch_kernel = _cooperative_launch(cu)
 
     def _allow_shared_memory(self, nbytes: int) -> None:
         cu = _cu()

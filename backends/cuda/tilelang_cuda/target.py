@@ -5,8 +5,8 @@ from tilelang_core.plugin import Capabilities, MatrixInstruction, TargetKind
 
 __all__ = ["CUDA_ARCHS", "cuda_kind", "arch_for_compute_capability"]
 
-_DTYPES_80 = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16",
-              "float32", "float64")
+_DTYPES_80 = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
+              "bfloat16", "float32", "float64")
 _DTYPES_89 = _DTYPES_80 + ("float8_e4m3fn", "float8_e5m2")
 _ATOMICS = ("atomic_add.float32", "atomic_add.float64", "atomic_add.float16", "atomic_add.bfloat16",
             "atomic_add.int32", "atomic_max.int32", "atomic_min.int32", "atomic_max.float32",
@@ -51,7 +51,9 @@ def _table(arch, *, sms, l2, smem_optin, mma, dtypes, copy, barriers, features=(
         barriers=barriers,
         dtypes=dtypes,
         atomics=_ATOMICS,
-        features=("printf", "device_assert", "warp_shuffle", "ldmatrix") + features,
+        # cooperative_launch: a kernel that calls T.sync_grid is launched with
+        # cuLaunchCooperativeKernel (its whole grid resident at once)
+        features=("printf", "device_assert", "warp_shuffle", "ldmatrix", "cooperative_launch") + features,
         # a warp group: T.ws(k) is threads 128k .. 128k + 127, synchronized by a named barrier
         # (bar.sync id, 128); its mbarrier copies are cp.async + cp.async.mbarrier.arrive on
         # every arch here (TMA's cp.async.bulk.tensor with a host tensor map: not yet)

@@ -17,7 +17,7 @@ float, arithmetic runs in float, a store rounds back. MFMA wrappers
 """
 from __future__ import annotations
 
-from tilelang_core.codegen import CodegenError, GPUCodegen
+from tilelang_core.codegen import PHILOX_FORMATS, SIMT_INDEX_FORMATS, CodegenError, GPUCodegen
 from tilelang_core.codegen import C_MATH_OPS, C_TYPES
 
 __all__ = ["HIPCodegen"]
@@ -63,6 +63,35 @@ class HIPCodegen(GPUCodegen):
                   for kind, dtypes in _ATOMIC_DTYPES.items() for dtype in dtypes}
     reinterpret_format = "__builtin_bit_cast({2}, {0})"
     shuffle_xor_format = "tl_shfl_xor({0}, {1}, 64)"
+    # builtins.INTRINSIC_OPS (HIP Programming Guide, "Warp cross-lane functions": a
+    # wavefront's ops take no mask; ballots are 64-bit)
+    intrinsic_formats = {
+        "tl.shfl_sync": "__shfl({1}, {2}, {3})",
+        "tl.shfl_up_sync": "__shfl_up({1}, {2}, {3})",
+        "tl.shfl_down_sync": "__shfl_down({1}, {2}, {3})",
+        "tl.shfl_xor_sync": "__shfl_xor({1}, {2}, {3})",
+        "tl.any_sync": "__any({1})",
+        "tl.all_sync": "__all({1})",
+        "tl.ballot_sync": "((uint64_t)__ballot({1}))",
+        "tl.ballot": "((uint64_t)__ballot({0}))",
+        "tl.activemask": "((uint64_t)__ballot(1))",
+        "tl.sync_warp": "__builtin_amdgcn_wave_barrier()",
+        "tl.syncthreads_count": "__syncthreads_count({0})",
+        "tl.syncthreads_and": "__syncthreads_and({0})",
+        "tl.syncthreads_or": "__syncthreads_or({0})",
+        **SIMT_INDEX_FORMATS,
+        ("tl.ieee_add", "rn"): "__fadd_rn({0}, {1})",
+        ("tl.ieee_sub", "rn"): "__fsub_rn({0}, {1})",
+        ("tl.ieee_mul", "rn"): "__fmul_rn({0}, {1})",
+        ("tl.ieee_fdiv", "rn"): "__fdiv_rn({0}, {1})",
+        ("tl.ieee_fmaf", "rn"): "__fmaf_rn({0}, {1}, {2})",
+        ("tl.ieee_frcp", "rn"): "__frcp_rn({0})",
+        ("tl.ieee_fsqrt", "rn"): "__fsqrt_rn({0})",
+        "tl.ieee_frsqrt": "__frsqrt_rn({0})",
+        "tl.fast_rcp": "__builtin_amdgcn_rcpf({0})",
+        **{f"tl.warp_reduce_{kind}": f"tl_warp_reduce_{kind}({{0}})" for kind in ("sum", "max", "min", "bitand", "bitor")},
+        **PHILOX_FORMATS,
+    }
     assert_format = "TL_DEVICE_ASSERT({cond}, {msg});"
     reserved_names = GPUCodegen.reserved_names + (
         "half_t", "bfloat16_t", "warpSize", "half", "bfloat16", "hip_bfloat16", "__half")

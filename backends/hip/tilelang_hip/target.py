@@ -5,7 +5,7 @@ from tilelang_core.plugin import Capabilities, MatrixInstruction, TargetKind
 
 __all__ = ["HIP_ARCHS", "hip_kind"]
 
-_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16",
+_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16",
            "float32", "float64")
 _ATOMICS = ("atomic_add.float32", "atomic_add.float64", "atomic_add.int32", "atomic_max.int32",
             "atomic_min.int32", "atomic_max.float32", "atomic_min.float32")

@@ -144,6 +144,20 @@ class MetalCodegen(GPUCodegen):
     eager_logic = False
     reinterpret_format = "as_type<{2}>({0})"
     shuffle_xor_format = "simd_shuffle_xor({0}, ushort({1}))"
+    # builtins.INTRINSIC_OPS that MSL spells for a SIMD-group (votes; shuffles take no width)
+    intrinsic_formats = {
+        "tl.any_sync": "((int)simd_any({1}))",
+        "tl.all_sync": "((int)simd_all({1}))",
+        "tl.ballot_sync": "((ulong)(simd_vote::vote_t)simd_ballot({1}))",
+        "tl.ballot": "((ulong)(simd_vote::vote_t)simd_ballot({0}))",
+        "tl.activemask": "((ulong)(simd_vote::vote_t)simd_active_threads_mask())",
+        "tl.sync_warp": "simdgroup_barrier(mem_flags::mem_none)",
+        "tl.warp_reduce_sum": "simd_sum({0})",
+        "tl.warp_reduce_max": "simd_max({0})",
+        "tl.warp_reduce_min": "simd_min({0})",
+        "tl.warp_reduce_bitand": "simd_and({0})",
+        "tl.warp_reduce_bitor": "simd_or({0})",
+    }
     dp4a_format = "tl_dp4a({0}, {1}, {2})"
     assert_format = ""  # refused in emit_assert: MSL has no device-side assert
     reserved_names = ("tl_block_id", "tl_thread_id", "tl_smem_words", "metal", "precise", "fast", "kernel",

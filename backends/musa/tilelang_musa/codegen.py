@@ -34,7 +34,7 @@ import json
 
 from tvm import ir, tirx
 
-from tilelang_core.codegen import CodegenError, GPUCodegen
+from tilelang_core.codegen import PHILOX_FORMATS, SIMT_INDEX_FORMATS, CodegenError, GPUCodegen
 from tilelang_core.codegen import buffer_info, dtype_of, iter_exprs
 from tilelang_core.codegen import PREC_ATOM, c_string_literal
 from tilelang_core.codegen import C_MATH_OPS, C_TYPES
@@ -101,6 +101,20 @@ class MUSACodegen(GPUCodegen):
     eager_logic = False
     reinterpret_format = "__builtin_bit_cast({2}, {0})"
     shuffle_xor_format = "tl_shfl_xor({0}, {1})"
+    # builtins.INTRINSIC_OPS: MUSA keeps CUDA's warp intrinsics (mask first, 32-bit ballots)
+    intrinsic_formats = {
+        "tl.shfl_sync": "__shfl_sync({0}, {1}, {2}, {3})",
+        "tl.shfl_up_sync": "__shfl_up_sync({0}, {1}, {2}, {3})",
+        "tl.shfl_down_sync": "__shfl_down_sync({0}, {1}, {2}, {3})",
+        "tl.shfl_xor_sync": "__shfl_xor_sync({0}, {1}, {2}, {3})",
+        "tl.any_sync": "__any_sync({0}, {1})",
+        "tl.all_sync": "__all_sync({0}, {1})",
+        "tl.ballot_sync": "((uint64_t)__ballot_sync({0}, {1}))",
+        "tl.ballot": "((uint64_t)__ballot_sync(0xffffffffu, {0}))",
+        "tl.sync_warp": "__syncwarp({0})",
+        **SIMT_INDEX_FORMATS,
+        **PHILOX_FORMATS,
+    }
     dp4a_format = None  # the core's portable helper
     assert_format = "TL_DEVICE_ASSERT({cond}, {msg}, {kernel});"
     reserved_names = GPUCodegen.reserved_names + (

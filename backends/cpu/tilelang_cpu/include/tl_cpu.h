@@ -245,4 +245,22 @@ TL_CPU_DIVISOR(tl_cpu_divisor_i64, int64_t, INT64_MIN)
 TL_CPU_DIVISOR(tl_cpu_divisor_u32, uint32_t, 0)
 TL_CPU_DIVISOR(tl_cpu_divisor_u64, uint64_t, 0)
 
+/* T.ieee_<op>(..., "rn"): one IEEE operation rounded to nearest, in a function that is never
+ * inlined, so that the compiler (which runs with -ffp-contract=fast) cannot fuse it with the
+ * operations around it into an FMA; C's default rounding mode is round-to-nearest-even. */
+#define TL_IEEE_HELPER static __attribute__((noinline, unused))
+#define TL_IEEE_RN(T, S, SQRT, FMA)                                         \
+  TL_IEEE_HELPER T tl_ieee_add_rn##S(T a, T b) { T r = a + b; return r; }      \
+  TL_IEEE_HELPER T tl_ieee_sub_rn##S(T a, T b) { T r = a - b; return r; }      \
+  TL_IEEE_HELPER T tl_ieee_mul_rn##S(T a, T b) { T r = a * b; return r; }      \
+  TL_IEEE_HELPER T tl_ieee_div_rn##S(T a, T b) { T r = a / b; return r; }      \
+  TL_IEEE_HELPER T tl_ieee_rcp_rn##S(T a) { T r = (T)1 / a; return r; }        \
+  TL_IEEE_HELPER T tl_ieee_sqrt_rn##S(T a) { return SQRT(a); }                 \
+  TL_IEEE_HELPER T tl_ieee_rsqrt_rn##S(T a) { T s = SQRT(a); T r = (T)1 / s; return r; } \
+  TL_IEEE_HELPER T tl_ieee_fma_rn##S(T a, T b, T c) { return FMA(a, b, c); }
+TL_IEEE_RN(float, f, sqrtf, fmaf)
+TL_IEEE_RN(double, d, sqrt, fma)
+#undef TL_IEEE_RN
+#undef TL_IEEE_HELPER
+
 #endif /* TL_CPU_H_ */

@@ -168,3 +168,20 @@ TL_DEVICE void tl_device_assert_fail(const char* cond, const char* msg, const ch
 // ---------------------------------------------------------------------------------------------
 
 template <typename T> TL_DEVICE T tl_shfl_xor(T v, int mask, int width) { return __shfl_xor(v, mask, width); }
+
+// T.warp_reduce_<op>(v): a butterfly over the 64 lanes of the wavefront; every lane ends with
+// the result.
+#define TL_WAVE_REDUCE(NAME, COMBINE)                                    \
+  template <typename T> TL_DEVICE T tl_warp_reduce_##NAME(T v) {         \
+    for (int mask = 32; mask > 0; mask /= 2) {                           \
+      T other = __shfl_xor(v, mask, 64);                                 \
+      v = COMBINE;                                                       \
+    }                                                                    \
+    return v;                                                            \
+  }
+TL_WAVE_REDUCE(sum, v + other)
+TL_WAVE_REDUCE(max, other > v ? other : v)
+TL_WAVE_REDUCE(min, other < v ? other : v)
+TL_WAVE_REDUCE(bitand, v & other)
+TL_WAVE_REDUCE(bitor, v | other)
+#undef TL_WAVE_REDUCE
