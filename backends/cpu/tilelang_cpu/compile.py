@@ -169,8 +169,9 @@ def _require_compiler() -> str:
 
 
 def compile_source(source: str, arch: str | None = None, name: str = "kernel", flags: tuple = ()) -> bytes:
-    """Compile generated C into a shared library (`flags` appended to the command); returns its bytes. The temporary folder is
-    removed on every way out (an interrupt, Ctrl-C, included), except when the compiler
+    """Compile generated C into a shared library (`flags` appended to the command); returns its
+    bytes. The temporary folder is removed on every way out (an interrupt, Ctrl-C, included),
+    except when the compiler
     rejects the code: then the .c file the error names is kept for the repro command (and
     everything, with TILELANG_DEBUG=1)."""
     cc = _require_compiler()
