@@ -49,3 +49,10 @@ def test_tilelang_paths():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1]) == ["tilelang_cuda.compat.nvcc", True, True]
+
+
+def test_target_compute_version_as_tilelang_spells_it():
+    """TileLang's GQA backward examples check `float(nvcc.get_target_compute_version()) >= 9.0`."""
+    assert nvcc.get_target_compute_version("sm_90a") == "9.0"
+    assert nvcc.get_target_compute_version("cuda/sm_86") == "8.6"
+    assert nvcc.get_target_compute_version(type("Target", (), {"arch": "sm_120"})()) == "12.0"

@@ -109,10 +109,13 @@ class AutoTuner:
     # -- the run ------------------------------------------------------------------------------
 
     def run(self, warmup: int | None = None, rep: int | None = None, timeout: float | None = None, *,
-            early_stop: bool = False, early_stop_factor: float = 2.0) -> AutotuneResult:
+            early_stop: bool = False, early_stop_factor: float = 2.0,
+            enable_grouped_compile: bool | None = None, group_compile_size: int | None = None) -> AutotuneResult:
         """Tune (see the module doc). `warmup`, `rep` and `timeout` given here replace those of
         `set_profile_args`. With `early_stop`, a candidate whose first estimate is above
-        `early_stop_factor` times the best so far is not timed further."""
+        `early_stop_factor` times the best so far is not timed further. TileLang's
+        `enable_grouped_compile` / `group_compile_size` (batching candidates into one module)
+        are accepted and change nothing: candidates here always compile in parallel processes."""
         if early_stop and not early_stop_factor >= 1.0:
             raise ValueError(f"early_stop_factor must be >= 1.0, got {early_stop_factor!r}")
         profile = dataclasses.replace(self.profile_args, **{k: v for k, v in

@@ -3,6 +3,8 @@ version and compiling CUDA C++ to a cubin, through this backend's compiler (NVRT
 
 - `get_cuda_version()`: (major, minor) of the toolchain that compiles here (NVRTC's version
   when NVRTC loads, else nvcc's); a RuntimeError when there is neither.
+- `get_target_compute_version(target=None)`: the compute capability ("9.0") of `target` (an
+  arch such as "sm_90a" or a target naming one), else of the CUDA device found here;
 - `compile_cuda(code, target_format="cubin", arch=None, options=None)`: the cubin of `code`
   for `arch` ("sm_90a", "sm_80", or a compute capability such as 90 or "9.0"; default: the
   detected device's). `options` are raw flags for the compiler. Other target formats (PTX,
@@ -15,7 +17,7 @@ from typing import Sequence
 
 from .. import compile as _compile
 
-__all__ = ["compile_cuda", "get_cuda_version"]
+__all__ = ["compile_cuda", "get_cuda_version", "get_target_compute_version"]
 
 
 def get_cuda_version() -> tuple[int, int]:
@@ -57,3 +59,16 @@ def compile_cuda(code: str, target_format: str = "cubin", arch: str | int | None
     if verbose:
         print(f"tilelang-cuda: compiled {len(binary)} bytes of cubin for {_arch(arch)}")
     return binary
+
+
+def get_target_compute_version(target=None) -> str:
+    """The compute capability, as "major.minor", of `target` (a `cuda/sm_XY` target, an arch
+    string, or an object whose `.arch` names one), else of the detected CUDA device."""
+    arch = getattr(target, "arch", None) or (str(target) if target is not None else None)
+    if arch is None or "sm_" not in arch:
+        arch = _arch(None)
+    digits = re.search(r"sm_(\d+)", arch)
+    if not digits:
+        raise RuntimeError(f"get_target_compute_version: {arch!r} names no CUDA arch (sm_XY)")
+    number = digits.group(1)
+    return f"{number[:-1]}.{number[-1]}"
