@@ -46,3 +46,19 @@ def test_a_non_integer_grid_scalar_is_refused_with_its_name():
     a, b = np.zeros(256, "float32"), np.zeros(256, "float32")
     with pytest.raises(Exception, match="n_valid"):
         kernel(a, 2.5, b)
+
+
+def test_a_kernel_without_tensor_inputs_allocates_its_outputs_on_its_runtime():
+    """TileLang's random-number example takes no tensor: its output is allocated where the
+    runtime keeps tensors (here the host)."""
+    @tilelang.jit(out_idx=[-1])
+    def iota(n=64):
+        @T.prim_func
+        def main(start: T.int32, A: T.Tensor((n,), "int32")):
+            with T.Kernel(1, threads=32) as bx:
+                for i in T.Parallel(n):
+                    A[i] = start + i
+        return main
+
+    out = iota()(5)
+    np.testing.assert_array_equal(np.asarray(out), np.arange(5, 69, dtype=np.int32))

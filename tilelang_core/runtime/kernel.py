@@ -272,8 +272,14 @@ class Kernel:
                         f"argument {param.name!r} (parameter {slot}) of {self.meta.entry}: expected a tensor "
                         f"(NumPy array or torch tensor), got {type(arg).__name__}; convert it first (np.asarray(x, "
                         f"dtype=np.{param.dtype}) or torch.tensor(...))")
-            raise KernelCallError(f"{self.meta.entry}: cannot allocate {what} without a tensor input to copy "
-                                  "the array library and device from")
+            if any(self.meta.params[slot].kind == "tensor" for slot in self._inputs):
+                raise KernelCallError(f"{self.meta.entry}: cannot allocate {what} without a tensor input to copy "
+                                      "the array library and device from")
+            # a kernel without tensor inputs (a random-number generator): its outputs live where
+            # the runtime puts its inputs (torch on the current GPU, NumPy or torch on the host)
+            import numpy as np
+
+            like = self.runtime.from_numpy(np.empty(0, np.float32))
         return like
 
     def _allocate_workspaces(self, args: Sequence[Any], values: dict[str, int]) -> list[Any]:
