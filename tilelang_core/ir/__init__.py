@@ -128,6 +128,8 @@ _LAZY = {
     "make_call": "ops",
     "get_op": "ops",
     "REGION_OP_NAME": "ops",
+    "set_func_attr": "func_attrs",
+    "hoist_func_attrs": "func_attrs",
 }
 
 __all__ = [*_constants_all, *_LAZY]

@@ -125,9 +125,9 @@ def annotate_pass_configs(configs: dict) -> None:
         if not isinstance(value, (bool, int, float, str)):
             raise TypeError(f"T.annotate_pass_configs: the value of {key!r} must be a bool, int, float or str, "
                             f"got {type(value).__name__}")
-    from tvm.tirx.script.builder import ir as _builder
+    from tilelang_core.ir.func_attrs import set_func_attr
 
-    _builder.func_attr({ATTR_PASS_CONFIGS: {k: (int(v) if isinstance(v, bool) else v) for k, v in configs.items()}})
+    set_func_attr(ATTR_PASS_CONFIGS, {k: (int(v) if isinstance(v, bool) else v) for k, v in configs.items()})
 
 
 def annotate_compile_flags(flags) -> None:
@@ -136,6 +136,6 @@ def annotate_compile_flags(flags) -> None:
     flags = [flags] if isinstance(flags, str) else list(flags)
     if not all(isinstance(f, str) for f in flags):
         raise TypeError(f"T.annotate_compile_flags: expects a str or a list of str, got {flags!r}")
-    from tvm.tirx.script.builder import ir as _builder
+    from tilelang_core.ir.func_attrs import set_func_attr
 
-    _builder.func_attr({ATTR_COMPILE_FLAGS: flags})
+    set_func_attr(ATTR_COMPILE_FLAGS, flags)

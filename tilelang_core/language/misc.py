@@ -10,6 +10,7 @@ from tvm.tirx import is_buffer_var
 from tvm.tirx.script.builder import ir as _builder
 
 from tilelang_core.ir.constants import ACCESS_READ
+from tilelang_core.ir.func_attrs import set_func_attr
 from tilelang_core.ir.ops import make_call
 
 from .regions import as_region
@@ -96,5 +97,5 @@ def annotate_restrict_buffers(*buffers: Any) -> None:
         if not is_buffer_var(buf):
             raise TypeError(f"T.annotate_restrict_buffers: expects tensor parameters, got {type(buf).__name__} {buf}")
         names.append(str(buf.name))
-    _builder.func_attr({"tl.non_restrict_params": names})
+    set_func_attr("tl.non_restrict_params", names)
     return None

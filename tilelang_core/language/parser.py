@@ -15,6 +15,7 @@ from tvm.error import DiagnosticError
 from tvm.script.parser._core import parse, utils
 from tvm.tirx import PrimFunc
 
+from tilelang_core.ir.func_attrs import hoist_func_attrs
 from tilelang_core.ir.imports import hoist_import_sources
 
 from . import kernel as _kernel
@@ -50,6 +51,7 @@ def _parse(func: Callable, outer_stack: list, check_well_formed: bool) -> PrimFu
             "not in exec() or `python -c`"
         ) from None
     result = hoist_import_sources(result)  # T.import_source: markers -> the function's attribute
+    result = hoist_func_attrs(result)  # attributes set inside the body (T.disable_warp_group_reg_alloc, ...)
     try:
         result = bind_thread_loops(result)  # T.thread_binding: the kernel's own thread index
     except ValueError as err:

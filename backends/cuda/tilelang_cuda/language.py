@@ -124,11 +124,11 @@ def dec_max_nreg(reg_count: Any) -> ir.Call:
 
 
 def _function_attr(name: str, key: str, value: Any) -> None:
-    from tvm.tirx.script.builder import ir as _builder
+    from tilelang_core.ir import set_func_attr
 
     try:
-        _builder.func_attr({key: value})
-    except Exception as exc:  # outside a kernel body
+        set_func_attr(key, value)  # anywhere in the body, as TileLang's programs call it
+    except RuntimeError as exc:  # outside a kernel body
         raise RuntimeError(f"T.{name} belongs in a kernel body (@T.prim_func)") from exc
 
 
