@@ -29,3 +29,30 @@ def test_outside_a_kernel_it_is_an_error():
 
     with pytest.raises(RuntimeError, match="inside a kernel body"):
         set_func_attr("tl.example", 1)
+
+
+def test_gemm_clear_accum_known_at_run_time():
+    """TileLang's FlashMLA example writes `T.gemm(..., clear_accum=(j == 0))` in a loop: C is
+    cleared on the iterations where the condition holds."""
+    import numpy as np
+
+    import tilelang_core as tilelang
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 128), "float32"), B: T.Tensor((128, 32), "float32"), C: T.Tensor((64, 32), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((64, 32), "float32")
+            B_s = T.alloc_shared((32, 32), "float32")
+            C_l = T.alloc_fragment((64, 32), "float32")
+            T.fill(C_l, 1000.0)  # garbage the first clear must remove
+            for k in T.serial(4):
+                T.copy(A[0, k * 32], A_s)
+                T.copy(B[k * 32, 0], B_s)
+                T.gemm(A_s, B_s, C_l, clear_accum=(k == 0))
+            T.copy(C_l, C)
+
+    rng = np.random.default_rng(4)
+    a, b = rng.random((64, 128), dtype=np.float32), rng.random((128, 32), dtype=np.float32)
+    c = np.full((64, 32), np.nan, np.float32)
+    tilelang.compile(main, target="cpu")(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
+import tvm
 from tvm import ir
 from tvm.script.ir_builder import IRBuilder
 from tvm.tirx.script.builder import ir as _tirx_builder
@@ -189,6 +190,15 @@ def gemm(
         raise ValueError(f"T.gemm: K of A is {k_a} but K of B is {k_b}; {shapes}")
     if known_unequal(m, c0) or known_unequal(n, c1):
         raise ValueError(f"T.gemm: A @ B is ({m}, {n}) but C is ({c0}, {c1}); {shapes}")
+    if isinstance(clear_accum, ir.Expr) and not isinstance(clear_accum, tvm.tirx.IntImm):
+        # a condition known at run time (`clear_accum=(k == 0)`): C is cleared where it holds,
+        # then accumulated into as usual
+        from tvm.tirx.script.builder import ir as _builder
+
+        with _builder.If(clear_accum):
+            with _builder.Then():
+                _builder.evaluate(clear(C))
+        clear_accum = False
     return make_call(
         "gemm",
         a.to_call(),
