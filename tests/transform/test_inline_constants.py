@@ -169,3 +169,26 @@ def test_a_scalar_a_tile_op_writes_stays():
     text = inline_constants(main).script()
     assert "acc: T.float32 = T.float32(0.5)" in text  # still declared and stored
     assert 'T.tl.atomic_elem("add", acc, A[i], 0)' in text  # not the constant 0.5
+
+
+def test_region_extents_over_once_assigned_names_fold_to_their_constant():
+    """TileLang's MLA decode copies `KV[b, kv_start:kv_end, h, :]` into a 64-row tile, with
+    kv_start and kv_end assigned from the loop index: the extent is always 64."""
+    import numpy as np
+
+    import tilelang_core as tilelang
+
+    @T.prim_func
+    def main(KV: T.Tensor((2, 256, 64), "float32"), O: T.Tensor((2, 256, 64), "float32")):
+        with T.Kernel(2, threads=128) as b:
+            S = T.alloc_shared((64, 64), "float32")
+            for k in T.serial(4):
+                kv_start = k * 64
+                kv_end = (k + 1) * 64
+                T.copy(KV[b, kv_start:kv_end, :], S)
+                T.copy(S, O[b, kv_start:kv_end, :])
+
+    a = np.random.default_rng(6).standard_normal((2, 256, 64)).astype("float32")
+    o = np.full_like(a, np.nan)
+    tilelang.compile(main, target="cpu")(a, o)
+    np.testing.assert_array_equal(o, a)

@@ -15,6 +15,11 @@ address nor to a tile op or atomic as an element (`T.atomic_add(acc[0], x)` writ
 After: those scalars, their stores and bindings are gone and every read is the constant.
 Scalars stored twice (`x = x + 1`), or stored anything else (a thread index, a load, a
 parameter), stay.
+
+Then `fold_region_extents`: a tile op's region extent written over names the kernel assigns
+once (`T.copy(KV[b, kv_start:kv_end, h, :], KV_shared)` with `kv_start = s * base + k * 64`,
+`kv_end = s * base + (k + 1) * 64`, TileLang's MLA decode) becomes the constant it always is
+(64), so the copy's two sides agree. Only an extent that simplifies to a constant changes.
 """
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ from tvm import tirx as tir
 
 from .irutil import analyzer, is_scalar_buffer, map_stmts, seq, substitute, walk
 
-__all__ = ["inline_constants"]
+__all__ = ["inline_constants", "fold_region_extents"]
 
 _BY_ADDRESS = ("tirx.address_of", "tirx.tvm_access_ptr", "tirx.buffer_data")
 
@@ -85,6 +90,58 @@ def _constant_scalars(body: tir.Stmt) -> tuple[dict, dict]:
 
 
 def inline_constants(func: tir.PrimFunc, ctx=None) -> tir.PrimFunc:
+    return fold_region_extents(_inline_constants(func))
+
+
+def fold_region_extents(func: tir.PrimFunc) -> tir.PrimFunc:
+    """Tile-op region extents over once-assigned names, folded where they are constant."""
+    from ..ir import is_region_call, is_tile_op
+    from ..ir.region import Region
+
+    stores: dict[int, list] = {}
+    binds: dict = {}
+
+    def collect(node):
+        if isinstance(node, tir.BufferStore) and is_scalar_buffer(node.buffer):
+            stores.setdefault(_key(node.buffer), []).append(node.value)
+        elif isinstance(node, tir.Bind):
+            binds[node.var] = node.value
+
+    walk(func.body, collect, (tir.BufferStore, tir.Bind))
+    once = {k: v[0] for k, v in stores.items() if len(v) == 1}
+    if not once and not binds:
+        return func
+
+    def fold(extent):
+        if isinstance(extent, tir.IntImm):
+            return extent
+        value = extent
+        for _ in range(4):  # names assigned from other names
+            value = substitute(value, binds)
+            value = tvm_ffi.structural_map(value, ((_ir.TensorLoad, lambda ld: once.get(_key(ld.source), ld)),))
+        value = analyzer().simplify(value)
+        return value if isinstance(value, tir.IntImm) else extent
+
+    def on_eval(stmt: tir.Evaluate):
+        if not is_tile_op(stmt):
+            return stmt
+        call = stmt.value
+        args, changed = [], False
+        for arg in call.args:
+            if is_region_call(arg):
+                region = Region.from_call(arg)
+                extents = tuple(fold(e) for e in region.extents)
+                if any(not a.same_as(b) for a, b in zip(extents, region.extents)):
+                    arg, changed = Region(region.buffer, region.mins, extents, region.access).to_call(), True
+            args.append(arg)
+        if not changed:
+            return stmt
+        return tir.Evaluate(_ir.Call(call.op, args, span=call.span, ret_ty=call.ty), span=stmt.span)
+
+    return func.with_body(map_stmts(func.body, (tir.Evaluate,), on_eval))
+
+
+def _inline_constants(func: tir.PrimFunc) -> tir.PrimFunc:
     known_vars, known_buffers = _constant_scalars(func.body)
     if not known_vars and not known_buffers:
         return func
