@@ -56,3 +56,24 @@ def test_target_compute_version_as_tilelang_spells_it():
     assert nvcc.get_target_compute_version("sm_90a") == "9.0"
     assert nvcc.get_target_compute_version("cuda/sm_86") == "8.6"
     assert nvcc.get_target_compute_version(type("Target", (), {"arch": "sm_120"})()) == "12.0"
+
+
+def test_carver_cuda_device_facts_for_a_roofline(monkeypatch):
+    """`CUDA("cuda")` (TileLang's `tilelang.carver.arch.CUDA`, read by its analyze examples):
+    bandwidth from the memory clock and bus width, the generation's peak, the SM count."""
+    from types import SimpleNamespace
+
+    from tilelang_cuda import carver_arch
+
+    props = SimpleNamespace(name="NVIDIA H200", major=9, minor=0, multi_processor_count=132,
+                            shared_memory_per_block_optin=232448)
+    monkeypatch.setattr(carver_arch.driver, "get_cuda_device_properties", lambda device_id=0: props)
+    attributes = {36: 3_201_000, 37: 6144}  # kHz, bits: the H200's HBM3e
+    monkeypatch.setattr(carver_arch.driver, "get_device_attribute", lambda attr, device_id=0: attributes[attr])
+    device = carver_arch.CUDA("cuda")
+    assert device.compute_capability == "90" and device.sm_count == 132
+    assert abs(device.bandwidth[1] - 2 * 3_201_000e3 * 6144 / 8 / 1e6) < 1  # ~4.9 TB/s in MB/s
+    assert device.peak_tflops == round(7.49 * 132, 1)
+    monkeypatch.setattr(carver_arch.driver, "get_cuda_device_properties", lambda device_id=0: None)
+    with pytest.raises(RuntimeError, match="no CUDA device"):
+        carver_arch.CUDA("cuda")

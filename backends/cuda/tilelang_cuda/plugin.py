@@ -21,6 +21,8 @@ def tilelang_compat_modules():
     return {
         # the device facts TileLang's examples read (driver.get_num_sms() for persistent grids)
         "tilelang.carver.arch.driver": "tilelang_cuda.carver_driver",
+        # the device class a roofline reads (CUDA(target): bandwidth, peak, SM count)
+        "tilelang.carver.arch": "tilelang_cuda.carver_arch",
         # TileLang's CUDA namespace: the swizzled shared layouts of hand-written tensor-core
         # kernels (see tilelang_cuda.compat for what is provided)
         "tilelang.cuda": "tilelang_cuda.compat",
