@@ -19,6 +19,7 @@ __all__ = [
     "ATTR_SYNC_PLACED",
     "ATTR_SYNC_RESUME",
     "ATTR_THREAD_GROUPS",
+    "ATTR_THREAD_RANGE",
     "ATTR_USER_SYNC",
     "ATTR_KERNEL_HINTS",
     "ATTR_THREAD_EXTENT",
@@ -66,6 +67,10 @@ ATTR_SYNC_RESUME = "tl.sync_resume"
 # Tile ops and T.Parallel inside are partitioned over those threads, and barriers the core
 # places inside are barriers of that range, never of the whole block.
 ATTR_THREAD_GROUPS = "tl.thread_groups"
+# A range of threads given in threads, not groups (node = IntImm(extent), value =
+# IntImm(begin)): what `if T.get_thread_binding() < 32: ... else: ...` around tile ops becomes
+# (transform/thread_branches.py). The passes treat it as they treat T.ws.
+ATTR_THREAD_RANGE = "tl.thread_range"
 # Around code whose shared-memory writes other threads see only through the user's own
 # barriers (T.tma_copy, published by an mbarrier): the core adds no barrier for them.
 ATTR_USER_SYNC = "tl.user_sync"

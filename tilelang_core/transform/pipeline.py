@@ -18,6 +18,7 @@ POINTS = (
     "inline_constants",  # scalars bound to constants (`rows, cols = s.shape` in a T.macro) inlined
     "check",             # semantic checks with the user's source lines
     "guard_memory_access",  # global accesses that may leave their tensor: loads read 0, stores skipped
+    "scope_thread_branches",  # tile ops under `if tx < C` run on that branch's threads (SIMT)
     "hoist_allocations",  # buffers allocated in loops move before the outermost loop
     "infer_layout",      # fragment and shared layouts (asks tilelang_infer_layout)
     "plan_pipeline",     # T.Pipelined: stages, or a plain loop where the target has no async copy
@@ -108,6 +109,7 @@ def default_pipeline() -> Pipeline:
         pipeline_planning,
         safe_access,
         storage,
+        thread_branches,
         thread_allreduce,
         threads,
         uniform_selects,
@@ -118,6 +120,7 @@ def default_pipeline() -> Pipeline:
         ("inline_constants", inline_constants.inline_constants),
         ("check", check.check),
         ("guard_memory_access", safe_access.guard_memory_access),
+        ("scope_thread_branches", thread_branches.scope_thread_branches),
         ("hoist_allocations", hoist.hoist_allocations),
         ("infer_layout", layout_inference.infer_layout),
         ("plan_pipeline", pipeline_planning.plan_pipeline),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from tvm import tirx as tir
 
 from ..codegen import builtins
-from ..ir.constants import ATTR_THREAD_GROUPS
+from ..ir.constants import ATTR_THREAD_GROUPS, ATTR_THREAD_RANGE
 from ..ir.source import source_of
 from .errors import CapabilityError, TileLangCompileError
 from .irutil import const, walk
@@ -57,12 +57,15 @@ class ThreadRange:
 
 
 def is_thread_groups(stmt) -> bool:
-    return isinstance(stmt, tir.AttrStmt) and stmt.attr_key == ATTR_THREAD_GROUPS
+    """A `T.ws` scope, or a range of threads given in threads (`ATTR_THREAD_RANGE`)."""
+    return isinstance(stmt, tir.AttrStmt) and stmt.attr_key in (ATTR_THREAD_GROUPS, ATTR_THREAD_RANGE)
 
 
 def thread_range(attr: tir.AttrStmt, caps, target, block_threads: int) -> ThreadRange:
     """The threads a `T.ws` attribute names on this target; a clear error when the target has
     no thread groups or the groups lie past the block."""
+    if attr.attr_key == ATTR_THREAD_RANGE:
+        return _explicit_range(attr, caps, target, block_threads)
     count, first = int(attr.node), int(attr.value)
     groups = ", ".join(str(g) for g in range(first, first + count))
     size = caps.thread_group_size
@@ -76,6 +79,20 @@ def thread_range(attr: tir.AttrStmt, caps, target, block_threads: int) -> Thread
         raise TileLangCompileError(
             f"T.ws({groups}) runs on {found.describe()} (groups of {size} threads on {target}), but the "
             f"block has {block_threads} threads; launch T.Kernel with threads={found.end} or more", source_of(attr))
+    return found
+
+
+def _explicit_range(attr: tir.AttrStmt, caps, target, block_threads: int) -> ThreadRange:
+    """The threads an `ATTR_THREAD_RANGE` attribute names: whole warps (its barriers are named
+    barriers over those warps)."""
+    extent = int(attr.node.value) if hasattr(attr.node, "value") else int(attr.node)
+    found = ThreadRange(int(attr.value), extent)
+    warp = caps.warp_size or 1
+    if found.begin % warp or found.extent % warp or found.end > block_threads:
+        raise TileLangCompileError(
+            f"tile ops under a branch on the thread index run on {found.describe()}, which is not a whole "
+            f"number of warps of {warp} threads within the block's {block_threads}; branch at a multiple "
+            f"of {warp} threads", source_of(attr))
     return found
 
 
