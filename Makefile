@@ -10,7 +10,7 @@ TEST_ARGS ?= -n 2
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml conformance/pyproject.toml $(foreach b,$(BACKENDS),$(b)/pyproject.toml) tests/fixtures/broken_backend/pyproject.toml scripts/setup.sh
+$(STAMP): pyproject.toml conformance/pyproject.toml $(foreach b,$(BACKENDS),$(b)/pyproject.toml) scripts/setup.sh
 	PYTHON=$(PYTHON) bash scripts/setup.sh
 	touch $(STAMP)
 

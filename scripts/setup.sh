@@ -12,8 +12,7 @@ $PIP install -q --upgrade pip
 # keeps the download small.
 $PIP install -q -e ".[compiler,test]" \
     -e backends/cpu -e backends/cuda -e backends/hip -e backends/musa -e backends/metal -e backends/opencl \
-    -e conformance \
-    -e tests/fixtures/broken_backend
+    -e conformance
 # torch (CPU build) lets the tests check torch tensors through DLPack; optional for users.
 $PIP install -q "torch==2.13.0" || echo "setup: torch not installed; torch tests will be skipped"
 echo "setup: .venv ready ($(.venv/bin/python --version))"

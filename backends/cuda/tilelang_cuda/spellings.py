@@ -42,7 +42,7 @@ def _declared(arch: str) -> str:
     if ours is None:
         raise TargetError(
             f"CUDA arch {arch!r} has no counterpart in tilelang-cuda, which builds for "
-            f"{', '.join(CUDA_ARCHS)} (compute capability 8.0 to 9.x); name one of these as the "
+            f"{', '.join(CUDA_ARCHS)} (compute capability 7.0 to 12.x); name one of these as the "
             f"arch (e.g. 'cuda -arch=sm_90' or target='cuda/sm_90a')"
         )
     return ours
