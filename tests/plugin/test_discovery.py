@@ -88,3 +88,19 @@ def test_cli_backends_table_names_every_backend(broken_backend_on_path):
                          capture_output=True, text=True, check=True)
     for word in ("tilelang-cpu", "tilelang-cuda", "tilelang-hip", "broken", "cuda/sm_90a", "hip/gfx942"):
         assert word in out.stdout
+
+
+def test_auto_names_a_gpu_it_cannot_use_when_it_falls_back_to_the_cpu(fresh_manager, monkeypatch):
+    from tilelang_core.plugin import Detection, UnusableDeviceWarning
+    from tilelang_cuda import detect as cuda_detect
+
+    monkeypatch.setattr(cuda_detect, "_query_device", lambda: (
+        None, None, "NVIDIA GeForce GTX 1080 (sm_61): tilelang-cuda has no arch whose code runs on compute "
+                    "capability 6.1", True))
+    found = cuda_detect.detect()
+    assert all(not d.device and "GTX 1080" in d.unusable_device for d in found)
+    manager = get_plugin_manager()
+    manager._detections = [*found, Detection("cpu", "x86-64", device=True, toolchain=True, reason="host")]
+    with pytest.warns(UnusableDeviceWarning, match=r"picked cpu/x86-64, but this machine has NVIDIA GeForce GTX 1080 "
+                                                   r"\(sm_61\).*Name a target"):
+        assert str(manager.best_detected_target()) == "cpu/x86-64"

@@ -39,7 +39,7 @@ def _device() -> tuple[str | None, str]:
         return None, f"no AMD device (HIP runtime library: {type(exc).__name__}: {exc})"
     arch = props.gcnArchName.decode().split(":")[0]
     if arch not in HIP_ARCHS:
-        return None, f"AMD device {arch} is not a supported arch ({', '.join(HIP_ARCHS)})"
+        return None, f"AMD device {arch}: not a supported arch (tilelang-hip builds for {', '.join(HIP_ARCHS)})", True
     return arch, arch
 
 
@@ -49,10 +49,10 @@ def _toolchain_text(compiler: str | None) -> str:
 
 def detect() -> list[Detection]:
     tools = find_toolchains()
-    arch, what = _device()
+    arch, what, *unusable = _device()
     if arch is not None:
         return [Detection("hip", arch, device=True, toolchain=arch in tools,
                           reason=f"device: {what}; {_toolchain_text(tools.get(arch))}", priority=10)]
     return [Detection("hip", a, device=False, toolchain=a in tools,
-                      reason=f"{what}; {_toolchain_text(tools.get(a))}")
+                      reason=f"{what}; {_toolchain_text(tools.get(a))}", unusable_device=what if unusable else "")
             for a in HIP_ARCHS]
