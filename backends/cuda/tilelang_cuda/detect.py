@@ -65,8 +65,21 @@ def detect() -> list[Detection]:
     has_tools, tools = _toolchain()
     arch, caps, what, *unusable = _device()
     if arch is not None:
-        return [Detection("cuda", arch, device=True, toolchain=has_tools,
-                          reason=f"device: {what}; toolchain: {tools}", capabilities=caps, priority=10)]
+        return [Detection("cuda", arch, device=True, toolchain=has_tools and _builds(arch),
+                          reason=f"device: {what}; {_toolchain_text(arch, tools)}", capabilities=caps, priority=10)]
     seen = what if unusable else ""
-    return [Detection("cuda", a, device=False, toolchain=has_tools, reason=f"{what}; toolchain: {tools}",
-                      unusable_device=seen) for a in CUDA_ARCHS]
+    return [Detection("cuda", a, device=False, toolchain=has_tools and _builds(a),
+                      reason=f"{what}; {_toolchain_text(a, tools)}", unusable_device=seen) for a in CUDA_ARCHS]
+
+
+def _builds(arch: str) -> bool:
+    from .compile import unbuildable_reason
+
+    return unbuildable_reason(arch) is None
+
+
+def _toolchain_text(arch: str, tools: str) -> str:
+    from .compile import unbuildable_reason
+
+    why = unbuildable_reason(arch)
+    return f"toolchain: {tools}" if why is None else f"toolchain: {why}"
