@@ -10,7 +10,7 @@ PIP=".venv/bin/python -m pip"
 $PIP install -q --upgrade pip
 # torch is optional for users; the tests use it to check DLPack zero-copy. The CPU wheel
 # keeps the download small.
-$PIP install -q -e ".[compiler,test]" \
+$PIP install -q -e ".[compiler,test,docs]" \
     -e backends/cpu -e backends/cuda -e backends/hip -e backends/musa -e backends/metal -e backends/opencl \
     -e conformance
 # torch (CPU build) lets the tests check torch tensors through DLPack; optional for users.
