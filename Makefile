@@ -11,11 +11,12 @@ TEST_ARGS ?= -n 2
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml conformance/pyproject.toml $(foreach b,$(BACKENDS),$(b)/pyproject.toml) scripts/setup.sh
-	PYTHON=$(PYTHON) bash scripts/setup.sh
-	touch $(STAMP)
+	@PYTHON=$(PYTHON) bash scripts/setup.sh
+	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) examples/tour.py
+	@echo "demo: compiling and running a GEMM, GEMM + ReLU, softmax and an elementwise add on the CPU (cached after the first run)"
+	@$(PY) examples/tour.py
 
 # Compilers for the device backends that build here without their hardware (HIP: clang + ROCm
 # device libraries from Debian), and PoCL, the OpenCL platform on which the OpenCL backend runs
