@@ -29,3 +29,15 @@ def test_an_unknown_command_is_still_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["no-such-command"])
     assert exit_info.value.code == 2
+
+
+def test_a_command_that_needs_the_compiler_says_how_to_install_it(monkeypatch, capsys):
+    from tilelang_core.cli import main as cli
+
+    def ops_without_tvm(args):
+        raise ModuleNotFoundError("No module named 'tvm'", name="tvm")
+
+    monkeypatch.setattr(cli, "cmd_ops", ops_without_tvm)
+    assert main(["ops"]) == 1
+    err = capsys.readouterr().err
+    assert "needs the compiler (apache-tvm)" in err and "tilelang-core[compiler]" in err

@@ -251,6 +251,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except ModuleNotFoundError as exc:
+        from .. import _COMPILER_MODULES, COMPILER_HINT
+
+        if exc.name is None or exc.name.split(".")[0] not in _COMPILER_MODULES:
+            raise
+        print(f"tilelang {argv[0] if argv else ''}: this command needs the compiler (apache-tvm), which is not "
+              f"installed here (a runtime-only install). {COMPILER_HINT}", file=sys.stderr)
+        return 1
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] == ["run"] and argv[1:2] not in (["-h"], ["--help"]):
         # the program's own options (and `-m`) are not ours to parse
         from ..compat.run import run_program
