@@ -27,6 +27,14 @@ def _arch_key(target: str) -> tuple:
     return kind, int(digits) if digits else 0, arch
 
 
+def _toolchain(text: str) -> str:
+    """The compiler named in a report's toolchain line ("nvrtc 13.5", "Debian clang version 19.1.7")."""
+    parts = [p.strip() for p in text.split(";") if p.strip() and not p.strip().startswith("backend:")]
+    first = parts[0] if parts else ""
+    first = first.split(" headers:")[0].split(": ", 1)[-1]
+    return first.split(" [")[0].split(" (")[0]
+
+
 def load_reports(folder: Path = REPORTS) -> list[dict]:
     """Every target report of every JSON file, ordered by kind then arch number."""
     targets = []
@@ -47,11 +55,15 @@ def render(targets: list[dict]) -> str:
              "accepted the code), **codegen** (source generated and checked without it).", "",
              "| target | level | " + " | ".join(OUTCOMES) + " | date | toolchain |",
              "|---|---|" + "---|" * len(OUTCOMES) + "---|---|"]
+    note = ["", "Not in this table: cuda/sm_80, sm_89, sm_90a, hip/gfx90a, gfx942, musa, metal and opencl",
+            "have earlier reports in [conformance/](conformance/README.md); cuda/sm_70 needs a CUDA 12",
+            "nvcc and hip/gfx950 clang 20, neither of which the machine that made these reports has."]
     for t in targets:
         counts = {o: sum(1 for r in t["results"] if r["outcome"] == o) for o in OUTCOMES}
         header = t.get("header", {})
         lines.append(f"| {t['target']} | {t['level']} | " + " | ".join(str(counts[o] or "") for o in OUTCOMES)
-                     + f" | {header.get('date', '')} | {header.get('toolchain', '').split(' headers:')[0]} |")
+                     + f" | {header.get('date', '')} | {_toolchain(header.get('toolchain', ''))} |")
+    lines += note
     for t in targets:
         lines += ["", f"## {t['target']}", "", "| feature | " + " | ".join(OUTCOMES) + " |",
                   "|---|" + "---|" * len(OUTCOMES)]
