@@ -20,14 +20,18 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
     echo "done"
 fi
-: >"$LOG"
+: >>"$LOG"
 PIP=".venv/bin/python -m pip"
+# torch (CPU build) lets the tests check torch tensors through DLPack; optional for users and
+# not needed by `make demo`: `make test` adds it with `scripts/setup.sh --torch`.
+if [ "${1:-}" = "--torch" ]; then
+    step "installing torch (CPU build; for the torch tests)" $PIP install -q "torch==2.13.0" \
+        || echo "setup: torch not installed; torch tests will be skipped"
+    exit 0
+fi
 step "upgrading pip" $PIP install -q --upgrade pip
 step "installing tilelang-core (with apache-tvm), the backends and the conformance suite (editable)" \
     $PIP install -q -e ".[compiler,test,docs]" \
     -e backends/cpu -e backends/cuda -e backends/hip -e backends/musa -e backends/metal -e backends/opencl \
     -e conformance
-# torch (CPU build) lets the tests check torch tensors through DLPack; optional for users.
-step "installing torch (CPU build; optional, for the torch tests)" $PIP install -q "torch==2.13.0" \
-    || echo "setup: torch not installed; torch tests will be skipped"
 echo "setup: .venv ready ($(.venv/bin/python --version)); pip's log: $LOG"
