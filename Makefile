@@ -3,19 +3,26 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TORCH := $(VENV)/.torch
 BACKENDS := backends/cpu backends/cuda backends/hip backends/musa backends/metal backends/opencl
 TEST_ARGS ?= -n 2
 
 .PHONY: setup demo test clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(TORCH)
 
-$(STAMP): pyproject.toml conformance/pyproject.toml $(foreach b,$(BACKENDS),$(b)/pyproject.toml) tests/fixtures/broken_backend/pyproject.toml scripts/setup.sh
-	PYTHON=$(PYTHON) bash scripts/setup.sh
-	touch $(STAMP)
+$(STAMP): pyproject.toml conformance/pyproject.toml $(foreach b,$(BACKENDS),$(b)/pyproject.toml) scripts/setup.sh
+	@PYTHON=$(PYTHON) bash scripts/setup.sh
+	@touch $(STAMP)
+
+# torch (CPU build): the tests check torch tensors through DLPack; the demo does not need it
+$(TORCH): | $(STAMP)
+	@bash scripts/setup.sh --torch
+	@touch $(TORCH)
 
 demo: $(STAMP)
-	$(PY) examples/tour.py
+	@echo "demo: compiling and running a GEMM, GEMM + ReLU, softmax and an elementwise add on the CPU (cached after the first run)"
+	@$(PY) examples/tour.py
 
 # Compilers for the device backends that build here without their hardware (HIP: clang + ROCm
 # device libraries from Debian), and PoCL, the OpenCL platform on which the OpenCL backend runs
@@ -26,7 +33,7 @@ $(TOOLCHAINS): scripts/install_hip_toolchain.sh scripts/install_opencl_runtime.s
 	bash scripts/install_opencl_runtime.sh
 	touch $(TOOLCHAINS)
 
-test: $(STAMP) $(TOOLCHAINS)
+test: $(STAMP) $(TOOLCHAINS) $(TORCH)
 	$(PY) -m pytest $(TEST_ARGS)
 
 clean:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # The modules of the compiler half ([compiler] extra); a runtime-only install lacks them.
 _COMPILER_MODULES = ("tvm", "tvm_ffi")

@@ -13,7 +13,7 @@ or evaluated, never on the `--from` path.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from .case import Arg, Case, NotApplicable, Raises, Scalar, Spec, case, registry, select
 from .result import FAIL, LEVELS, NA, OUTCOMES, PASS, XFAIL, XPASS, Result

@@ -127,7 +127,8 @@ def _run(targets: Sequence[Any], args: argparse.Namespace) -> int:
     from .probes import cases_for
     from .suite import run_target
 
-    reports = []
+    named = set(args.target)  # targets named one by one must give the level; a backend's others may not
+    reports, skipped = [], []
     for target in targets:
         total = len(select(cases_for(target, registry().values()), args.cases))
         with _progress() as progress:
@@ -137,8 +138,15 @@ def _run(targets: Sequence[Any], args: argparse.Namespace) -> int:
                                     on_result=lambda r: progress.update(task, advance=1, description=f"{target} {r.case}"),
                                     pass_configs=args.pass_config_map)
             except LevelError as exc:
-                return _error(str(exc))
+                if str(target) in named:
+                    return _error(str(exc))
+                skipped.append(str(exc))
+                continue
         reports.append(report)
+    for reason in skipped:
+        print(f"skipped {reason}", file=sys.stderr)
+    if not reports:
+        return _error(f"no target of the backend gives --level {args.level} here (see the lines above)")
     return _finish(reports, args)
 
 

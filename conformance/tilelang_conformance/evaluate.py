@@ -36,6 +36,12 @@ def not_applicable(case: Case, target: Any, level: str, configs: Mapping[str, An
     off = disabled_claims(case.claims, switched_off(target.capabilities, configs))
     if off:
         return f"the pass configs switch off what this case probes: {', '.join(off)}"
+    if level == "run":
+        from .data import BITS_DTYPES, numpy_dtype
+
+        unmade = [n for n in case.needs if n in BITS_DTYPES and numpy_dtype(n) is None]
+        if unmade:
+            return f"no {', '.join(unmade)} host arrays here to run it with: pip install ml_dtypes"
     return ""
 
 

@@ -50,7 +50,9 @@ def test_host_spellings_are_the_host_cpu():
     ("cuda -arch=sm_90", "cuda/sm_90a"),
     ("cuda -arch=sm_90a", "cuda/sm_90a"),
     ("cuda  -arch=sm_80 -max_num_threads=1024", "cuda/sm_80"),
-    ("cuda -arch=sm_86", "cuda/sm_80"),  # sm_80 code runs on compute capability 8.6
+    ("cuda -arch=sm_86", "cuda/sm_86"),
+    ("cuda -arch=sm_90", "cuda/sm_90a"),  # TileLang builds sm_90a for compute capability 9.0
+    ("cuda -arch=sm_72", "cuda/sm_70"),  # sm_70 code runs on compute capability 7.2
     ("cuda -arch=sm_89", "cuda/sm_89"),
     ({"kind": "cuda", "arch": "sm_80"}, "cuda/sm_80"),
     ({"kind": "nvidia", "arch": "sm_90"}, "cuda/sm_90a"),
@@ -106,10 +108,10 @@ def test_unknown_spelling_lists_the_known_ones():
 
 
 @pytest.mark.parametrize("spec,needle", [
-    ({"kind": "cuda", "arch": "sm_75"}, "'sm_75' has no counterpart in tilelang-cuda"),
-    ("cuda -arch=sm_100a", "'sm_100a' has no counterpart"),
+    ({"kind": "cuda", "arch": "sm_53"}, "'sm_53' has no counterpart in tilelang-cuda"),
+    ("cuda -arch=sm_61", "'sm_61' has no counterpart"),
     ("cuda -arch", "the 'arch' attribute needs a value"),
-    ("rocm -mcpu=gfx1100", "'gfx1100' (attribute 'mcpu') has no counterpart in tilelang-hip"),
+    ("rocm -mcpu=gfx906", "'gfx906' (attribute 'mcpu') has no counterpart in tilelang-hip"),
     ("nvidia/no-such-gpu", "TVM target tag 'nvidia/no-such-gpu' is not known"),
     ("cuda arch=sm_90", "'arch=sm_90' is not an attribute"),
     ("cpu -mcpu=skylake", "'cpu' takes no attributes here"),

@@ -130,3 +130,14 @@ def test_export_then_run_from_without_tvm(tmp_path, cpu_runs):
     done = _from(export, "-k", "elementwise.float32", "-v")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "FAIL" in done.stdout and "elements off" in done.stdout
+
+
+def test_a_backend_at_run_level_skips_the_targets_that_cannot_run_here(capsys):
+    import platform
+
+    if platform.machine().lower() in ("aarch64", "arm64"):
+        pytest.skip("cpu/aarch64 runs on this host")
+    assert main(["--backend", "cpu", "--level", "run", "-k", "no.such.case"]) == 0
+    err = capsys.readouterr().err
+    assert "skipped cpu/aarch64: --level run is not available here" in err
+    assert main(["--target", "cpu/aarch64", "--level", "run", "-k", "no.such.case"]) == 2  # named: an error

@@ -148,3 +148,13 @@ def test_declared_capabilities_outside_the_static_list_get_generated_probes(cpu)
     assert "elementwise.uint16" not in {c.name for c in cases_for(cpu, registry().values())}
     assert evaluate({c.name: c for c in cases_for(claimed, registry().values())}["atomic.max.float64"],
                     claimed, "run", 3).outcome == PASS
+
+
+def test_a_dtype_without_host_arrays_is_na_at_run(cpu, monkeypatch):
+    from tilelang_conformance import data
+
+    monkeypatch.setattr(data, "numpy_dtype", lambda name: None if name == "bfloat16" else data.np.dtype(name))
+    case = _case("t.bf16", lambda: Spec(doubler(N), _args(), lambda A: {"C": 2 * A}), needs=("float32", "bfloat16"))
+    result = evaluate(case, cpu, "run", 1)
+    assert result.outcome == NA and "no bfloat16 host arrays here" in result.detail and "ml_dtypes" in result.detail
+    assert evaluate(case, cpu, "compile", 1).outcome == PASS  # compiling needs no host arrays

@@ -429,3 +429,10 @@ def test_copy_vectors_need_whole_vector_rows(n, vector):
     text = gemm_source(bn=32) if n == 64 else render(kernels.gemm(128, n, 128, 64, 32, 32, "float16", "float32", "float16")).source
     assert ("(*(tl_bits32x4*)(&B_s[" in text) == vector
     assert "(*(tl_bits32x4*)(&A_s[" in text  # A's rows (K = 128) are whole vectors either way
+
+
+@pytest.mark.parametrize("arch,width", [("gfx942", 64), ("gfx950", 64), ("gfx1100", 32), ("gfx1201", 32)])
+def test_warp_reductions_span_the_targets_wavefront(arch, width):
+    source = render(kernels.reduce(8, 256, "max", 1, True), arch).source
+    widths = set(re.findall(r"tl_shfl_xor\([^;]*, (\d+)\)", source))
+    assert widths == {str(width)}, (arch, widths)

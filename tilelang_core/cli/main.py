@@ -169,9 +169,54 @@ def _cmd_new_backend(args: argparse.Namespace) -> int:
     return cmd_new_backend(args)
 
 
+# subcommands that optional distributions add: name -> (distribution, what it does)
+OPTIONAL_COMMANDS = {
+    "conformance": ("tilelang-conformance", "runs the shared conformance suite and prints the compliance table"),
+}
+
+
+def _versions() -> str:
+    """`tilelang --version`: the core's version and every installed backend's."""
+    from importlib import metadata
+
+    from .. import __version__
+
+    lines = [f"tilelang-core {__version__}"]
+    for ep in sorted(metadata.entry_points(group="tilelang.backends"), key=lambda e: e.name):
+        dist = getattr(ep, "dist", None)
+        if dist is not None:
+            lines.append(f"{dist.metadata['Name']} {dist.version}")
+    try:
+        lines.append(f"tilelang-conformance {metadata.version('tilelang-conformance')}")
+    except metadata.PackageNotFoundError:
+        pass
+    return "\n".join(lines)
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: one line per distribution, read when asked (not at every start)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_versions())
+        parser.exit()
+
+
+def _missing_command(name: str) -> int:
+    distribution, what = OPTIONAL_COMMANDS[name]
+    print(f"tilelang {name}: this command comes with the optional distribution {distribution} (it {what}), "
+          f"which is not installed here. Install it with:\n    pip install {distribution}", file=sys.stderr)
+    return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tilelang", description="tilelang-core command line")
+    parser.add_argument("--version", action=_VersionAction,
+                        help="print the versions of tilelang-core and the installed backends, then exit")
     sub = parser.add_subparsers(dest="command", required=True)
+    parser.set_defaults(commands=sub.choices)
     p = sub.add_parser("backends", help="installed backends, their targets and whether they are usable here")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_backends)
@@ -206,12 +251,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except ModuleNotFoundError as exc:
+        from .. import _COMPILER_MODULES, COMPILER_HINT
+
+        if exc.name is None or exc.name.split(".")[0] not in _COMPILER_MODULES:
+            raise
+        print(f"tilelang {argv[0] if argv else ''}: this command needs the compiler (apache-tvm), which is not "
+              f"installed here (a runtime-only install). {COMPILER_HINT}", file=sys.stderr)
+        return 1
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] == ["run"] and argv[1:2] not in (["-h"], ["--help"]):
         # the program's own options (and `-m`) are not ours to parse
         from ..compat.run import run_program
 
         return run_program(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if argv[:1] and argv[0] in OPTIONAL_COMMANDS and argv[0] not in parser.get_default("commands"):
+        return _missing_command(argv[0])
+    args = parser.parse_args(argv)
     return int(args.func(args) or 0)
 
 

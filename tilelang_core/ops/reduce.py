@@ -12,7 +12,7 @@ from .. import language as T
 from .launch import OpError, check_dtype, contiguous, kernel_for, library, target_for
 from .registry import ConfigRule, Operator, get, register
 from .rows_vector import cumsum_vector, reduce_vector
-from .rows import FLOATS, ROW_TABLE, ROW_TUNE, restore_axis, row_launch, rows_of
+from .rows import _UNSET, FLOATS, ROW_TABLE, ROW_TUNE, restore_axis, row_launch, rows_of, torch_spelling
 
 __all__ = ["sum", "mean", "max", "min", "cumsum", "topk"]
 
@@ -232,28 +232,38 @@ def _reduce(kind: str, x, axis, keepdims: bool, target):
     return _reduce_rows(kind, contiguous(rows), dtype, target).reshape(tuple(out_shape))
 
 
-def sum(x, axis: int | None = -1, keepdims: bool = False, target=None):  # noqa: A001 - TileLang-style name
-    """Sum over `axis` (None: every element), accumulated in float32."""
-    return _reduce("sum", x, axis, keepdims, target)
+def sum(x, axis: int | None = _UNSET, keepdims: bool = _UNSET, target=None, *, dim: int | None = _UNSET,
+        keepdim: bool = _UNSET):  # noqa: A001 - TileLang-style name
+    """Sum over `axis` (None: every element), accumulated in float32 Default axis -1; torch's `dim=`/`keepdim=` work as `axis=`/`keepdims=`."""
+    return _reduce("sum", x, torch_spelling("sum", "axis", axis, "dim", dim, -1),
+                   torch_spelling("sum", "keepdims", keepdims, "keepdim", keepdim, False), target)
 
 
-def mean(x, axis: int | None = -1, keepdims: bool = False, target=None):
-    """Mean over `axis` (None: every element), accumulated in float32."""
-    return _reduce("mean", x, axis, keepdims, target)
+def mean(x, axis: int | None = _UNSET, keepdims: bool = _UNSET, target=None, *, dim: int | None = _UNSET,
+        keepdim: bool = _UNSET):
+    """Mean over `axis` (None: every element), accumulated in float32 Default axis -1; torch's `dim=`/`keepdim=` work as `axis=`/`keepdims=`."""
+    return _reduce("mean", x, torch_spelling("mean", "axis", axis, "dim", dim, -1),
+                   torch_spelling("mean", "keepdims", keepdims, "keepdim", keepdim, False), target)
 
 
-def max(x, axis: int | None = -1, keepdims: bool = False, target=None):  # noqa: A001
-    """Maximum over `axis` (None: every element)."""
-    return _reduce("max", x, axis, keepdims, target)
+def max(x, axis: int | None = _UNSET, keepdims: bool = _UNSET, target=None, *, dim: int | None = _UNSET,
+        keepdim: bool = _UNSET):  # noqa: A001
+    """Maximum over `axis` (None: every element) Default axis -1; torch's `dim=`/`keepdim=` work as `axis=`/`keepdims=`."""
+    return _reduce("max", x, torch_spelling("max", "axis", axis, "dim", dim, -1),
+                   torch_spelling("max", "keepdims", keepdims, "keepdim", keepdim, False), target)
 
 
-def min(x, axis: int | None = -1, keepdims: bool = False, target=None):  # noqa: A001
-    """Minimum over `axis` (None: every element)."""
-    return _reduce("min", x, axis, keepdims, target)
+def min(x, axis: int | None = _UNSET, keepdims: bool = _UNSET, target=None, *, dim: int | None = _UNSET,
+        keepdim: bool = _UNSET):  # noqa: A001
+    """Minimum over `axis` (None: every element) Default axis -1; torch's `dim=`/`keepdim=` work as `axis=`/`keepdims=`."""
+    return _reduce("min", x, torch_spelling("min", "axis", axis, "dim", dim, -1),
+                   torch_spelling("min", "keepdims", keepdims, "keepdim", keepdim, False), target)
 
 
-def cumsum(x, axis: int = -1, reverse: bool = False, target=None):
-    """Inclusive prefix sum over `axis` (from the end when `reverse`), accumulated in float32."""
+def cumsum(x, axis: int = _UNSET, reverse: bool = False, target=None, *, dim: int = _UNSET):
+    """Inclusive prefix sum over `axis` (default -1; torch's `dim=` also works; from the end when
+    `reverse`), accumulated in float32."""
+    axis = torch_spelling("cumsum", "axis", axis, "dim", dim, -1)
     dtype = check_dtype("cumsum", "x", x, FLOATS)
     ndim = len(x.shape)
     rows, shape = rows_of(x, axis)

@@ -60,6 +60,28 @@ def row_launch(problem: dict, config: dict) -> tuple[int, int]:
     return block_M, min(threads, config["max_threads"])
 
 
+class _Unset:
+    """The default of an argument with two spellings: "not passed" (shown as `unset`)."""
+
+    def __repr__(self) -> str:
+        return "unset"
+
+
+_UNSET = _Unset()
+
+
+def torch_spelling(op: str, numpy_name: str, value, torch_name: str, torch_value, default):
+    """One argument that NumPy spells `axis`/`keepdims` and torch `dim`/`keepdim`: either
+    spelling works, both at once is an error naming the two. `value` is `_UNSET` when the
+    caller did not pass the NumPy spelling."""
+    if torch_value is _UNSET:
+        return default if value is _UNSET else value
+    if value is not _UNSET:
+        raise TypeError(f"tilelang_core.ops.{op}: got both {numpy_name}={value!r} and {torch_name}={torch_value!r}; "
+                        f"they name the same argument (NumPy's and torch's spelling): pass one")
+    return torch_value
+
+
 def move_axis_last(x, axis: int):
     """`x` with `axis` moved to the end, row-major (a copy only when the axis was not last)."""
     ndim = len(x.shape)
@@ -349,14 +371,16 @@ def _softmax(name: str, x, axis: int, target):
     return restore_axis(kernel(rows), shape, axis, ndim)
 
 
-def softmax(x, axis: int = -1, target=None):
-    """softmax of `x` over `axis`, in float32, stored in x's dtype."""
-    return _softmax("softmax", x, axis, target)
+def softmax(x, axis: int = _UNSET, target=None, *, dim: int = _UNSET):
+    """softmax of `x` over `axis` (default -1; torch's `dim=` also works), in float32, stored in
+    x's dtype."""
+    return _softmax("softmax", x, torch_spelling("softmax", "axis", axis, "dim", dim, -1), target)
 
 
-def log_softmax(x, axis: int = -1, target=None):
-    """log(softmax(x)) over `axis`, computed stably (x - max - log(sum(exp(x - max))))."""
-    return _softmax("log_softmax", x, axis, target)
+def log_softmax(x, axis: int = _UNSET, target=None, *, dim: int = _UNSET):
+    """log(softmax(x)) over `axis` (default -1; torch's `dim=` also works), computed stably
+    (x - max - log(sum(exp(x - max))))."""
+    return _softmax("log_softmax", x, torch_spelling("log_softmax", "axis", axis, "dim", dim, -1), target)
 
 
 def _vector_arg(op: str, name: str, v, n: int, dtype: str):

@@ -7,6 +7,7 @@ from .manager import (
     BackendInfo,
     Detection,
     PluginManager,
+    UnusableDeviceWarning,
     get_plugin_manager,
     reset_plugin_manager,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "BackendInfo",
     "Detection",
     "PluginManager",
+    "UnusableDeviceWarning",
     "get_plugin_manager",
     "reset_plugin_manager",
     "Target",

@@ -161,7 +161,7 @@ def tilelang_check_source(target, source):
     :returns: a short description of the check that passed (e.g. "clang-19 -fsyntax-only
         against the MSL declarations"), or None when the backend has no such check or the
         tool it needs is missing here (its `tilelang_detect_targets` reason should say so).
-    :raises: an exception naming what failed, the tool's log, and a command that reproduces it.
+    :raises Exception: one naming what failed, the tool's log, and a command that reproduces it.
 
     Called by the conformance runner at the codegen and compile levels, after `tilelang_codegen`.
     """

@@ -24,11 +24,16 @@ __all__ = [
     "CompatModule",
     "Detection",
     "PluginManager",
+    "UnusableDeviceWarning",
     "get_plugin_manager",
     "reset_plugin_manager",
 ]
 
 ENTRY_POINT_GROUP = "tilelang.backends"
+
+
+class UnusableDeviceWarning(UserWarning):
+    """`auto` chose a target although a backend saw a device it cannot use (which, and why)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,9 @@ class Detection:
     reason: str = ""
     capabilities: Capabilities | None = None
     priority: int = 0  # higher wins for `auto`; CPU backends use 0, devices more
+    # a device the backend saw but cannot use, and why ("GeForce GTX 1080 (sm_61): not a declared
+    # arch ..."): `auto` names it when it falls back to a device of lower priority (the CPU)
+    unusable_device: str = ""
 
     @property
     def usable(self) -> str:
@@ -246,6 +254,14 @@ class PluginManager:
                 + ("name a target explicitly." if not advice else "Or name a target explicitly.")
             )
         best = max(candidates, key=lambda d: d.priority)
+        seen = sorted({d.unusable_device for d in self.detections() if d.unusable_device and d.kind != best.kind})
+        if seen:
+            import warnings
+
+            warnings.warn(
+                f"target 'auto' picked {best.kind}/{best.arch}, but this machine has "
+                + "; ".join(seen) + f". Name a target (target='{best.kind}' or TILELANG_TARGET) to silence this, "
+                "or see `tilelang backends` for what each backend needs", UnusableDeviceWarning, stacklevel=3)
         caps = best.capabilities or self.registry.kinds[best.kind].archs[best.arch]
         return Target(best.kind, best.arch, caps)
 

@@ -1,2 +1,2 @@
 """The CPU backend of tilelang-core: the embedded default that runs anywhere."""
-__version__ = "0.1.0"
+__version__ = "0.2.0"

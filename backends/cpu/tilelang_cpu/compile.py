@@ -168,12 +168,27 @@ def _require_compiler() -> str:
     return cc
 
 
+def _check_cross(arch: str | None) -> None:
+    """A clear error, before the compiler's own, for an arch of another instruction-set family
+    than this host's when no compiler was named (the host's cc cannot build it)."""
+    if arch is None or env.host_c_compiler():
+        return
+    host = _target.host_arch()
+    family, host_family = _target.arch_family(arch), _target.arch_family(host)
+    if "generic" not in (family, arch) and family != host_family:
+        raise CompileError(
+            f"target cpu/{arch} needs a compiler for {family}, and this host is {host} "
+            f"(its C compiler builds {host_family} only). Use target='cpu' (this host), "
+            f"set TILELANG_CC to a cross compiler for {family} (e.g. {family}-linux-gnu-gcc), or "
+            f"generate the source only with tilelang_core.lower(func, target='cpu/{arch}')")
+
+
 def compile_source(source: str, arch: str | None = None, name: str = "kernel", flags: tuple = ()) -> bytes:
     """Compile generated C into a shared library (`flags` appended to the command); returns its
     bytes. The temporary folder is removed on every way out (an interrupt, Ctrl-C, included),
-    except when the compiler
-    rejects the code: then the .c file the error names is kept for the repro command (and
+    except when the compiler rejects the code: then the .c file the error names is kept for the repro command (and
     everything, with TILELANG_DEBUG=1)."""
+    _check_cross(arch)
     cc = _require_compiler()
     workdir = Path(tempfile.mkdtemp(prefix=f"tilelang-cpu-{name}-"))
     keep = env.debug()

@@ -32,10 +32,14 @@ def tilelang_detect_targets():
     for other in _target.CPU_ARCHS:
         if other == arch:
             continue
+        if _target.runs_on_host(other):  # a lower x86-64 level, or portable C
+            found.append(Detection("cpu", other, device=cc is not None, toolchain=cc is not None,
+                                   reason=f"runs on this host ({arch}); C compiler: {cc}" if cc else reason))
+            continue
         # the host compiler builds other archs of its own family (x86-64 levels), not others
         cross = cc is not None and _target.arch_family(other) == family
-        why = (f"not this host's arch ({arch}); the host compiler builds it" if cross else
-               f"not this host's arch ({arch}); no cross compiler: source is generated only")
+        why = (f"needs {other}, this host is {arch}; the host compiler builds it (export and run there)"
+               if cross else f"needs {other}, this host is {arch}; no cross compiler: source is generated only")
         found.append(Detection("cpu", other, device=False, toolchain=cross, reason=why))
     return found
 

@@ -7,7 +7,7 @@ import platform
 
 from tilelang_core.plugin import Capabilities, TargetKind
 
-__all__ = ["CPU_ARCHS", "arch_family", "host_arch", "cpu_kind", "host_features"]
+__all__ = ["CPU_ARCHS", "arch_family", "host_arch", "runs_on_host", "cpu_kind", "host_features"]
 
 _DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16",
            "float32", "float64")
@@ -65,7 +65,24 @@ def arch_family(arch: str) -> str:
     return "x86-64" if arch.startswith("x86-64") else arch
 
 
+# x86-64 levels, each a superset of the one before: code for a lower level runs on a higher one
+_X86_LEVELS = ("x86-64", "x86-64-avx2", "x86-64-avx512")
+
+
+def runs_on_host(arch: str) -> bool:
+    """Whether code built for `arch` runs on this machine: its own arch, a lower x86-64 level
+    of an x86-64 host, or portable C ("generic")."""
+    host = host_arch()
+    if arch in (host, "generic"):
+        return True
+    if arch in _X86_LEVELS and host in _X86_LEVELS:
+        return _X86_LEVELS.index(arch) <= _X86_LEVELS.index(host)
+    return False
+
+
 def host_arch() -> str:
+    """This machine's arch: the highest x86-64 level its flags allow, aarch64, or "generic"
+    (any other machine: portable C, built with no -march)."""
     machine = platform.machine().lower()
     if machine in ("x86_64", "amd64"):
         flags = host_features()

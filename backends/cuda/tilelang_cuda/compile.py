@@ -26,6 +26,7 @@ __all__ = [
     "COMPILE_OPTIONS",
     "compile_cuda",
     "toolchain_version",
+    "unbuildable_reason",
     "include_digest",
     "include_dirs",
     "disassemble",
@@ -190,6 +191,41 @@ def _nvcc_version(nvcc: str) -> str:
     return match.group(1) if match else "unknown"
 
 
+@functools.lru_cache(maxsize=None)
+def _nvrtc_archs() -> frozenset[int]:
+    """The compute capabilities (75, 80, ...) the loaded NVRTC builds; empty without NVRTC."""
+    nvrtc = _nvrtc()
+    if nvrtc is None:
+        return frozenset()
+    err, archs = nvrtc.nvrtcGetSupportedArchs()
+    return frozenset(int(a) for a in archs) if err == nvrtc.nvrtcResult.NVRTC_SUCCESS else frozenset()
+
+
+def _capability_number(arch: str) -> int:
+    return int(_ARCH.match(arch).group(1))
+
+
+def unbuildable_reason(arch: str) -> str | None:
+    """None when a compiler here builds `arch`; else why not and what to install. (CUDA 13's
+    NVRTC dropped compute capability 7.0 (Volta): sm_70 needs a CUDA 12 nvcc.)"""
+    if _nvrtc() is not None and _capability_number(arch) in _nvrtc_archs():
+        return None
+    nvcc = _find_tool("nvcc")
+    if nvcc is not None and _nvcc_builds(nvcc, arch):
+        return None
+    have = toolchain_version()
+    return (f"{have} does not build {arch}" if have != "none" else "no NVRTC and no nvcc here") + (
+        "; CUDA 13 dropped compute capability 7.0: install a CUDA 12 toolkit and set CUDA_HOME to it "
+        "(its nvcc builds sm_70)" if _capability_number(arch) < 75 else
+        "; pip install tilelang-cuda brings NVRTC 13, which builds sm_75 and newer")
+
+
+@functools.lru_cache(maxsize=None)
+def _nvcc_builds(nvcc: str, arch: str) -> bool:
+    out = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, check=False).stdout
+    return arch in out.split()
+
+
 def toolchain_version(compiler: str = "auto") -> str:
     """What compiles CUDA here, for cache keys: "nvrtc 13.5", "nvcc 13.0.88" or "none"."""
     if _use_nvrtc(compiler):
@@ -234,8 +270,10 @@ def compile_cuda(source: str, arch: str, options: dict | None = None) -> bytes:
     """
     opts = _check_options(options)
     _check_arch(arch)
-    if _use_nvrtc(opts["compiler"]):
+    if _use_nvrtc(opts["compiler"]) and (opts["compiler"] == "nvrtc" or _capability_number(arch) in _nvrtc_archs()):
         return _compile_nvrtc(source, arch, opts)
+    if opts["compiler"] == "auto" and (why := unbuildable_reason(arch)) is not None:
+        raise CompileError(f"cannot compile for cuda/{arch}: {why}")
     nvcc = _find_tool("nvcc")
     if nvcc is None:
         raise CompileError(

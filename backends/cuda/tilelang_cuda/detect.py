@@ -18,7 +18,8 @@ def _toolchain() -> tuple[bool, str]:
 
 
 def _device():
-    """(arch, refined capabilities, description) of device 0, or (None, None, why not)."""
+    """(arch, refined capabilities, description) of device 0, or (None, None, why not), or
+    (None, None, which device and why not, True) for a device this backend cannot use."""
     try:
         return _query_device()
     except Exception as exc:  # noqa: BLE001 - a missing driver library raises on first call
@@ -48,7 +49,8 @@ def _query_device():
     name = name.split(b"\0", 1)[0].decode(errors="replace")
     arch = arch_for_compute_capability(major, minor)
     if arch is None:
-        return None, None, f"{name} (sm_{major}{minor}) is not a declared arch"
+        return None, None, (f"{name} (sm_{major}{minor}): tilelang-cuda has no arch whose code runs on "
+                            f"compute capability {major}.{minor} (it builds for {', '.join(CUDA_ARCHS)})", True)
     caps = CUDA_ARCHS[arch].refine(
         processor_count=attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
         l2_size=attr(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
@@ -61,9 +63,23 @@ def _query_device():
 
 def detect() -> list[Detection]:
     has_tools, tools = _toolchain()
-    arch, caps, what = _device()
+    arch, caps, what, *unusable = _device()
     if arch is not None:
-        return [Detection("cuda", arch, device=True, toolchain=has_tools,
-                          reason=f"device: {what}; toolchain: {tools}", capabilities=caps, priority=10)]
-    return [Detection("cuda", a, device=False, toolchain=has_tools, reason=f"{what}; toolchain: {tools}")
-            for a in CUDA_ARCHS]
+        return [Detection("cuda", arch, device=True, toolchain=has_tools and _builds(arch),
+                          reason=f"device: {what}; {_toolchain_text(arch, tools)}", capabilities=caps, priority=10)]
+    seen = what if unusable else ""
+    return [Detection("cuda", a, device=False, toolchain=has_tools and _builds(a),
+                      reason=f"{what}; {_toolchain_text(a, tools)}", unusable_device=seen) for a in CUDA_ARCHS]
+
+
+def _builds(arch: str) -> bool:
+    from .compile import unbuildable_reason
+
+    return unbuildable_reason(arch) is None
+
+
+def _toolchain_text(arch: str, tools: str) -> str:
+    from .compile import unbuildable_reason
+
+    why = unbuildable_reason(arch)
+    return f"toolchain: {tools}" if why is None else f"toolchain: {why}"

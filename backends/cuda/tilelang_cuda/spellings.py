@@ -35,14 +35,17 @@ def _arch_of_tag(tag: str) -> str:
 
 
 def _declared(arch: str) -> str:
-    if arch in CUDA_ARCHS:
-        return arch
+    """Our arch for a TileLang/TVM arch attribute. A plain "sm_XY" means what TileLang builds
+    for it: the device of that compute capability, arch-specific features included from sm_90
+    on (TileLang's `get_target_arch` appends "a"), so "sm_90" is our sm_90a."""
     match = _SM.fullmatch(arch)
+    if arch in CUDA_ARCHS and (match is None or match[3]):
+        return arch
     ours = arch_for_compute_capability(int(match[1]), int(match[2])) if match else None
     if ours is None:
         raise TargetError(
             f"CUDA arch {arch!r} has no counterpart in tilelang-cuda, which builds for "
-            f"{', '.join(CUDA_ARCHS)} (compute capability 8.0 to 9.x); name one of these as the "
+            f"{', '.join(CUDA_ARCHS)} (compute capability 7.0 to 12.x); name one of these as the "
             f"arch (e.g. 'cuda -arch=sm_90' or target='cuda/sm_90a')"
         )
     return ours

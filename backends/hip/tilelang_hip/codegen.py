@@ -1,4 +1,4 @@
-"""The HIP dialect of the core's C-family printer: AMD GPUs, wavefront 64.
+"""The HIP dialect of the core's C-family printer: AMD GPUs, wavefront 64 (CDNA) or 32 (RDNA).
 
 Calling convention of the generated code (what `HIPRuntime` launches through
 `hipModuleLaunchKernel`):
@@ -62,7 +62,6 @@ class HIPCodegen(GPUCodegen):
     atomic_ops = {(kind, dtype): f"tl_atomic_{kind}({{0}}, {{1}})"
                   for kind, dtypes in _ATOMIC_DTYPES.items() for dtype in dtypes}
     reinterpret_format = "__builtin_bit_cast({2}, {0})"
-    shuffle_xor_format = "tl_shfl_xor({0}, {1}, 64)"
     # builtins.INTRINSIC_OPS (HIP Programming Guide, "Warp cross-lane functions": a
     # wavefront's ops take no mask; ballots are 64-bit)
     intrinsic_formats = {
@@ -97,6 +96,12 @@ class HIPCodegen(GPUCodegen):
         "half_t", "bfloat16_t", "warpSize", "half", "bfloat16", "hip_bfloat16", "__half")
     calling_convention = ('extern "C" __global__ entry(buffer pointers and scalars in PrimFunc '
                           'order), launched with KernelSource.grid/block/shared_memory')
+
+    @property
+    def shuffle_xor_format(self) -> str:
+        """Butterflies span the target's wavefront: 64 lanes on CDNA, 32 on RDNA."""
+        width = self.target.capabilities.warp_size if self.target is not None else 64
+        return f"tl_shfl_xor({{0}}, {{1}}, {width})"
 
     # -- launch ---------------------------------------------------------------------------
 

@@ -49,9 +49,12 @@ __all__ = [
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 
 # The first LLVM major version whose AMDGPU backend knows each arch.
-_MIN_LLVM = {"gfx90a": 13, "gfx942": 17}
+_MIN_LLVM = {"gfx90a": 13, "gfx942": 17, "gfx950": 20, "gfx1100": 16, "gfx1101": 16,
+             "gfx1200": 18, "gfx1201": 18}
 # arch -> (suffix of oclc_isa_version_*.bc, the ISA version it defines)
-_ISA_VERSION = {"gfx90a": ("90a", 9010), "gfx942": ("942", 9402)}
+_ISA_VERSION = {"gfx90a": ("90a", 9010), "gfx942": ("942", 9402), "gfx950": ("950", 9500),
+                "gfx1100": ("1100", 11000), "gfx1101": ("1101", 11001), "gfx1200": ("1200", 12000),
+                "gfx1201": ("1201", 12001)}
 
 _OPTIONS = {
     "compiler": '"auto" (default), "hiprtc", "clang", or the path of a clang/hipcc executable',

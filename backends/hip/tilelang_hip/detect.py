@@ -39,20 +39,25 @@ def _device() -> tuple[str | None, str]:
         return None, f"no AMD device (HIP runtime library: {type(exc).__name__}: {exc})"
     arch = props.gcnArchName.decode().split(":")[0]
     if arch not in HIP_ARCHS:
-        return None, f"AMD device {arch} is not a supported arch ({', '.join(HIP_ARCHS)})"
+        return None, f"AMD device {arch}: not a supported arch (tilelang-hip builds for {', '.join(HIP_ARCHS)})", True
     return arch, arch
 
 
-def _toolchain_text(compiler: str | None) -> str:
-    return f"toolchain: {Path(compiler).name}" if compiler else f"no toolchain: run {_INSTALL}"
+def _toolchain_text(compiler: str | None, arch: str) -> str:
+    from .compile import _MIN_LLVM
+
+    if compiler:
+        return f"toolchain: {Path(compiler).name}"
+    return (f"no toolchain: {arch} needs clang >= {_MIN_LLVM[arch]} with the HIP headers and ROCm device "
+            f"libraries (ROCm's /opt/rocm/llvm, or {_INSTALL} where its clang is new enough)")
 
 
 def detect() -> list[Detection]:
     tools = find_toolchains()
-    arch, what = _device()
+    arch, what, *unusable = _device()
     if arch is not None:
         return [Detection("hip", arch, device=True, toolchain=arch in tools,
-                          reason=f"device: {what}; {_toolchain_text(tools.get(arch))}", priority=10)]
+                          reason=f"device: {what}; {_toolchain_text(tools.get(arch), arch)}", priority=10)]
     return [Detection("hip", a, device=False, toolchain=a in tools,
-                      reason=f"{what}; {_toolchain_text(tools.get(a))}")
+                      reason=f"{what}; {_toolchain_text(tools.get(a), a)}", unusable_device=what if unusable else "")
             for a in HIP_ARCHS]

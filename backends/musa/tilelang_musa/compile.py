@@ -21,7 +21,8 @@ from tilelang_core.runtime import CompileError
 
 from . import sdk
 
-__all__ = ["INCLUDE_DIR", "MUSAToolchainError", "compile_musa", "mcc_command", "cache_key", "include_digest"]
+__all__ = ["INCLUDE_DIR", "MUSAToolchainError", "compile_musa", "mcc_command", "cache_key", "include_digest",
+           "SOURCE_ONLY_HEADER", "source_only", "is_source_only"]
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 _TIMEOUT_S = 600
@@ -30,6 +31,22 @@ _OPTIONS = ("flags", "fast_math", "line_map")
 
 class MUSAToolchainError(CompileError):
     """No MUSA compiler here (not a problem of the kernel's source)."""
+
+
+# The first line of a "binary" that is the MUSA C++ source itself: what `compile` returns where
+# there is no mcc, so that the kernel still exports (its source) and runs after an mcc compile
+# on a machine with the SDK. The line is a comment: the whole binary is a valid .mu file.
+SOURCE_ONLY_HEADER = b"// tilelang-musa source-only kernel: compiled with mcc when loaded where the MUSA SDK is\n"
+
+
+def source_only(source: str, arch: str, why: str) -> bytes:
+    """The source-only binary of `source` for `arch`; `why` (no mcc here) is kept in it."""
+    reason = " ".join(why.split())
+    return SOURCE_ONLY_HEADER + f"// arch: {arch}; not compiled because: {reason}\n".encode() + source.encode()
+
+
+def is_source_only(binary: bytes) -> bool:
+    return binary.startswith(SOURCE_ONLY_HEADER)
 
 
 def mcc_command(mcc: str, arch: str, source: str, output: str, flags=(), fast_math: bool = False) -> list[str]:

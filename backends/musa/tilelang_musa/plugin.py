@@ -78,13 +78,16 @@ def tilelang_check_source(target, source):
 
 @hookimpl
 def tilelang_compile(target, source, options):
-    from .compile import compile_musa
+    from .compile import MUSAToolchainError, compile_musa, source_only
 
-    return compile_musa(source.source, target.arch, {
-        "flags": list(options.extra_flags),
-        "fast_math": options.fast_math,
-        "line_map": source.line_map,
-    })
+    try:
+        return compile_musa(source.source, target.arch, {
+            "flags": list(options.extra_flags),
+            "fast_math": options.fast_math,
+            "line_map": source.line_map,
+        })
+    except MUSAToolchainError as exc:  # no mcc: a kernel that exports its source (as Metal's does)
+        return source_only(source.source, target.arch, str(exc))
 
 
 @hookimpl

@@ -151,7 +151,34 @@ class MUSARuntime(Runtime):
 
 
 class MUSARuntimeOnDemand(RuntimeOnDemand):
-    """A `MUSARuntime` made on first use, so compiling works where nothing can run."""
+    """A `MUSARuntime` made on first use, so compiling works where nothing can run.
+
+    A source-only kernel (compiled where there was no mcc) is compiled with mcc here before it
+    loads; where mcc or the runtime is missing, loading says that the kernel holds source
+    only, why it cannot run here, and how to run it elsewhere.
+    """
 
     def __init__(self) -> None:
         super().__init__(MUSARuntime, MUSARuntime.dlpack_device_type)
+
+    def load(self, binary: bytes, meta: KernelMeta) -> LoadedKernel:
+        from . import compile as musa_compile
+
+        if not musa_compile.is_source_only(binary):
+            return super().load(binary, meta)
+        arch = str(meta.target).split("/", 1)[-1]
+        problems = []
+        if sdk.find_mcc() is None:
+            problems.append("no mcc here to compile it (set MUSA_HOME to the MUSA SDK, or put mcc on PATH)")
+        try:
+            runtime = self.runtime
+        except (MUSARuntimeUnavailable, MUSAError) as exc:
+            problems.append(str(exc))
+        if problems:
+            raise MUSARuntimeUnavailable(
+                f"the {meta.target} kernel {meta.entry!r} holds MUSA C++ source only (it was compiled where "
+                f"there was no mcc) and cannot run here: {'; '.join(problems)}. kernel.get_kernel_source() "
+                f"shows the source; kernel.export(DIR) keeps it, and tilelang_core.load(DIR) on a machine "
+                f"with the MUSA SDK and torch_musa compiles and runs it")
+        source = binary.decode()
+        return runtime.load(musa_compile.compile_musa(source, arch), meta)

@@ -22,8 +22,13 @@
 #define TL_DEVICE __device__ __forceinline__
 #define TL_HOST_DEVICE __host__ __device__ __forceinline__
 
-// gfx9 (CDNA: gfx90a, gfx942) always runs 64 lanes per wavefront.
+// gfx9 (CDNA: gfx90a, gfx942, gfx950) runs 64 lanes per wavefront; RDNA (gfx11, gfx12) 32 by
+// default. The compiler says which for the arch being compiled.
+#if defined(__AMDGCN_WAVEFRONT_SIZE)
+#define TL_WAVEFRONT_SIZE __AMDGCN_WAVEFRONT_SIZE
+#else
 #define TL_WAVEFRONT_SIZE 64
+#endif
 constexpr int tl_wavefront_size = TL_WAVEFRONT_SIZE;
 
 // ---------------------------------------------------------------------------------------------
