@@ -250,3 +250,22 @@ def test_an_eager_stub_decorates_and_raises_when_compiled():
         stub.compile(n=16)
     with pytest.raises(EagerStyleError, match=r"needs a kernel body"):
         stub.get_kernel_source(n=16)
+
+
+def test_several_dynamic_dims_at_once():
+    """TileLang's sparse MLA examples write `batch, seq_len = T.dynamic("batch, seq_len")`."""
+    import numpy as np
+
+    @tilelang.jit
+    def double(A):
+        rows, cols = T.dynamic("rows, cols")
+        A: T.Tensor((rows, cols), T.float32)
+        B = T.empty((rows, cols), T.float32)
+        with T.Kernel(T.ceildiv(rows, 8), threads=32) as bx:
+            for i, j in T.Parallel(8, 16):
+                if bx * 8 + i < rows and j < cols:
+                    B[bx * 8 + i, j] = A[bx * 8 + i, j] * 2.0
+        return B
+
+    a = np.random.default_rng(1).standard_normal((20, 16)).astype("float32")
+    np.testing.assert_array_equal(double(a), a * 2)

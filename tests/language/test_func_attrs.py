@@ -56,3 +56,20 @@ def test_gemm_clear_accum_known_at_run_time():
     c = np.full((64, 32), np.nan, np.float32)
     tilelang.compile(main, target="cpu")(a, b, c)
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4)
+
+
+def test_parallel_takes_tilelangs_prefer_async_hint():
+    """TileLang's minference example writes `T.Parallel(n, prefer_async=True)`."""
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64) as bx:
+            for i in T.Parallel(64, prefer_async=True):
+                B[i] = A[i]
+
+    import numpy as np
+
+    import tilelang_core as tilelang
+
+    a, b = np.arange(64, dtype=np.float32), np.full(64, np.nan, np.float32)
+    tilelang.compile(main, target="cpu")(a, b)
+    np.testing.assert_array_equal(b, a)

@@ -62,3 +62,12 @@ def test_a_kernel_without_tensor_inputs_allocates_its_outputs_on_its_runtime():
 
     out = iota()(5)
     np.testing.assert_array_equal(np.asarray(out), np.arange(5, 69, dtype=np.int32))
+
+
+def test_torch_unsigned_tensors_are_their_dtypes():
+    """TileLang's random-number example returns torch.uint32 tensors."""
+    torch = pytest.importorskip("torch")
+    from tilelang_core.runtime.tensors import view_of
+
+    for name in ("uint16", "uint32", "uint64"):
+        assert view_of(torch.zeros(4, dtype=getattr(torch, name))).dtype == name

@@ -239,8 +239,11 @@ class EagerProgram:
             try:
                 spec = self.run_prologue(compile_time, {})
                 same = lambda dim, value: dim.same_as(value)  # noqa: E731
-            except Exception:  # noqa: BLE001 - the prologue needs numbers (`assert seq_len % 128 == 0`)
-                spec = self.run_prologue(compile_time, {}, fresh=_sentinel)
+            except Exception as symbolic_error:  # noqa: BLE001 - the prologue needs numbers (`assert n % 128 == 0`)
+                try:
+                    spec = self.run_prologue(compile_time, {}, fresh=_sentinel)
+                except Exception:  # noqa: BLE001 - not that: the first error is the one to report
+                    raise symbolic_error from None
                 same = lambda dim, value: _int_or_none(dim) == value  # noqa: E731
             found = {}
             for name, var in spec.consts.items():

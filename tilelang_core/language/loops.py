@@ -125,10 +125,12 @@ class ParallelNest:
         return frames
 
 
-def Parallel(*extents: Any, coalesced_width: int | None = None) -> Any:  # noqa: N802
+def Parallel(*extents: Any, coalesced_width: int | None = None, prefer_async: bool | None = None) -> Any:  # noqa: N802
     """Loops whose iterations are independent, one per extent: `for i, j in T.Parallel(M, N)`.
 
     Each becomes a `For` of kind PARALLEL; layout inference later splits them over threads.
+    `prefer_async` (TileLang's hint that a copy-like loop may become asynchronous copies) is
+    accepted and changes nothing: the backends choose asynchronous copies themselves.
     """
     if not extents:
         raise ValueError("T.Parallel needs at least one extent")

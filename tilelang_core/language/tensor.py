@@ -142,9 +142,13 @@ def reshape(src: Any, shape: Any) -> tvm.ir.Var:
     return view(src, shape)
 
 
-def symbolic(name: str, dtype: str = "int32") -> tvm.tirx.Var:
-    """A symbolic dim: a `tirx.Var` usable in tensor shapes and expressions."""
-    return tvm.tirx.Var(name, str(to_dtype(dtype)))
+def symbolic(name: str, dtype: str = "int32") -> Any:
+    """A symbolic dim: a `tirx.Var` usable in tensor shapes and expressions. Several names at
+    once (`batch, seq_len = T.dynamic("batch, seq_len")`, as TileLang allows) give a tuple."""
+    names = [n.strip() for n in str(name).split(",") if n.strip()]
+    if len(names) > 1:
+        return tuple(tvm.tirx.Var(n, str(to_dtype(dtype))) for n in names)
+    return tvm.tirx.Var(name.strip(), str(to_dtype(dtype)))
 
 
 dynamic = symbolic
