@@ -193,7 +193,7 @@ def _draw_on_device(kind: TensorSupplyType, name: str, shape: tuple[int, ...], r
         return None
     carrier = _carrier_dtype(name)
     probe = runtime.from_numpy(np.zeros(1, carrier))
-    if array_library(type(probe)) != "torch" or (probe.device.type == "cpu" and not host_too):
+    if array_library(type(probe)) != "torch" or (probe.is_cpu and not host_too):
         return None
     import torch
 
