@@ -140,7 +140,7 @@ def test_backend_module_through_the_hook_and_stand_in_parents():
     assert "stand-in for TileLang's tilelang.carver" in result["stand_in_doc"]
     assert "tilelang.carver.arch.driver" in result["stand_in_doc"]
     assert result["missing"] == ""  # TileLang's submodule path, the same functions
-    assert "cannot import name 'CUDA'" in result["carver_cls"]
+    assert result["carver_cls"] == ""  # the CUDA backend's device class (tilelang_cuda.carver_arch)
 
 
 def test_tilelang_cuda_intrinsics_are_the_cuda_backends():
