@@ -272,7 +272,7 @@ class Kernel:
                         f"argument {param.name!r} (parameter {slot}) of {self.meta.entry}: expected a tensor "
                         f"(NumPy array or torch tensor), got {type(arg).__name__}; convert it first (np.asarray(x, "
                         f"dtype=np.{param.dtype}) or torch.tensor(...))")
-            if any(self.meta.params[slot].kind == "tensor" for slot in self._inputs):
+            if what != "outputs" or any(self.meta.params[slot].kind == "tensor" for slot in self._inputs):
                 raise KernelCallError(f"{self.meta.entry}: cannot allocate {what} without a tensor input to copy "
                                       "the array library and device from")
             # a kernel without tensor inputs (a random-number generator): its outputs live where
