@@ -180,8 +180,8 @@ def test_options_are_strict():
         compile_hip("", "gfx942", {"optimize": 3})
     with pytest.raises(ValueError, match="list of strings"):
         compile_hip("", "gfx942", {"flags": "-O2"})
-    with pytest.raises(ValueError, match="unknown HIP arch 'gfx1100'; valid: gfx90a, gfx942"):
-        compile_hip("", "gfx1100")
+    with pytest.raises(ValueError, match="unknown HIP arch 'gfx803'; valid: gfx90a, gfx942, gfx950, gfx1100"):
+        compile_hip("", "gfx803")
 
 
 def test_missing_compiler_says_how_to_install():

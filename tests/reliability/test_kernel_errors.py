@@ -164,7 +164,7 @@ def test_shared_memory_past_the_target_names_the_buffer(target, limit):
 
 
 @pytest.mark.parametrize("spec, words", [
-    ("cuda/sm_12", r"unknown arch 'sm_12' for target kind 'cuda'.*Valid archs for cuda: sm_80"),
+    ("cuda/sm_12", r"unknown arch 'sm_12' for target kind 'cuda'.*Valid archs for cuda: sm_70, sm_75, sm_80"),
     ("cdua", r"unknown target kind 'cdua'.*Valid kinds: .*cuda"),
 ])
 def test_bad_target_names_the_valid_ones(spec, words):
