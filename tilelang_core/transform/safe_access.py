@@ -119,6 +119,8 @@ class _Guards:
             if not is_global(buffer):
                 self.warn_local(buffer, load.indices, node)
                 return load
+            if load.ty.dtype.lanes != 1:  # a whole vector the kernel loads as one: left as written
+                return load
             conds = self.needed(buffer, load.indices)
             if not conds:
                 return load
