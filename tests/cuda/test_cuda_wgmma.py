@@ -501,3 +501,47 @@ def test_swapped_tf32_gemm_on_the_gpu():
     at, bt = truncate(a), truncate(b)
     bound = (2 * (K + 2) * 2.0 ** -24 + 1.01 * 2.0 ** -9) * (at.abs() @ bt.abs())
     assert torch.isfinite(c).all() and ((c.double() - at @ bt).abs() <= bound).all()
+
+
+def _accumulate_through_registers(M, N, K, dtype="float16", threads=128):
+    """acc = A_s @ B_s^T (ss, on wgmma), then acc += P @ X_s with P a register fragment (rs):
+    TileLang's mamba chunk scan. The rs gemm takes the accumulator layout the first gemm gave
+    acc (before: it asked for mma.sync's, acc went to shared memory and the compile failed)."""
+    from tilelang_core import language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), P: T.Tensor((M, K), dtype),
+             X: T.Tensor((K, N), dtype), O: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=threads) as _:
+            A_s = T.alloc_shared((M, K), dtype)
+            B_s = T.alloc_shared((N, K), dtype)
+            P_s = T.alloc_shared((M, K), dtype)
+            X_s = T.alloc_shared((K, N), dtype)
+            p = T.alloc_fragment((M, K), dtype)
+            acc = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.copy(P, P_s)
+            T.copy(X, X_s)
+            T.gemm(A_s, B_s, acc, transpose_B=True, clear_accum=True)
+            T.copy(P_s, p)
+            for i, j in T.Parallel(M, K):
+                p[i, j] = p[i, j] * 2
+            T.gemm(p, X_s, acc)
+            T.copy(acc, O)
+
+    return main
+
+
+def test_rs_gemm_accumulates_into_a_wgmma_accumulator_in_emulator():
+    M = N = K = 64
+    lowered = lower(_accumulate_through_registers(M, N, K), _target("sm_90a"), CompileOptions())
+    script = lowered.script()
+    assert "k16_rs_f32_" in script and "mma_m16n8k16" not in script and "acc_reg" in script
+    rng = np.random.default_rng(11)
+    a, b, av, bv = _operands("float16", (M, K), (N, K), rng)
+    p, x, pv, xv = _operands("float16", (M, K), (K, N), rng)
+    o = np.full((M, N), np.nan, np.float32)
+    _run(lowered, a, b, p, x, o)
+    ref = av @ bv.T + (pv * 2) @ xv
+    assert np.abs(o - ref).max() / max(1.0, np.abs(ref).max()) < 1e-3

@@ -321,6 +321,16 @@ class _Machine:
                     self.shared[buf] = np.full(shape, 77, dtype=_NP[str(buf.ty.dtype)])
             else:
                 th.locals[buf] = np.zeros(shape, dtype=_NP[str(buf.ty.dtype)])
+        elif t is tirx.DeclBuffer:  # a view (same dtype) of another buffer's memory
+            data = s.data
+            if not (isinstance(data, ir.Call) and data.op.name == "tirx.buffer_data"):
+                raise NotImplementedError(f"emulator: DeclBuffer of {s.buffer.name} over {data}")
+            base = self.buffer_array(th, data.args[0])
+            if base.dtype != _NP[str(s.buffer.ty.dtype)]:
+                raise NotImplementedError(f"emulator: DeclBuffer {s.buffer.name} reinterprets {base.dtype}")
+            view = base.reshape([int(d) for d in s.buffer.ty.shape])
+            table = th.locals if any(base is a for a in th.locals.values()) else self.shared
+            table[s.buffer] = view
         elif t is tirx.BufferStore:
             for call in self.shuffles(s):
                 kind = _SHUFFLES[call.op.name]

@@ -112,6 +112,7 @@ _MEANINGFUL: dict[str, tuple[str, Any]] = {
     PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS: ("disable_safe_memory_access", bool),
     PassConfigKey.TL_DISABLE_OUT_OF_BOUND_WARNING: ("disable_out_of_bound_warning", bool),
     PassConfigKey.TL_DISABLE_SHARED_MEMORY_REUSE: ("disable_shared_memory_reuse", bool),
+    PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: ("disable_thread_storage_sync", bool),
 }
 
 
@@ -132,6 +133,9 @@ class CompileOptions:
     disable_out_of_bound_warning: bool = False
     # every shared buffer gets storage of its own, even where lifetimes do not overlap
     disable_shared_memory_reuse: bool = False
+    # no block barriers are inserted around shared-memory accesses: the kernel places its own
+    # (T.sync_threads); barriers a tile op's lowering places for itself stay
+    disable_thread_storage_sync: bool = False
     extra_flags: tuple[str, ...] = ()
     may_alias: bool = False  # calls may pass overlapping tensors where the kernel writes one
     # TileLang keys given that have no effect here (not part of equality or the cache key)

@@ -233,6 +233,39 @@ class Fragment:
                             symbolic_slots=self.symbolic_slots)
         raise ValueError(f"repeat: over must be 'threads' or 'slots', got {over!r}")
 
+    def reshape(self, shape: Sequence[int]) -> "Fragment":
+        """The same registers seen as a tile of `shape` (same element count, row-major order
+        kept, as `T.reshape` sees a fragment): slot `s` of thread `t` holds the element of
+        `shape` whose row-major position is that of `element_of(t, s)` in `self.shape`."""
+        shape = tuple(int(d) for d in shape)
+        if math.prod(shape) != math.prod(self.shape):
+            raise FragmentError(f"{self.name}: cannot reshape {self.shape} to {shape} (element counts differ)")
+        if shape == self.shape:
+            return self
+        base = self
+
+        def element_of(t, s):
+            flat = 0
+            for i, d in zip(base.element_of(t, s), base.shape):
+                flat = flat * d + i
+            return _unflatten(flat, shape)
+
+        return Fragment(shape, self.threads, self.slots, element_of, f"{self.name}.reshape{shape}",
+                        symbolic_slots=self.symbolic_slots)
+
+    def permute(self, order: Sequence[int]) -> "Fragment":
+        """The same registers with the dims reordered: dim `k` of the result is dim
+        `order[k]` of self (`permute((1, 0))` is the transposed tile)."""
+        order = [int(d) for d in order]
+        if sorted(order) != list(range(len(self.shape))):
+            raise FragmentError(f"{self.name}: {order} is not a permutation of the {len(self.shape)} dims")
+        if order == sorted(order):
+            return self
+        base = self
+        return Fragment(tuple(self.shape[d] for d in order), self.threads, self.slots,
+                        lambda t, s: tuple(base.element_of(t, s)[d] for d in order),
+                        f"{self.name}.permute{tuple(order)}", symbolic_slots=self.symbolic_slots)
+
     def project(self, dims: Sequence[int]) -> "Fragment":
         """The layout of the tile's `dims` (others dropped): a thread holds index `i` of the
         kept dims when it held any element with those indices, e.g. a row reduction's result,

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from tvm import ir as tvm_ir
 from tvm import tirx as tir
 
 from ..ir import TileOp, is_tile_op
@@ -196,10 +197,15 @@ class _Inference:
                 self.fragments[buffer_key(node.buffer)] = node.buffer
                 self.order.append(node.buffer)
                 self.layouts.decision(node.buffer)
+            elif isinstance(node, tir.DeclBuffer) and node.buffer.scope() == FRAGMENT:
+                source = fragment_view_source(node, self.fragments)
+                self.fragments[buffer_key(node.buffer)] = node.buffer
+                self.order.append(node.buffer)
+                self.layouts.link(node.buffer, source)
 
         from .irutil import walk
 
-        walk(func.body, collect, (tir.AllocBuffer,))
+        walk(func.body, collect, (tir.AllocBuffer, tir.DeclBuffer))
 
     # -- collection -------------------------------------------------------------------------
 
@@ -512,6 +518,31 @@ class _Inference:
             self.propagate()
             while self.choose_free():
                 self.propagate()
+
+
+def fragment_view_source(decl, fragments: dict):
+    """The fragment a `T.reshape` / `T.view` of a fragment (`decl`, a DeclBuffer in scope
+    "local.fragment") names; a TileLangCompileError when the view is not one the SIMT
+    placement can share registers with (another dtype, a symbolic shape, another buffer)."""
+    from .errors import TileLangCompileError
+
+    view, data = decl.buffer, decl.data
+    source = None
+    if isinstance(data, tvm_ir.Call) and getattr(data.op, "name", "") == "tirx.buffer_data":
+        source = fragments.get(buffer_key(data.args[0]))
+    where = op_line(decl, f"T.reshape of a fragment into {view.name}")
+    if source is None:
+        raise TileLangCompileError(f"{where}: {view.name} is not a view of a fragment of this "
+                                   f"kernel; view fragments with T.reshape(fragment, shape) / T.view(fragment, shape)")
+    shapes = [view.shape, source.shape]
+    if not all(isinstance(d, tir.IntImm) for shape in shapes for d in shape):
+        raise TileLangCompileError(f"{where}: the fragment view {view.name} of {source.name} has a symbolic shape; "
+                                   f"a register fragment is viewed with constant shapes only")
+    if str(view.dtype) != str(source.dtype):
+        raise TileLangCompileError(f"{where}: {view.name} views the fragment {source.name} ({source.dtype}) as "
+                                   f"{view.dtype}; registers are reshaped, not reinterpreted — use T.reshape "
+                                   f"(same dtype) or copy into a fragment of the other dtype")
+    return source
 
 
 def _project(layout: Fragment, dims: list[int], buffer) -> Fragment | None:

@@ -190,7 +190,34 @@ def nest_layout(nest: Nest, layouts: FragmentLayouts, threads: int | None = None
                     for r in registers):
                 return layout
     window = _window_layout(nest, layouts)
-    return window if window is not None else cyclic_fragment(nest.extents, threads)
+    if window is not None:
+        return window
+    permuted = _permuted_layout(nest, layouts)
+    return permuted if permuted is not None else cyclic_fragment(nest.extents, threads)
+
+
+def _permuted_layout(nest: Nest, layouts: FragmentLayouts) -> Fragment | None:
+    """For a nest that indexes a register fragment by its loop variables in another order
+    (`out[j, i]` in an `i, j` nest, a transposed write-back of a row statistic): that
+    fragment's layout with its dims in loop order (`Fragment.permute`), so it stays local;
+    a written fragment first; else None."""
+    for want_write in (True, False):
+        for acc in nest.accesses:
+            if acc.write != want_write or not layouts.in_registers(acc.buffer):
+                continue
+            if len(acc.indices) != len(nest.loop_vars) or None in nest.extents:
+                continue
+            order = []
+            for var in nest.loop_vars:
+                dims = [d for d, index in enumerate(acc.indices) if isinstance(index, tir.Var) and index.same_as(var)]
+                if len(dims) != 1:
+                    break
+                order.append(dims[0])
+            layout = layouts.get(acc.buffer)
+            if len(order) != len(nest.loop_vars) or [layout.shape[d] for d in order] != list(nest.extents):
+                continue
+            return layout.permute(order)
+    return None
 
 
 def _window_offsets(access: Access, nest: Nest) -> list[int] | None:

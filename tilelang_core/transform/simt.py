@@ -101,6 +101,8 @@ def _thread_dependent_vars(body: tir.Stmt, thread_vars) -> set[int]:
         if isinstance(node, (tir.LetStmt, tir.Bind)):
             bindings.append((_buffer_key(node.var), node.value))
         elif node.buffer.scope() in ("local", "local.var") and _is_scalar(node.buffer):
+            if _per_thread_result(node.value):  # `pos = T.atomic_add(..., return_prev=True)`
+                keys.add(_buffer_key(node.buffer))
             bindings.append((_buffer_key(node.buffer), node.value))
 
     walk(body, collect, (tir.LetStmt, tir.Bind, tir.BufferStore))
@@ -112,6 +114,20 @@ def _thread_dependent_vars(body: tir.Stmt, thread_vars) -> set[int]:
                 keys.add(key)
                 grew = True
     return keys
+
+
+def _per_thread_result(value) -> bool:
+    """Whether `value` calls something that answers each thread differently even from the
+    same arguments (an atomic's previous value, a vote, a shuffle)."""
+    found = []
+
+    def visit(node):
+        name = getattr(node.op, "name", "") if isinstance(node.op, _ir.Op) else ""
+        if "atomic" in name or "shfl" in name or "ballot" in name or name.endswith(("_sync", "activemask")):
+            found.append(name)
+
+    walk(value, visit, (_ir.Call,))
+    return bool(found)
 
 
 def _is_scalar(buffer) -> bool:
@@ -131,12 +147,12 @@ class _Partitioner:
         self.fragments: dict[int, tir.Buffer] = {}
 
         def collect(node):
-            if isinstance(node, tir.AllocBuffer) and node.buffer.scope() == "local.fragment":
+            if isinstance(node, (tir.AllocBuffer, tir.DeclBuffer)) and node.buffer.scope() == "local.fragment":
                 self.fragments[_buffer_key(node.buffer)] = node.buffer
                 if self.layouts.decision(node.buffer).layout is None:
                     self.layouts.move_to_shared(node.buffer, "layout inference gave it no layout")
 
-        walk(func.body, collect, (tir.AllocBuffer,))
+        walk(func.body, collect, (tir.AllocBuffer, tir.DeclBuffer))
         self.moved: dict[int, tir.Buffer] = {}  # fragment -> shared buffer
 
     # -- buffers ---------------------------------------------------------------------------
@@ -147,7 +163,10 @@ class _Partitioner:
     def shared_copy(self, buf: tir.Buffer) -> tir.Buffer:
         key = _buffer_key(buf)
         if key not in self.moved:
-            self.moved[key] = tir.decl_buffer(buf.shape, buf.dtype, name=buf.name, scope="shared.dyn")
+            data = None
+            if self.layouts.is_view(buf):  # a view of a fragment in shared memory views its shared copy
+                data = self.shared_copy(self.layouts.source_of(buf)).data
+            self.moved[key] = tir.decl_buffer(buf.shape, buf.dtype, name=buf.name, scope="shared.dyn", data=data)
         return self.moved[key]
 
     def is_register_fragment(self, buf) -> bool:
@@ -284,6 +303,11 @@ class _Partitioner:
             if self.is_fragment(s.buffer):
                 return tir.AllocBuffer(self.shared_copy(s.buffer))
             return s
+        if isinstance(s, tir.DeclBuffer) and self.is_fragment(s.buffer):
+            if self.is_register_fragment(s.buffer):
+                return None  # a view of a register fragment is its source's register array
+            view = self.shared_copy(s.buffer)
+            return tir.DeclBuffer(view, data=self.shared_copy(self.layouts.source_of(s.buffer)).data)
         if uniform and self._shared_side_effect(s) and not mentions(s, self.thread_vars):
             return tir.IfThenElse(tir.EQ(self.tid, const(0)), s, None, span=getattr(s, "span", None))
         return s
@@ -536,8 +560,12 @@ def _is_barrier(stmt: tir.Stmt) -> bool:
 
 
 def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
-    block = launch_info(func).threads
+    if getattr(ctx.options, "disable_thread_storage_sync", False):
+        return func  # tl.disable_thread_storage_sync: the kernel places its own barriers
+    info = launch_info(func)
+    block = info.threads
     barrier_ids = range_barrier_ids(func.body, ctx.caps, ctx.target, block)
+    divergent = _thread_dependent_vars(func.body, info.thread_vars())
 
     def in_range(attr: tir.AttrStmt) -> tir.Stmt:
         """A `T.ws` scope with its barriers placed; each is a barrier of its thread range."""
@@ -593,6 +621,10 @@ def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
                 return in_range(s)
             return tir.AttrStmt(s.node, s.attr_key, s.value, rewrite(s.body), span=s.span)
         if isinstance(s, tir.IfThenElse):
+            if mentions(s.condition, divergent):
+                # threads take different sides: a block barrier inside would not be reached by
+                # all of them (a hang); the barrier after the whole statement orders its writes
+                return s
             return tir.IfThenElse(s.condition, rewrite(s.then_case),
                                   None if s.else_case is None else rewrite(s.else_case), span=s.span)
         return s

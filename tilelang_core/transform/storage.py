@@ -164,6 +164,17 @@ def describe_plan(sizes: list, lifetimes: dict, offsets: dict) -> list[dict]:
     return out
 
 
+def _fragments_in_shared(ctx, names: set) -> str:
+    """The fragments among `names` that layout inference left in shared memory, with why (a
+    sentence for the budget error: often the reason the budget is exceeded)."""
+    layouts = ctx.facts.get("fragment_layouts")
+    if layouts is None:
+        return ""
+    notes = [f"{d.buffer.name}: {d.reason}" for d in layouts.decisions()
+             if not d.in_registers and d.buffer.name in names and d.reason]
+    return ("; fragments in shared memory instead of registers: " + "; ".join(notes)) if notes else ""
+
+
 def plan_storage(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     reuse = not getattr(ctx.options, "disable_shared_memory_reuse", False)
     total, sizes, lifetimes, offsets = _plan(func, reuse)
@@ -173,10 +184,11 @@ def plan_storage(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     if total > limit:
         detail = ", ".join(f"{name} {n} B" for name, n, _ in sizes)
         largest = max(sizes, key=lambda item: item[1])
+        moved = _fragments_in_shared(ctx, {name for name, _, _ in sizes})
         raise CapabilityError(
             f"the kernel needs {total} bytes of shared memory ({detail}) but {ctx.target} allows "
             f"{limit} per block (capability shared_memory_optin); use smaller tiles or fewer stages "
-            f"(the largest buffer, {largest[0]}, is allocated here)", largest[2])
+            f"(the largest buffer, {largest[0]}, is allocated here){moved}", largest[2])
     if lifetimes:
         func = func.with_attr(ATTR_SHARED_LIFETIMES, lifetimes)
     return func

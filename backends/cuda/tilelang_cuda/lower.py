@@ -91,7 +91,8 @@ def infer_layout(target, op, ctx):
             and getattr(ctx, "thread_range", None) is None:
         from .lower_wgmma import wgmma_layouts
 
-        layouts = wgmma_layouts(op, ctx.threads, one_m64_per_warpgroup=RS_GEMM in getattr(ctx, "facts", {}))
+        layouts = wgmma_layouts(op, ctx.threads, one_m64_per_warpgroup=RS_GEMM in getattr(ctx, "facts", {}),
+                                held=ctx.layouts.get if getattr(ctx, "layouts", None) is not None else None)
         if layouts is not None:
             return layouts
     if op.name == "gemm" and _has_mma(ctx.caps, op):

@@ -249,14 +249,20 @@ def takes_wgmma(plan: WgmmaPlan | None, op: TileOp, layouts: dict) -> bool:
     return layouts.get(op.regions[2].buffer) == accumulator_of(plan)
 
 
-def wgmma_layouts(op: TileOp, threads: int, one_m64_per_warpgroup: bool = False) -> dict | None:
+def wgmma_layouts(op: TileOp, threads: int, one_m64_per_warpgroup: bool = False, held=None) -> dict | None:
     """C's wgmma accumulator layout, or None when the gemm stays on mma.sync (no plan, or
     `one_m64_per_warpgroup` and a warpgroup would hold several m64 blocks of rows). A 16-bit
     rs gemm gives None too: it keeps mma.sync's layouts, which its wgmma form shares when the
-    warps are stacked along M (the lowering checks, `takes_wgmma`). A tf32 rs gemm (mma.sync
-    has no float32 A from registers) gives A's and C's layouts (`rs_layouts`)."""
+    warps are stacked along M (the lowering checks, `takes_wgmma`) — unless an earlier gemm
+    already gave C the wgmma accumulator layout (`held(buffer)`: the layout decided so far),
+    as in `acc = C_s @ S_s; acc += frag @ X_s` (TileLang's mamba chunk scan): then A's and C's
+    rs layouts, so both gemms accumulate in the same registers. A tf32 rs gemm (mma.sync has
+    no float32 A from registers) gives A's and C's layouts (`rs_layouts`)."""
     plan = plan_wgmma(op, threads)
     if plan is not None and plan.a_registers and plan.kind == "tf32":
+        return rs_layouts(plan, op)
+    if plan is not None and plan.a_registers and held is not None and not plan.swap \
+            and held(op.regions[2].buffer) == wgmma_accumulator_layout(plan.tiling):
         return rs_layouts(plan, op)
     if plan is None or plan.a_registers or (one_m64_per_warpgroup and plan.tiling.mi > 1):
         return None
