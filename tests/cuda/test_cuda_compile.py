@@ -75,6 +75,21 @@ def test_defines_reach_the_compiler():
         compile_cuda(source, "sm_80")
 
 
+TILELANG_NVCC_FLAGS = ["-O3", "-Wno-deprecated-declarations", "-U__CUDA_NO_HALF_OPERATORS__",
+                       "--expt-relaxed-constexpr", "--expt-extended-lambda",
+                       "--ptxas-options=-v,--register-usage-level=10", "-DNDEBUG"]
+
+
+def test_nvcc_flags_of_tilelang_programs_reach_nvrtc_as_it_takes_them():
+    """TileLang's examples pass nvcc flags (`compile_flags=`); NVRTC refuses -O3, -W... and the
+    --expt-* relaxations and reads a comma list of ptxas options as one option."""
+    assert cuda_compile.nvrtc_flags(TILELANG_NVCC_FLAGS) == [
+        "-U__CUDA_NO_HALF_OPERATORS__", "--ptxas-options=-v", "--ptxas-options=--register-usage-level=10",
+        "-DNDEBUG"]
+    source = 'extern "C" __global__ void k(int* out) { out[0] = 1; }\n'
+    assert compile_cuda(source, "sm_90a", {"compiler": "nvrtc", "flags": tuple(TILELANG_NVCC_FLAGS)})[:4] == ELF_MAGIC
+
+
 def test_nvcc_compiles_the_same_kernel(nvcc_path, smoke_source):
     cubin = compile_cuda(smoke_source, "sm_90a", {"compiler": "nvcc", "name": "smoke"})
     assert cubin[:4] == ELF_MAGIC

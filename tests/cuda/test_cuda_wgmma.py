@@ -545,3 +545,51 @@ def test_rs_gemm_accumulates_into_a_wgmma_accumulator_in_emulator():
     _run(lowered, a, b, p, x, o)
     ref = av @ bv.T + (pv * 2) @ xv
     assert np.abs(o - ref).max() / max(1.0, np.abs(ref).max()) < 1e-3
+
+
+def _sliced_in_ranges(M=64, N=64, K=128, W=256):
+    """Two warpgroups with roles (`if tx < 128` / `else`), each running wgmma on column ranges
+    of shared tiles (TileLang's MLA kernels split the head dim so): C0 = Q_s[:, :64] @ K_s[:, :64]^T
+    + Q_s[:, 64:] @ K_s[:, 64:]^T, the starts `j * 64` of an unrolled loop (K-major ranges);
+    C1 = P_s @ V_s[:, 64:128], a range of whole slabs of an MN-major B."""
+    from tilelang_core import language as T
+
+    @T.prim_func
+    def main(Q: T.Tensor((M, K), "float16"), Kt: T.Tensor((N, K), "float16"), P: T.Tensor((M, 64), "float16"),
+             V: T.Tensor((64, W), "float16"), C0: T.Tensor((M, N), "float32"), C1: T.Tensor((M, 64), "float32")):
+        with T.Kernel(1, threads=256) as _:
+            tx = T.get_thread_binding()
+            Q_s = T.alloc_shared((M, K), "float16")
+            K_s = T.alloc_shared((N, K), "float16")
+            P_s = T.alloc_shared((M, 64), "float16")
+            V_s = T.alloc_shared((64, W), "float16")
+            acc0 = T.alloc_fragment((M, N), "float32")
+            acc1 = T.alloc_fragment((M, 64), "float32")
+            T.copy(Q, Q_s)
+            T.copy(Kt, K_s)
+            T.copy(P, P_s)
+            T.copy(V, V_s)
+            if tx < 128:
+                T.clear(acc0)
+                for j in T.unroll(K // 64):
+                    T.gemm(Q_s[:, j * 64:(j + 1) * 64], K_s[:, j * 64:(j + 1) * 64], acc0, transpose_B=True)
+                T.copy(acc0, C0)
+            else:
+                T.clear(acc1)
+                T.gemm(P_s, V_s[:, 64:128], acc1)
+                T.copy(acc1, C1)
+
+    return main
+
+
+def test_wgmma_in_warpgroup_roles_reads_column_ranges_in_emulator():
+    lowered = lower(_sliced_in_ranges(), _target("sm_90a"), CompileOptions())
+    script = lowered.script()
+    assert script.count("tl::wgmma_m64n64k16_f32_f16") >= 2 and "mma_m16n8k16" not in script
+    rng = np.random.default_rng(5)
+    q, k, qv, kv = _operands("float16", (64, 128), (64, 128), rng)
+    p, v, pv, vv = _operands("float16", (64, 64), (64, 256), rng)
+    c0, c1 = np.full((64, 64), np.nan, np.float32), np.full((64, 64), np.nan, np.float32)
+    _run(lowered, q, k, p, v, c0, c1)
+    assert np.abs(c0 - qv @ kv.T).max() < 1e-2
+    assert np.abs(c1 - pv @ vv[:, 64:128]).max() < 1e-2

@@ -158,3 +158,32 @@ def test_shared_index_the_analysis_cannot_bound_warns():
         lower(main, get_plugin_manager().parse_target("cpu"), CompileOptions())  # no cache: the pass runs
     assert any(issubclass(w.category, TileLangWarning) and "S[A[i]]" in str(w.message) for w in seen), \
         [str(w.message) for w in seen]
+
+
+def test_an_element_whose_address_is_taken_is_not_masked():
+    """`T.access_ptr(KV[idx[i], ...])` hands an address to the kernel's own code (TileLang's
+    MLA producers feed T.ptx_cp_async so): an address cannot be masked to 0, so the guard
+    leaves it as written; the plain load beside it is still guarded."""
+    N, M = 64, 16
+
+    @T.prim_func
+    def main(A: T.Tensor((N, 8), "float16"), Idx: T.Tensor((M,), "int32"), B: T.Tensor((M, 8), "float16"),
+             C: T.Tensor((M,), "float16")):
+        with T.Kernel(1, threads=32) as bx:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((M, 8), "float16")
+            if tx < M:
+                T.ptx_cp_async(T.access_ptr(S[tx, 0], "w", 8), T.access_ptr(A[Idx[tx], 0], "r", 8), 8)
+                C[tx] = A[Idx[tx], 1]
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            T.sync_threads()
+            if tx < M:
+                for j in T.serial(8):
+                    B[tx, j] = S[tx, j]
+
+    lowered = lower(main, get_plugin_manager().parse_target("cuda/sm_90a"), CompileOptions())
+    script = lowered.script()
+    assert script.count("T.if_then_else") == 1  # the load into C only
+    source = tilelang.compile(main, target="cuda/sm_90a").get_kernel_source()
+    assert "cp_async" in source

@@ -42,6 +42,19 @@ def _is_select(node) -> bool:
     return isinstance(node, ir.Call) and isinstance(node.op, ir.Op) and str(node.op.name).endswith("if_then_else")
 
 
+def _addressed_loads(expr) -> set:
+    """Handles of the loads in `expr` that are the element an address is taken of."""
+    found = set()
+
+    def visit(call):
+        name = str(call.op.name) if isinstance(call.op, ir.Op) else ""
+        if "address_of" in name or "access_ptr" in name:
+            found.update(a.__chandle__() for a in call.args if isinstance(a, ir.TensorLoad))
+
+    walk(expr, visit, (ir.Call,))
+    return found
+
+
 def _join(conds: list):
     out = conds[0]
     for cond in conds[1:]:
@@ -110,11 +123,14 @@ class _Guards:
 
     # -- expressions -----------------------------------------------------------------------
     def guard_expr(self, expr, node):
-        """`expr` with every global load the context does not prove in bounds masked to 0."""
+        """`expr` with every global load the context does not prove in bounds masked to 0
+        (an element whose address is taken, `T.access_ptr(A[i], ...)` / `T.address_of`, is
+        left as written: an address cannot be masked, the kernel's own code decides)."""
+        addressed = _addressed_loads(expr)
 
         def on_load(load):
             buffer = load.source
-            if not tir.is_buffer_var(buffer):
+            if not tir.is_buffer_var(buffer) or load.__chandle__() in addressed:
                 return load
             if not is_global(buffer):
                 self.warn_local(buffer, load.indices, node)

@@ -283,6 +283,32 @@ def compile_cuda(source: str, arch: str, options: dict | None = None) -> bytes:
     return _compile_nvcc(nvcc, source, arch, opts)
 
 
+# nvcc flags that concern its host compile or its driver, which NVRTC (device code only,
+# always optimized) does not take: host optimization levels, host warning switches, nvcc's
+# C++ relaxations for calling host constexpr functions and lambdas from device code (which
+# generated kernels do not do), -Xcompiler and --keep
+_NVCC_ONLY = re.compile(r"^(-O[0-3s]?|-W(?!.*=).+|--expt-relaxed-constexpr|--expt-extended-lambda|--extended-lambda"
+                        r"|-Xcompiler(=.*)?|--compiler-options(=.*)?|--keep|-keep)$")
+
+
+def nvrtc_flags(flags) -> list[str]:
+    """The user's compile flags (`compile_flags=`, TileLang's nvcc flags) as NVRTC takes them:
+    the nvcc-only ones of `_NVCC_ONLY` dropped, a comma list of ptxas options split into one
+    flag each, the rest (-D, -U, --use_fast_math, -lineinfo, ...) passed on; an unknown one is
+    NVRTC's error, which names it."""
+    out = []
+    for flag in flags:
+        if _NVCC_ONLY.match(flag):
+            continue
+        for prefix in ("--ptxas-options=", "-Xptxas="):  # nvcc splits a comma list, NVRTC does not
+            if flag.startswith(prefix):
+                out += [f"--ptxas-options={part}" for part in flag[len(prefix):].split(",") if part]
+                break
+        else:
+            out.append(flag)
+    return out
+
+
 def _compile_nvrtc(source: str, arch: str, opts: dict[str, Any]) -> bytes:
     nvrtc = _nvrtc()
     ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
@@ -291,7 +317,7 @@ def _compile_nvrtc(source: str, arch: str, opts: dict[str, Any]) -> bytes:
     _check_nvrtc(nvrtc, err, "nvrtcCreateProgram")
     try:
         flags = [f"--gpu-architecture={arch}", "-default-device",
-                 *_common_flags(opts, cuda_headers=True), *opts["flags"]]
+                 *_common_flags(opts, cuda_headers=True), *nvrtc_flags(opts["flags"])]
         encoded = [f.encode() for f in flags]
         (result,) = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)
         log = _nvrtc_log(nvrtc, program)

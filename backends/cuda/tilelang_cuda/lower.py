@@ -25,7 +25,7 @@ from tilelang_core.ir import source_of
 from tilelang_core.transform import TileLangCompileError
 from tilelang_core.transform import seq
 
-from .lower_wgmma import has_wgmma, needs_proxy_fence, proxy_fence
+from .lower_wgmma import has_wgmma, needs_proxy_fence, proxy_fence, whole_warpgroups
 
 __all__ = ["lower_tile_op", "infer_layout", "edit_pipeline"]
 
@@ -85,14 +85,19 @@ def infer_layout(target, op, ctx):
     """`tilelang_infer_layout`: the mma accumulator layout a tensor-core T.gemm imposes on C,
     and the A-operand layout on A when A is a fragment (reductions, elementwise loops and
     copies follow from the core's inference)."""
-    # inside T.ws scopes tiles arrive through cp.async completing on mbarriers, whose writers
-    # cannot fence for wgmma's async proxy: those gemms keep mma.sync for now
+    # inside a T.ws scope a gemm takes wgmma when the scope is made of whole warpgroups (tiles
+    # that arrive through cp.async completing on mbarriers, whose writers cannot fence for
+    # wgmma's async proxy, are fenced by the gemm's own threads after their wait); other
+    # scopes keep mma.sync
+    here = getattr(ctx, "thread_range", None)
     if op.name == "gemm" and has_wgmma(ctx.caps, op) and not getattr(ctx.options, "disable_wgmma", False) \
-            and getattr(ctx, "thread_range", None) is None:
+            and (here is None or whole_warpgroups(here)):
         from .lower_wgmma import wgmma_layouts
 
-        layouts = wgmma_layouts(op, ctx.threads, one_m64_per_warpgroup=RS_GEMM in getattr(ctx, "facts", {}),
-                                held=ctx.layouts.get if getattr(ctx, "layouts", None) is not None else None)
+        facts = getattr(ctx, "facts", {})
+        layouts = wgmma_layouts(op, ctx.threads, one_m64_per_warpgroup=RS_GEMM in facts,
+                                held=ctx.layouts.get if getattr(ctx, "layouts", None) is not None else None,
+                                required=op.stmt.__chandle__() in facts.get(REQUIRED_WGMMA, ()))
         if layouts is not None:
             return layouts
     if op.name == "gemm" and _has_mma(ctx.caps, op):
@@ -103,6 +108,7 @@ def infer_layout(target, op, ctx):
 
 
 RS_GEMM = "cuda.rs_gemm"  # ctx.facts key: the kernel has a T.gemm whose A is a register fragment
+REQUIRED_WGMMA = "cuda.required_wgmma"  # ctx.facts key: handles of the gemms T.wgmma_gemm wrote
 
 
 def note_register_operands(func, ctx):
@@ -116,6 +122,8 @@ def note_register_operands(func, ctx):
     from tilelang_core.transform import walk
     from tvm import tirx as tir
 
+    from .language import ATTR_REQUIRE_WGMMA
+
     found = []
 
     def visit(node):
@@ -125,6 +133,16 @@ def note_register_operands(func, ctx):
     walk(func.body, visit, (tir.Evaluate,))
     if found:
         ctx.facts[RS_GEMM] = True
+    required = set()  # the gemms inside T.wgmma_gemm's marker: an rs one takes wgmma's layouts
+
+    def on_marker(attr):
+        if attr.attr_key == ATTR_REQUIRE_WGMMA:
+            walk(attr.body, lambda n: required.add(n.__chandle__()) if is_tile_op(n, "gemm") else None,
+                 (tir.Evaluate,))
+
+    walk(func.body, on_marker, (tir.AttrStmt,))
+    if required:
+        ctx.facts[REQUIRED_WGMMA] = required
     return func
 
 

@@ -53,7 +53,7 @@ from tilelang_core.transform import seq
 from tilelang_core.transform import launch_info
 from tilelang_core.transform import ranges_of
 
-from .layout_wgmma import K_MAJOR_ONLY, WARPGROUP, WGMMA_DTYPES, WarpgroupTiling, WgmmaTile, choose_warpgroups, \
+from .layout_wgmma import K_MAJOR_ONLY, WARPGROUP, WGMMA_DTYPES, WGMMA_K_BYTES, WarpgroupTiling, WgmmaTile, choose_warpgroups, \
     tf32_a_element, tf32_a_layout, transposed_accumulator_layout, wgmma_accumulator_layout, wgmma_k, wgmma_tile
 
 __all__ = ["WgmmaPlan", "WGMMA_OPERANDS", "has_wgmma", "plan_wgmma", "accumulator_of", "rs_layouts", "takes_wgmma",
@@ -140,10 +140,11 @@ def plan_wgmma(op: TileOp, threads: int) -> WgmmaPlan | None:
         return None
     if a.scope == "local.fragment":
         return _plan_rs(op, threads, kind) if kind in RS_KINDS else None
-    a_dims, b_dims = _tile_dims(a), _tile_dims(b)
+    a_op, b_op = _operand(a), _operand(b)
     c_shape = c.buffer.ty.shape
-    if a_dims is None or b_dims is None or len(c_shape) != 2 or not all(isinstance(d, tir.IntImm) for d in c_shape):
+    if a_op is None or b_op is None or len(c_shape) != 2 or not all(isinstance(d, tir.IntImm) for d in c_shape):
         return None
+    (a_dims, a_view, _), (b_dims, b_view, _) = a_op, b_op
     m, n = (int(d) for d in c_shape)
     if [int(e) if isinstance(e, tir.IntImm) else -1 for e in c.extents] != [m, n] or \
             not all(isinstance(lo, tir.IntImm) and int(lo) == 0 for lo in c.mins):
@@ -154,14 +155,17 @@ def plan_wgmma(op: TileOp, threads: int) -> WgmmaPlan | None:
         return None
     k = int(k)
     if kind == "tf32" and not trans_a and not trans_b:
+        if a_view != a_dims or b_view != b_dims:
+            return None
         return _plan_swap(threads, m, n, k, a_dims, b_dims)
     if kind in K_MAJOR_ONLY and (trans_a or not trans_b):
         return None  # these instructions read both operands K-major only: mma.sync takes it
-    if a_dims != ((k, m) if trans_a else (m, k)) or b_dims != ((n, k) if trans_b else (k, n)):
+    if a_view != ((k, m) if trans_a else (m, k)) or b_view != ((n, k) if trans_b else (k, n)):
         return None
     size = dtype_bytes(a.dtype)
     a_tile, b_tile = wgmma_tile(*a_dims, size), wgmma_tile(*b_dims, size)
-    if a_tile is None or b_tile is None:
+    if a_tile is None or b_tile is None or not _slice_readable(a_op, a_tile, trans_a) \
+            or not _slice_readable(b_op, b_tile, not trans_b):
         return None
     # an MN-major operand is read slab by slab: instructions and warpgroups start on slabs
     if trans_a and 64 % a_tile.slab:
@@ -171,6 +175,58 @@ def plan_wgmma(op: TileOp, threads: int) -> WgmmaPlan | None:
         return None
     return WgmmaPlan(tiling, k, kind, trans_a, trans_b, a_tile, b_tile)
 
+
+
+def _operand(region: Region):
+    """(tile dims, view dims, first column) of a shared operand: the whole 2-D tile of its
+    buffer (leading dims of extent 1, such as a pipeline stage), placed as one wgmma tile, and
+    the region's view of it — every row, a range of columns (`Q_s[:, :256]` of a (64, 512)
+    tile: TileLang's MLA splits the head dim so); None when the region is not of that form."""
+    shape = region.buffer.ty.shape
+    if region.scope not in SHARED_SCOPES or len(shape) < 2 or not all(isinstance(d, tir.IntImm) for d in shape):
+        return None
+    ext = [int(e) if isinstance(e, tir.IntImm) else -1 for e in region.extents]
+    rows, cols = int(shape[-2]), int(shape[-1])
+    if ext[:-2] != [1] * (len(ext) - 2) or ext[-2] != rows or ext[-1] < 1:
+        return None
+    lo_row, lo_col = region.mins[-2:]
+    if not (isinstance(lo_row, tir.IntImm) and int(lo_row) == 0) or ext[-1] > cols:
+        return None
+    if isinstance(lo_col, tir.IntImm):
+        if int(lo_col) + ext[-1] > cols:
+            return None
+        return (rows, cols), (rows, ext[-1]), int(lo_col)
+    # a column start that varies (`j * 64` in an unrolled loop): its largest power-of-two
+    # divisor stands for it in the alignment checks (the bounds check took its range)
+    step = _known_multiple(lo_col)
+    return ((rows, cols), (rows, ext[-1]), step) if step else None
+
+
+def _known_multiple(expr) -> int:
+    """The largest power of two (at most 1024) that `expr` is a known multiple of; 0 when the
+    analyzer knows no such factor above 1."""
+    from tvm.sym import Analyzer
+
+    try:
+        mod = Analyzer().modular_set(expr)
+        coeff, base = int(mod.coeff), int(mod.base)
+    except Exception:  # noqa: BLE001 - an expression the analyzer does not model
+        return 0
+    step = 1024
+    while step > 1 and (coeff % step or base % step):
+        step //= 2
+    return step if step > 1 else 0
+
+
+def _slice_readable(operand, tile: WgmmaTile, mn_major: bool) -> bool:
+    """Whether descriptors read a column range of `tile`: the whole tile; K-major (columns are
+    K), a range starting on a 32-byte step as the k-steps do; MN-major, whole slabs."""
+    dims, view, first = operand
+    if view == dims:
+        return True
+    if mn_major:
+        return first % tile.slab == 0 and view[1] % tile.slab == 0
+    return (first * tile.element_bytes) % WGMMA_K_BYTES == 0
 
 
 def _plan_swap(threads: int, m: int, n: int, k: int, a_dims, b_dims) -> WgmmaPlan | None:
@@ -249,20 +305,22 @@ def takes_wgmma(plan: WgmmaPlan | None, op: TileOp, layouts: dict) -> bool:
     return layouts.get(op.regions[2].buffer) == accumulator_of(plan)
 
 
-def wgmma_layouts(op: TileOp, threads: int, one_m64_per_warpgroup: bool = False, held=None) -> dict | None:
+def wgmma_layouts(op: TileOp, threads: int, one_m64_per_warpgroup: bool = False, held=None,
+                  required: bool = False) -> dict | None:
     """C's wgmma accumulator layout, or None when the gemm stays on mma.sync (no plan, or
     `one_m64_per_warpgroup` and a warpgroup would hold several m64 blocks of rows). A 16-bit
     rs gemm gives None too: it keeps mma.sync's layouts, which its wgmma form shares when the
     warps are stacked along M (the lowering checks, `takes_wgmma`) — unless an earlier gemm
     already gave C the wgmma accumulator layout (`held(buffer)`: the layout decided so far),
     as in `acc = C_s @ S_s; acc += frag @ X_s` (TileLang's mamba chunk scan): then A's and C's
-    rs layouts, so both gemms accumulate in the same registers. A tf32 rs gemm (mma.sync has
-    no float32 A from registers) gives A's and C's layouts (`rs_layouts`)."""
+    rs layouts, so both gemms accumulate in the same registers; or the gemm was written
+    `T.wgmma_gemm` (`required`): then too. A tf32 rs gemm (mma.sync has no float32 A from
+    registers) gives A's and C's layouts (`rs_layouts`)."""
     plan = plan_wgmma(op, threads)
     if plan is not None and plan.a_registers and plan.kind == "tf32":
         return rs_layouts(plan, op)
-    if plan is not None and plan.a_registers and held is not None and not plan.swap \
-            and held(op.regions[2].buffer) == wgmma_accumulator_layout(plan.tiling):
+    if plan is not None and plan.a_registers and not plan.swap and (required or (
+            held is not None and held(op.regions[2].buffer) == wgmma_accumulator_layout(plan.tiling))):
         return rs_layouts(plan, op)
     if plan is None or plan.a_registers or (one_m64_per_warpgroup and plan.tiling.mi > 1):
         return None
@@ -290,9 +348,10 @@ def place_wgmma_operands(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     for op in collect_tile_ops(func):
         if op.name != "gemm" or not has_wgmma(ctx.caps, op):
             continue
-        if ranges.get(op.stmt.__chandle__()) is not None:
-            continue  # T.ws scopes keep mma.sync (see lower.infer_layout)
-        plan = plan_wgmma(op, threads)
+        here = ranges.get(op.stmt.__chandle__())
+        if here is not None and not whole_warpgroups(here):
+            continue  # such T.ws scopes keep mma.sync (see lower.infer_layout)
+        plan = plan_wgmma(op, threads if here is None else here.extent)
         if not takes_wgmma(plan, op, layouts):
             continue
         line = source_of(op.stmt)
@@ -314,6 +373,13 @@ def place_wgmma_operands(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
                                            origin)
             operands.add(key)
     return func
+
+
+def whole_warpgroups(here) -> bool:
+    """Whether a `T.ws` thread range is made of whole warpgroups (it starts at a multiple of
+    128 threads and spans a multiple of 128): wgmma runs there, each warpgroup indexed from
+    the range's first thread."""
+    return here.begin % WARPGROUP == 0 and here.extent % WARPGROUP == 0
 
 
 def needs_proxy_fence(facts: dict, buffers) -> bool:
