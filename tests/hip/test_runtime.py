@@ -116,11 +116,24 @@ META = KernelMeta(
         ParamSpec("flag", "scalar", "bool"),
     ),
 )
+
+
+@pytest.fixture(scope="module")
+def code_object(tmp_path_factory):
+    """A stand-in code object: an ELF shared object whose dynamic symbol table defines the
+    kernel function `k` and its kernel descriptor `k.kd`, as a HIP code object does (the
+    runtime checks both before it loads a code object)."""
+    folder = tmp_path_factory.mktemp("code_object")
+    (folder / "k.c").write_text('void k(void) {}\nconst char descriptor[64] __asm__("k.kd") = {1};\n')
+    subprocess.run(["cc", "-shared", "-fPIC", str(folder / "k.c"), "-o", str(folder / "k.so")], check=True)
+    return (folder / "k.so").read_bytes()
+
+
 READ = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_float, ctypes.c_uint16, ctypes.c_uint16,
         ctypes.c_int64, ctypes.c_double, ctypes.c_bool]
 
 
-def test_launch_passes_each_argument_by_dtype(monkeypatch):
+def test_launch_passes_each_argument_by_dtype(monkeypatch, code_object):
     calls = fake_hip(monkeypatch)
     seen = []
 
@@ -132,16 +145,16 @@ def test_launch_passes_each_argument_by_dtype(monkeypatch):
 
     sys.modules["hip"].hip.hipModuleLaunchKernel = launch
     runtime = HIPRuntime()
-    kernel = runtime.load(b"\x7fELFcode", META)
+    kernel = runtime.load(code_object, META)
     kernel.launch([0xDEAD0000, 7, 0.5, 1.5, 1.0, -(2**40), 2.25, True], (4, 2, 1), (64, 1, 1), 1024)
     half_bits = struct.unpack("<H", struct.pack("<e", 1.5))[0]
     assert seen == [0xDEAD0000, 7, 0.5, half_bits, 0x3F80, -(2**40), 2.25, True]
     assert calls.launches == [dict(grid=(4, 2, 1), block=(64, 1, 1), shm=1024, stream=0, extra=None)]
 
 
-def test_launch_checks_arguments_and_lds(monkeypatch):
+def test_launch_checks_arguments_and_lds(monkeypatch, code_object):
     fake_hip(monkeypatch)
-    kernel = HIPRuntime().load(b"code", META)
+    kernel = HIPRuntime().load(code_object, META)
     with pytest.raises(KernelCallError, match="takes 8 arguments, got 1"):
         kernel.launch([1], (1, 1, 1), (64, 1, 1), 0)
     with pytest.raises(KernelCallError, match="70000 bytes of dynamic LDS; this GPU has 65536"):
@@ -164,11 +177,29 @@ def test_timer_records_events_and_reports_ms(monkeypatch):
     assert timer.elapsed_ms() == 1.5 and calls.events == [("record", 0), ("record", 0)]
 
 
-def test_hip_errors_name_the_call(monkeypatch):
+def test_hip_errors_name_the_call(monkeypatch, code_object):
     fake_hip(monkeypatch)
     sys.modules["hip"].hip.hipModuleLoadData = lambda image: (Err(200), None)
     with pytest.raises(hip_runtime.HIPError, match=r"hipModuleLoadData\(hip/gfx942\) failed: hipError200 \(fake error\)"):
-        HIPRuntime().load(b"code", META)
+        HIPRuntime().load(code_object, META)
+
+
+def test_load_checks_the_entry_before_the_code_object_is_mapped(monkeypatch, code_object):
+    import dataclasses
+
+    fake_hip(monkeypatch)
+    mapped = []
+    sys.modules["hip"].hip.hipModuleLoadData = lambda image: mapped.append(image) or (Err(0), "module")
+    runtime = HIPRuntime()
+    for entry, why in [("system", "not a function defined by the HIP code object itself"),
+                       ("k.kd", "not a function defined by the HIP code object itself")]:  # an object
+        with pytest.raises(ValueError, match=rf"kernel '{entry}' \(hip/gfx942\): entry '{entry}' is {why}"):
+            runtime.load(code_object, dataclasses.replace(META, entry=entry))
+    with pytest.raises(ValueError, match="not a HIP code object: not an ELF file"):
+        runtime.load(b"code", META)
+    assert mapped == []
+    runtime.load(code_object, META)
+    assert mapped == [code_object]
 
 
 def test_allocate_needs_a_torch_rocm_tensor(monkeypatch):

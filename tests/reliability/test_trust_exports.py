@@ -155,3 +155,61 @@ def test_huge_launch_expression_is_a_clear_error(exported):
     edit(exported, lambda d: d.update(grid=["(1+" * 300 + "1" + ")" * 300, 1, 1]))
     with pytest.raises(ExportFormatError, match=r"grid: .*(more than \d+ terms|unsupported)"):
         tilelang.load(exported)
+
+
+def gpu_double(n=256):
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32")):
+        with T.Kernel(n // 128, threads=128) as bx:
+            for i in T.Parallel(128):
+                Y[bx * 128 + i] = X[bx * 128 + i] * 2.0
+    return main
+
+
+def test_hip_entry_must_be_a_kernel_of_the_code_object(cache_dir, tmp_path):
+    pytest.importorskip("tilelang_hip")
+    from tilelang_hip.compile import find_toolchain
+
+    if find_toolchain("gfx90a") is None:
+        pytest.skip("no HIP compiler for gfx90a here (scripts/install_hip_toolchain.sh installs one)")
+    folder = tmp_path / "hip"
+    tilelang.compile(gpu_double(), out_idx=[1], target="hip/gfx90a").export(folder)
+    meta = tilelang.load(folder).meta  # the code object defines its entry: the check passes
+    code_object = (folder / meta.binary_name).read_bytes()
+
+    edit(folder, lambda d: d.update(entry="not_in_the_code_object"))  # digests re-sealed: the entry check fires
+    with pytest.raises(ExportFormatError, match=rf"{folder / meta.binary_name}: not a usable hip/gfx90a kernel binary: "
+                                                r"entry 'not_in_the_code_object' is not a function defined by the HIP "
+                                                r"code object itself \(it defines: main_kernel\)"):
+        tilelang.load(folder)
+    # a function of the code object without its kernel descriptor is a device function, not a kernel
+    from tilelang_hip.runtime import check_code_object
+
+    without_descriptor = code_object.replace(f"{meta.entry}.kd".encode(), f"{meta.entry}.kx".encode())
+    with pytest.raises(ValueError, match=rf"entry '{meta.entry}' .* has no kernel descriptor '{meta.entry}.kd'"):
+        check_code_object(without_descriptor, meta)
+    with pytest.raises(ValueError, match="not a HIP code object: not an ELF file"):
+        check_code_object(b"__CLANG_OFFLOAD_BUNDLE__" + code_object, meta)
+
+
+def test_musa_device_binary_must_define_its_entry(tmp_path):
+    """MUSA's compiled binaries are ELF (like cubins); a source-only kernel has no symbols
+    yet: the binary mcc makes of it at load is what gets checked."""
+    import dataclasses
+
+    pytest.importorskip("tilelang_musa")
+    from tilelang_core.runtime import KernelMeta
+    from tilelang_musa.compile import source_only
+    from tilelang_musa.runtime import MUSARuntimeOnDemand
+
+    (tmp_path / "k.c").write_text("void main_kernel(float *x) { x[0] = 1.0f; }\n")
+    subprocess.run(["cc", "-c", str(tmp_path / "k.c"), "-o", str(tmp_path / "k.o")], check=True)
+    binary = (tmp_path / "k.o").read_bytes()  # an ELF that defines main_kernel, as a device binary would
+    meta = KernelMeta(entry="main_kernel", target="musa/mp_31", params=())
+    runtime = MUSARuntimeOnDemand()  # checks without a device
+    runtime.check_binary(binary, meta)
+    with pytest.raises(ValueError, match=r"entry 'system' is not a function defined by the MUSA device binary itself"):
+        runtime.check_binary(binary, dataclasses.replace(meta, entry="system"))
+    with pytest.raises(ValueError, match="not a MUSA device binary: not an ELF file"):
+        runtime.check_binary(b"\0" * 64, meta)
+    runtime.check_binary(source_only("__global__ void main_kernel() {}", "mp_31", "no mcc"), meta)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from .. import language as T
-from .launch import OpError, check_dtype, contiguous, dtype_of, kernel_for, target_for
+from .launch import OpError, check_dtype, contiguous, dtype_of, filled, kernel_for, target_for
 from .registry import ConfigRule, Operator, get, register
 
 __all__ = ["flash_attention", "flash_attention_varlen", "attention_decode"]
@@ -444,6 +444,8 @@ def flash_attention(q, k, v, is_causal: bool = False, scale: float | None = None
     b, hq, sq, d = (int(x) for x in q.shape)
     hkv, skv = int(k.shape[1]), int(k.shape[2])
     _heads("flash_attention", hq, hkv)
+    if not (b and hq and sq and d and skv):  # as torch's SDPA: empty, or zeros without keys
+        return filled(q, (b, hq, sq, d))
     problem = {"batch": b, "heads": hq, "kv_heads": hkv, "seq_q": sq, "seq_kv": skv, "dim": d, "dtype": dtype,
                "causal": bool(is_causal), "scale": float(1 / math.sqrt(d) if scale is None else scale)}
     kernel, _, _ = kernel_for(get("flash_attention"), target_for([q, k, v], target, "flash_attention"), problem)
@@ -481,7 +483,13 @@ def flash_attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: in
         if int(value) < 0 or (longest is not None and longest > int(value)):
             raise OpError(f"flash_attention_varlen: {name}={value}, but the longest sequence has "
                           f"{longest if longest is not None else 'more'} rows; give the longest length")
-    problem = {"batch": int(cu_seqlens_q.shape[0]) - 1, "heads": hq, "kv_heads": hkv, "total_q": tq,
+    batch = int(cu_seqlens_q.shape[0]) - 1
+    if batch < 0:
+        raise OpError("flash_attention_varlen: cu_seqlens_q and cu_seqlens_k are empty; they hold batch + 1 "
+                      "offsets, at least [0]")
+    if not (batch and tq and hq and d and tk):  # empty, or zeros for queries without keys
+        return filled(q, (tq, hq, d))
+    problem = {"batch": batch, "heads": hq, "kv_heads": hkv, "total_q": tq,
                "total_kv": tk, "dim": d, "dtype": dtype, "causal": bool(is_causal), "max_seq_q": int(max_seqlen_q),
                "max_seq_kv": int(max_seqlen_k), "scale": float(1 / math.sqrt(d) if scale is None else scale)}
     tgt = target_for([q, k, v, cu_seqlens_q, cu_seqlens_k], target, "flash_attention_varlen")
@@ -526,7 +534,7 @@ def attention_decode(q, k, v, scale: float | None = None, num_splits: int | None
     """One decoding step: `q` (batch, heads, dim) against a KV cache `k`, `v` (batch,
     kv_heads, seq_kv, dim); kv_heads dividing heads gives GQA. Returns (batch, heads, dim).
     The KV sequence is cut into `num_splits` chunks combined at the end (default: enough
-    to fill the device)."""
+    to fill the device). A cache without keys (seq_kv = 0) gives zeros, as torch's SDPA."""
     dtype = check_dtype("attention_decode", "q", q, DTYPES)
     _same("attention_decode", dtype, k=k, v=v)
     if len(q.shape) != 3 or len(k.shape) != 4 or tuple(k.shape) != tuple(v.shape) \
@@ -536,11 +544,10 @@ def attention_decode(q, k, v, scale: float | None = None, num_splits: int | None
     b, hq, d = (int(x) for x in q.shape)
     hkv, s = int(k.shape[1]), int(k.shape[2])
     _heads("attention_decode", hq, hkv)
-    if s < 1:
-        raise OpError(f"attention_decode: the KV cache k {tuple(k.shape)} holds no keys (seq_kv = 0); "
-                      f"attention needs at least one")
     if num_splits is not None and (not isinstance(num_splits, int) or num_splits < 1):
         raise OpError(f"attention_decode: num_splits={num_splits!r}; give a positive int, or None for the default")
+    if not (b and hq and d and s):  # as torch's SDPA: empty, or zeros for a cache without keys
+        return filled(q, (b, hq, d))
     tgt = target_for([q, k, v], target, "attention_decode")
     # splits 0: the kernel's config chooses them for the target's processor count
     problem = {"batch": b, "heads": hq, "kv_heads": hkv, "seq_kv": s, "dim": d, "dtype": dtype,

@@ -652,6 +652,8 @@ def grouped_gemm(a, b, group_sizes, precision: str | None = None, target=None):
     tgt = target_for([a, b], target, "grouped_gemm")
     op = get("grouped_gemm")
     total, groups = int(a.shape[0]), len(sizes)
+    if not (total and b.shape[2] and a.shape[1]):  # no rows or columns, or zeros for K = 0
+        return filled(a, (total, int(b.shape[2])))
     from .registry import resolve_config
 
     config = resolve_config(op, tgt, {})[0]
@@ -846,9 +848,14 @@ def dequantize_gemv(x, w, scales, bits: int = 8, target=None):
         raise OpError(f"dequantize_gemv: w {tuple(w.shape)} does not match x's K={k} for bits={bits} "
                       f"(expected ({n}, {k // 2 if bits == 4 else k}))")
     sdtype = check_dtype("dequantize_gemv", "scales", scales, MATRIX_DTYPES)
-    if len(scales.shape) != 2 or int(scales.shape[0]) != n or k % int(scales.shape[1]):
-        raise OpError(f"dequantize_gemv: scales {tuple(scales.shape)} must be ({n}, groups) with groups dividing K={k}")
-    problem = {"M": m, "N": n, "K": k, "dtype": dtype, "bits": bits, "group": k // int(scales.shape[1]),
+    groups = int(scales.shape[1]) if len(scales.shape) == 2 else 0
+    if len(scales.shape) != 2 or int(scales.shape[0]) != n or (k and (groups < 1 or k % groups)):
+        raise OpError(f"dequantize_gemv: scales {tuple(scales.shape)} must be ({n}, groups) with groups (at least 1) "
+                      f"dividing K={k}")
+    if not (m and n and k):  # as torch: an empty product, or zeros for K = 0
+        y = filled(x, (m, n))
+        return y.reshape(n) if vector else y
+    problem = {"M": m, "N": n, "K": k, "dtype": dtype, "bits": bits, "group": k // groups,
                "scale_dtype": sdtype}
     kernel, _, _ = kernel_for(get("dequantize_gemv"), target_for([x, w, scales], target, "dequantize_gemv"), problem)
     y = kernel(contiguous(x2), contiguous(w), contiguous(scales))
@@ -1100,7 +1107,15 @@ def conv2d(x, weight, stride: int = 1, padding: int = 0, precision: str | None =
     if stride < 1 or padding < 0 or h + 2 * padding < kh or w + 2 * padding < kw:
         raise OpError(f"conv2d: stride={stride}, padding={padding} and a {kh}x{kw} kernel leave no output "
                       f"for a {h}x{w} image")
+    if o == 0:
+        raise OpError(f"conv2d: weight {tuple(weight.shape)} has no output channels (O = 0; torch's conv2d refuses "
+                      "it too); give at least one")
     tgt = target_for([x, weight], target, "conv2d")
+    if not (n and c * kh * kw and h and w):
+        # no images: an empty result, as torch. No input channels or an empty kernel (a sum
+        # of length 0), or an image of no pixels whose output is all padding: zeros, as gemm
+        # gives for K = 0 (torch returns (N, 0, ...) for C = 0 and refuses H = 0)
+        return filled(x, (n, o, (h + 2 * padding - kh) // stride + 1, (w + 2 * padding - kw) // stride + 1))
     problem = {"N": n, "C": c, "H": h, "W": w, "O": o, "KH": kh, "KW": kw, "stride": int(stride),
                "padding": int(padding), "dtype": dtype,
                **_precision_key("conv2d", dtype, precision, [x, weight], tgt, conv=True)}

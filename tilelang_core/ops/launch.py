@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 from .. import env
 from ..plugin import get_plugin_manager, hooks_for
 from ..runtime.tensors import array_library, dtype_name, numpy_data_ptr, torch_device, view_of
+from ..utils.tensor import map_torch_type, numpy_dtype
 from .registry import Operator, resolve_config
 
 __all__ = ["filled", "OpError", "target_for", "kernel_for", "contiguous", "aligned", "library", "dtype_of", "check_dtype",
@@ -58,16 +59,18 @@ def contiguous(x: Any) -> Any:
     return np.ascontiguousarray(x)
 
 
-def filled(like: Any, shape: Sequence[int], value: float = 0.0) -> Any:
-    """A new array of `shape` in the array library, dtype and device of `like`, every element
-    `value`: the result of an op on empty inputs (no kernel launches over zero blocks)."""
+def filled(like: Any, shape: Sequence[int], value: float = 0.0, dtype: str | None = None) -> Any:
+    """A new array of `shape` in the array library and on the device of `like`, of `like`'s
+    dtype (or the dtype named `dtype`, e.g. "int64"), every element `value`: the result of
+    an op on empty inputs, as torch gives it (no kernel launches over zero blocks)."""
     if library(like) == "torch":
         import torch
 
-        return torch.full(tuple(shape), value, dtype=like.dtype, device=like.device)
+        kind = like.dtype if dtype is None else map_torch_type(dtype)
+        return torch.full(tuple(shape), value, dtype=kind, device=like.device)
     import numpy as np
 
-    return np.full(tuple(shape), value, dtype=like.dtype)
+    return np.full(tuple(shape), value, dtype=like.dtype if dtype is None else numpy_dtype(dtype))
 
 
 def _data_ptr(x: Any) -> int:

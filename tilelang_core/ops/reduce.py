@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 
 from .. import language as T
-from .launch import OpError, check_dtype, contiguous, kernel_for, library, target_for
+from .launch import OpError, check_dtype, contiguous, filled, kernel_for, library, target_for
 from .registry import ConfigRule, Operator, get, register
 from .rows_vector import cumsum_vector, reduce_vector
 from .rows import _UNSET, FLOATS, ROW_TABLE, ROW_TUNE, restore_axis, row_launch, rows_of, torch_spelling
@@ -218,17 +218,38 @@ def _reduce_all(kind: str, x, target):
     return total / n if kind == "mean" else total
 
 
+# torch's result of a reduction over no elements: the sum over nothing, and 0 / 0
+_OVER_NOTHING = {"sum": 0.0, "mean": float("nan")}
+
+
+def _reduce_over_nothing(kind: str, x, axis, out_shape: tuple[int, ...], reduced: int):
+    """`kind` of an `x` without elements, as torch gives it: an empty result where other axes
+    are empty, else sum 0 and mean NaN over the `reduced` (0) elements; max and min of nothing
+    have no value, so they are an error naming the axis, as in torch."""
+    if reduced == 0 and kind not in _OVER_NOTHING:
+        where = "x has no elements" if axis is None else f"axis {axis} of x has length 0"
+        raise OpError(f"{kind}: {where} (shape {tuple(x.shape)}); the {kind} of no elements has no value (torch "
+                      f"refuses it too). Reduce a non-empty axis{'' if axis is not None else ' (pass axis=)'}, or "
+                      "skip the call for an empty input")
+    return filled(x, out_shape, _OVER_NOTHING.get(kind, 0.0))
+
+
 def _reduce(kind: str, x, axis, keepdims: bool, target):
     dtype = check_dtype(kind, "x", x, FLOATS)
     ndim = len(x.shape)
     if axis is None:
+        out_shape = (1,) * ndim if keepdims else ()
+        if not all(x.shape):
+            return _reduce_over_nothing(kind, x, None, out_shape, 0)
         total = _reduce_all(kind, x, target)
         total = total.to(x.dtype) if library(x) == "torch" else total.astype(x.dtype)
-        return total.reshape((1,) * ndim if keepdims else ())
+        return total.reshape(out_shape)
     rows, shape = rows_of(x, axis)
     out_shape = list(shape[:-1])
     if keepdims:
         out_shape.insert(axis % ndim, 1)
+    if not all(shape):
+        return _reduce_over_nothing(kind, x, axis, tuple(out_shape), shape[-1])
     return _reduce_rows(kind, contiguous(rows), dtype, target).reshape(tuple(out_shape))
 
 
@@ -267,6 +288,8 @@ def cumsum(x, axis: int = _UNSET, reverse: bool = False, target=None, *, dim: in
     dtype = check_dtype("cumsum", "x", x, FLOATS)
     ndim = len(x.shape)
     rows, shape = rows_of(x, axis)
+    if not all(shape):  # as torch: an empty input gives an empty result of its shape
+        return filled(x, tuple(x.shape))
     problem = {"M": int(rows.shape[0]), "N": int(rows.shape[1]), "dtype": dtype, "reverse": bool(reverse)}
     kernel, _, _ = kernel_for(get("cumsum"), target_for([x], target, "cumsum"), problem)
     return restore_axis(kernel(rows), shape, axis, ndim)
@@ -274,11 +297,15 @@ def cumsum(x, axis: int = _UNSET, reverse: bool = False, target=None, *, dim: in
 
 def topk(x, k: int, target=None):
     """(values, indices) of the `k` largest entries of each row of the last axis, largest first
-    (ties: the lower index first; NaN counts as largest); indices are int64."""
+    (ties: the lower index first; NaN counts as largest); indices are int64. k = 0 gives
+    empty results, as torch."""
     dtype = check_dtype("topk", "x", x, FLOATS)
     n = int(x.shape[-1])
-    if not 1 <= int(k) <= n:
-        raise OpError(f"topk: k={k} must be between 1 and the last axis' length {n}")
+    if not 0 <= int(k) <= n:
+        raise OpError(f"topk: k={k} must be between 0 and the last axis' length {n}")
+    if not k or not all(x.shape):  # as torch: k = 0 or no rows give empty values and indices
+        out = tuple(x.shape[:-1]) + (int(k),)
+        return filled(x, out), filled(x, out, dtype="int64")
     rows, shape = rows_of(x)
     problem = {"M": int(rows.shape[0]), "N": n, "dtype": dtype, "k": int(k)}
     kernel, _, _ = kernel_for(get("topk"), target_for([x], target, "topk"), problem)

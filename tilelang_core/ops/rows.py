@@ -19,6 +19,8 @@ LOG2E = 1.4426950408889634
 # the largest finite value of each quantized dtype
 QMAX = {"int8": 127.0, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0, "float8_e4m3fnuz": 240.0,
         "float8_e5m2fnuz": 57344.0}
+# the absmax a row's scale is computed from at least (a row of zeros, or of no elements)
+MIN_ABSMAX = 1e-12
 
 # A row lives in registers: `elems_per_thread` elements per thread at most, `max_row` elements
 # per row at most (longer rows are refused with the reason).
@@ -234,7 +236,7 @@ def _quantize_kernel(problem: dict, config: dict):
             T.copy(X[bx * bM, 0], x)
             T.reduce_absmax(x, amax, dim=1)
             for i in T.Parallel(bM):
-                amax[i] = T.max(amax[i], 1e-12) * (1.0 / qmax)
+                amax[i] = T.max(amax[i], MIN_ABSMAX) * (1.0 / qmax)
             for i, j in T.Parallel(bM, N):
                 if integer:
                     q[i, j] = T.cast(T.clamp(T.round(x[i, j] / amax[i]), -qmax, qmax), qdtype)
@@ -307,7 +309,7 @@ def reference_quantize_per_token(x, dtype="int8"):
     np = _np()
     x = _f64(x)
     qmax = QMAX[dtype]
-    scale = np.maximum(np.abs(x).max(axis=-1), 1e-12) / qmax
+    scale = np.maximum(np.abs(x).max(axis=-1, initial=0.0), MIN_ABSMAX) / qmax
     q = x / scale[..., None]
     if dtype == "int8":
         q = np.clip(np.round(q), -qmax, qmax)
@@ -441,6 +443,8 @@ def cross_entropy(logits, labels, reduction: str = "mean", ignore_index: int = -
     check_dtype("cross_entropy", "labels", labels, ("int64", "int32"))
     labels = contiguous(labels.astype("int64") if library(labels) == "numpy" else labels.long())
     m, n = (int(v) for v in logits.shape)
+    if not (m and n):
+        return _cross_entropy_of_nothing(logits, labels, reduction, ignore_index)
     problem = {"M": m, "N": n, "dtype": dtype, "ignore_index": int(ignore_index)}
     kernel, _, _ = kernel_for(get("cross_entropy"), target_for([logits, labels], target, "cross_entropy"),
                               problem)
@@ -456,6 +460,21 @@ def cross_entropy(logits, labels, reduction: str = "mean", ignore_index: int = -
     return total / max(counted, 1)
 
 
+def _cross_entropy_of_nothing(logits, labels, reduction: str, ignore_index: int):
+    """cross_entropy where `logits` has no rows or no classes, as torch gives it: no rows give
+    an empty loss, a sum of 0 and a mean of NaN (0 / 0); rows without classes are an error
+    unless every label is `ignore_index` (then each row's loss is 0)."""
+    m, n = (int(v) for v in logits.shape)
+    counted = int((labels != ignore_index).sum()) if m else 0
+    if counted:
+        raise OpError(f"cross_entropy: logits {tuple(logits.shape)} have no classes, so no label can index one "
+                      f"({counted} labels are not ignore_index={ignore_index}; torch refuses them too); give "
+                      "logits with at least one class")
+    if reduction == "none":
+        return filled(logits, (m,), dtype="float32")
+    return filled(logits, (), 0.0 if reduction == "sum" else float("nan"), dtype="float32")
+
+
 def quantize_per_token(x, dtype: str = "float8_e4m3fn", target=None):
     """Per-token (row of the last axis) quantization: (q, scale) with scale = absmax / qmax
     (float32, one per row) and q = x / scale in `dtype` ("float8_e4m3fn", "float8_e5m2", their
@@ -468,6 +487,8 @@ def quantize_per_token(x, dtype: str = "float8_e4m3fn", target=None):
         raise OpError(f"quantize_per_token: {tgt} has no {dtype} (its capability table lists "
                       f"{', '.join(tgt.capabilities.dtypes)}); use dtype='int8' there")
     rows, shape = rows_of(x)
+    if not all(shape):  # a row of no elements has absmax 0, like a row of zeros
+        return filled(x, shape, dtype=dtype), filled(x, shape[:-1], MIN_ABSMAX / QMAX[dtype], dtype="float32")
     problem = {"M": int(rows.shape[0]), "N": int(rows.shape[1]), "dtype": xdtype, "qdtype": dtype}
     kernel, _, _ = kernel_for(get("quantize_per_token"), tgt, problem)
     q, scale = kernel(rows)

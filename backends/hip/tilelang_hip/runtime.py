@@ -10,9 +10,10 @@ import ctypes
 from typing import Any, Callable, Sequence
 
 from tilelang_core.runtime import (KernelCallError, KernelMeta, LoadedKernel, ParamSpec, Runtime, RuntimeOnDemand,
-                                   pack_driver_args, scalar_packer)
+                                   defined_symbols, pack_driver_args, require_entry, scalar_packer)
 
-__all__ = ["HIPRuntime", "HIPRuntimeOnDemand", "HIPKernel", "HIPEventTimer", "HIPRuntimeUnavailable", "pack_args"]
+__all__ = ["HIPRuntime", "HIPRuntimeOnDemand", "HIPKernel", "HIPEventTimer", "HIPRuntimeUnavailable", "pack_args",
+           "check_code_object"]
 
 _RUNTIME = "the HIP runtime"
 _COMPILE_ONLY = "the HIP backend can compile here (conformance level: compile)"
@@ -78,6 +79,21 @@ def pack_args(params: Sequence[ParamSpec], args: Sequence[Any]) -> list[Any]:
     scalar's C type per scalar (float16/bfloat16 as their 16-bit patterns). The kernel reads
     each through the pointer `hipModuleLaunchKernel` receives in `kernelParams`."""
     return pack_driver_args(params, args, _RUNTIME)
+
+
+def check_code_object(binary: bytes, meta: KernelMeta) -> None:
+    """Raise `ValueError` unless `binary` is an AMDGPU code object (an ELF shared object, what
+    `compile_hip` returns) that itself defines the kernel `meta.entry`: a function of that name
+    and its kernel descriptor `<entry>.kd` in the dynamic symbol table, the pair
+    `hipModuleGetFunction` resolves. A device function without a descriptor, a descriptor named
+    as the entry, a damaged or truncated file are refused. Reads bytes only: no GPU needed, so
+    an export is checked on a machine that only compiles."""
+    require_entry(binary, meta.entry, ".dynsym", "HIP code object")
+    descriptor = f"{meta.entry}.kd"
+    if defined_symbols(binary, ".dynsym").get(descriptor) != "object":
+        raise ValueError(f"entry {meta.entry!r} is a function of the HIP code object but not a kernel: it has no "
+                         f"kernel descriptor {descriptor!r}; the manifest names a device function, or the code "
+                         "object is damaged")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,7 +187,16 @@ class HIPRuntime(Runtime):
         self.device_index = int(device_index)
         _check(self._hip, self._hip.hipSetDevice(self.device_index), "hipSetDevice")
 
+    def check_binary(self, binary: bytes, meta: KernelMeta) -> None:
+        check_code_object(binary, meta)
+
     def load(self, binary: bytes, meta: KernelMeta) -> HIPKernel:
+        """Check that the code object defines `meta.entry` (before the runtime maps it), then
+        load it on this runtime's device and look the kernel up."""
+        try:
+            check_code_object(binary, meta)
+        except ValueError as err:
+            raise ValueError(f"kernel {meta.entry!r} ({meta.target}): {err}") from None
         hip = self._hip
         _check(hip, hip.hipSetDevice(self.device_index), "hipSetDevice")
         module = _check(hip, hip.hipModuleLoadData(binary), f"hipModuleLoadData({meta.target})")
@@ -238,3 +263,7 @@ class HIPRuntimeOnDemand(RuntimeOnDemand):
 
     def __init__(self, device_index: int | None = None):
         super().__init__(lambda: HIPRuntime(device_index), HIPRuntime.dlpack_device_type)
+
+    def check_binary(self, binary: bytes, meta: KernelMeta) -> None:
+        """The code object's entry check, without making the runtime (no GPU needed)."""
+        check_code_object(binary, meta)

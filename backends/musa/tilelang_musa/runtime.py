@@ -16,12 +16,13 @@ import ctypes
 from typing import Any, Callable, Sequence
 
 from tilelang_core.runtime import (KernelCallError, KernelMeta, LoadedKernel, ParamSpec, Runtime, RuntimeOnDemand,
-                                   pack_driver_args, scalar_packer)
+                                   pack_driver_args, require_entry, scalar_packer)
 
 from . import sdk
 from .descriptors import descriptor_slots
 
-__all__ = ["MUSARuntime", "MUSARuntimeOnDemand", "MUSARuntimeUnavailable", "MUSAError", "pack_args"]
+__all__ = ["MUSARuntime", "MUSARuntimeOnDemand", "MUSARuntimeUnavailable", "MUSAError", "pack_args",
+           "check_device_binary"]
 
 # muFuncSetAttribute: the dynamic shared memory a launch may use (CUDA's value, 8)
 _ATTR_MAX_DYNAMIC_SHARED = 8
@@ -54,6 +55,21 @@ def pack_args(params: Sequence[ParamSpec], args: Sequence[Any]) -> list[Any]:
     """One ctypes value per parameter: a device pointer per tensor, the scalar's C type per
     scalar (float16/bfloat16 as their 16-bit patterns)."""
     return pack_driver_args(params, args, _RUNTIME)
+
+
+def check_device_binary(binary: bytes, meta: KernelMeta) -> None:
+    """Raise `ValueError` unless `binary`, a device binary mcc made (an ELF, like a cubin),
+    itself defines the kernel `meta.entry` as a function in its symbol table; read from the
+    bytes, no device needed. A source-only kernel (MUSA C++ kept where there was no mcc) has
+    no symbols yet: nothing is checked here, and the binary mcc makes of it at load is checked
+    before `muModuleLoadData` maps it. Unverified on hardware: no mcc output has been read yet
+    (an mcc whose binaries keep no symbol table would have every kernel refused here, with
+    this message)."""
+    from . import compile as musa_compile
+
+    if musa_compile.is_source_only(binary):
+        return
+    require_entry(binary, meta.entry, ".symtab", "MUSA device binary")
 
 
 class MUSAKernel(LoadedKernel):
@@ -123,7 +139,14 @@ class MUSARuntime(Runtime):
         self._torch = torch
         self.device_index = int(torch.musa.current_device())
 
+    def check_binary(self, binary: bytes, meta: KernelMeta) -> None:
+        check_device_binary(binary, meta)
+
     def load(self, binary: bytes, meta: KernelMeta) -> MUSAKernel:
+        try:
+            check_device_binary(binary, meta)
+        except ValueError as err:
+            raise ValueError(f"kernel {meta.entry!r} ({meta.target}): {err}") from None
         self._torch.musa.init()  # makes the primary context current
         module, function = ctypes.c_void_p(), ctypes.c_void_p()
         _check(self._lib.muModuleLoadData(ctypes.byref(module), ctypes.c_char_p(binary)), f"muModuleLoadData({meta.target})")
@@ -160,6 +183,10 @@ class MUSARuntimeOnDemand(RuntimeOnDemand):
 
     def __init__(self) -> None:
         super().__init__(MUSARuntime, MUSARuntime.dlpack_device_type)
+
+    def check_binary(self, binary: bytes, meta: KernelMeta) -> None:
+        """The device binary's entry check, without making the runtime (no device needed)."""
+        check_device_binary(binary, meta)
 
     def load(self, binary: bytes, meta: KernelMeta) -> LoadedKernel:
         from . import compile as musa_compile
