@@ -23,6 +23,10 @@ def tilelang_compat_modules():
         "tilelang.carver.arch.driver": "tilelang_cuda.carver_driver",
         # the device class a roofline reads (CUDA(target): bandwidth, peak, SM count)
         "tilelang.carver.arch": "tilelang_cuda.carver_arch",
+        # the GEMM template and the hints it recommends for autotuning (a roofline over the
+        # tiles that fit the device, see carver_roller.matmul)
+        "tilelang.carver.template": "tilelang_cuda.carver_template",
+        "tilelang.carver.roller": "tilelang_cuda.carver_roller",
         # TileLang's CUDA namespace: the swizzled shared layouts of hand-written tensor-core
         # kernels (see tilelang_cuda.compat for what is provided)
         "tilelang.cuda": "tilelang_cuda.compat",
