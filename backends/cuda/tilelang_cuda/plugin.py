@@ -30,6 +30,8 @@ def tilelang_compat_modules():
         # TileLang's CUDA namespace: the swizzled shared layouts of hand-written tensor-core
         # kernels (see tilelang_cuda.compat for what is provided)
         "tilelang.cuda": "tilelang_cuda.compat",
+        # its CUDA tools: IKET instrumentation (markers, ranges, payloads for the IKET profiler)
+        "tilelang.tools.cuda": "tilelang_cuda.compat.tools",
         # its nvcc/NVRTC wrappers: this backend's to provide, not provided yet
         "tilelang.contrib.nvcc": "tilelang_cuda.compat.nvcc",
         "tilelang.contrib.nvrtc": None,
