@@ -69,9 +69,11 @@ class Fragment:
             idx, rep = args[:ndim], args[ndim]
             if forward_fn is not None:
                 out = forward_fn(*idx, rep) if self.replicate_size > 1 else forward_fn(*idx)
-                return list(out)
-            thread = forward_thread_fn(*idx, rep) if self.replicate_size > 1 else forward_thread_fn(*idx)
-            return [thread, forward_index_fn(*idx)]
+            else:
+                thread = forward_thread_fn(*idx, rep) if self.replicate_size > 1 else forward_thread_fn(*idx)
+                out = [thread, forward_index_fn(*idx)]
+            # a constant (slot 0 of a one-register layout) is an int32 expression like the rest
+            return [tirx.const(v, "int32") if isinstance(v, int) else v for v in out]
 
         self.index_map = IndexMap.from_func(both, ndim=ndim + 1, index_dtype="int32")
 
