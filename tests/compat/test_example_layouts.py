@@ -38,6 +38,7 @@ def test_bank_swizzle_of_a_buffer_keeps_leading_dims_and_checks_the_shape():
     layout = make_full_bank_swizzled_layout(buf)
     places = _places(layout, (2, 8, 64))
     assert places.shape[-1] == 4 and (places[1, ..., 0] == 1).all()  # the leading dim passes through
+    assert repr(layout).startswith("Layout(shape=[2, 8, 64], (")
     assert (places[0, ..., 1:] == _places(make_full_bank_swizzled_layout(8, 64, 16), (8, 64))).all()
     with pytest.raises(ValueError, match="multiple of 8"):
         make_full_bank_swizzled_layout(6, 64, 16)

@@ -43,6 +43,11 @@ class Layout:
     def attr_node(self) -> Any:
         return self.index_map
 
+    def __repr__(self) -> str:
+        inputs = ", ".join(str(v) for v in self.index_map.initial_indices)
+        outputs = ", ".join(str(e) for e in self.index_map.final_indices)
+        return f"Layout(shape={list(self.shape)}, ({inputs}) -> ({outputs}))"
+
 
 class Fragment:
     """`T.Fragment(shape, forward_thread_fn=, replicate=1, forward_index_fn=)`: TileLang's
