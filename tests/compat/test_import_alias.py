@@ -169,7 +169,7 @@ UNPROVIDED = [
      "'tilelang_cuda.compat.intrinsics.macro.wgmma_macro_generator'"),
     ("from tilelang.cuda.intrinsics import TensorCoreIntrinEmitterWithLadderTransform", "ImportError",
      "cannot import name 'TensorCoreIntrinEmitterWithLadderTransform'"),
-    ("import tilelang.rocm.intrinsics", "ModuleNotFoundError",
+    ("import tilelang.rocm.intrinsics.mfma_macro_generator", "ModuleNotFoundError",
      "backend 'hip' stands in for 'tilelang.rocm' with 'tilelang_hip.compat', which has no"),
     ("import tilelang.contrib.nvrtc", "ModuleNotFoundError", "it belongs to backend 'cuda'"),
 ]

@@ -28,7 +28,8 @@ changed its name (`TVM_NAME_RENAMES`) is bridged under its old name, and `expr.d
 """
 from __future__ import annotations
 
-__all__ = ["CORE_ALIASES", "TVM_RENAMES", "TVM_NAME_RENAMES", "TVM_ADDED_MODULES", "TVM_MODULE_EXTRAS", "PACKAGE"]
+__all__ = ["CORE_ALIASES", "TVM_RENAMES", "TVM_NAME_RENAMES", "TVM_ADDED_MODULES", "TVM_MODULE_EXTRAS",
+           "TVM_ATTRIBUTE_SUBMODULES", "PACKAGE"]
 
 PACKAGE = "tilelang"
 
@@ -77,3 +78,9 @@ TVM_ADDED_MODULES: dict[str, str] = {
 TVM_MODULE_EXTRAS: dict[str, str] = {
     "tvm.testing": "tilelang_core.compat.modules.tvm_testing",
 }
+
+# submodules of `tvm` that TileLang's programs read as attributes without importing them
+# (`from tilelang import tvm` then `@tvm.testing.requires_package(...)`: TileLang's own
+# `tilelang.testing` imports `tvm.testing` as a side effect, ours does not). In a process that
+# runs the aliasing, reading `tvm.<name>` imports `tvm.<name>` on first use.
+TVM_ATTRIBUTE_SUBMODULES: tuple[str, ...] = ("testing",)

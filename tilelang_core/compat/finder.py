@@ -24,8 +24,8 @@ import threading
 import types
 from typing import Any
 
-from .aliases import (CORE_ALIASES, PACKAGE, TVM_ADDED_MODULES, TVM_MODULE_EXTRAS, TVM_NAME_RENAMES,
-                      TVM_RENAMES)
+from .aliases import (CORE_ALIASES, PACKAGE, TVM_ADDED_MODULES, TVM_ATTRIBUTE_SUBMODULES, TVM_MODULE_EXTRAS,
+                      TVM_NAME_RENAMES, TVM_RENAMES)
 
 __all__ = ["TileLangFinder", "install", "uninstall", "installed_finder"]
 
@@ -324,7 +324,8 @@ class _ExtrasLoader(_RenamingLoader):
 
 def add_tvm_renames(tvm: types.ModuleType) -> None:
     """Make `tvm.tir`/`tvm.arith` the renamed modules, where the installed TVM lacks them, give
-    renamed classes their old names (`TVM_NAME_RENAMES`) and expressions their `dtype`
+    renamed classes their old names (`TVM_NAME_RENAMES`), `tvm` the submodules read as
+    attributes (`TVM_ATTRIBUTE_SUBMODULES`) and expressions their `dtype`
     (`exprs.add_expr_dtype`)."""
     for old, new in TVM_RENAMES.items():
         child = old.partition(".")[2]
@@ -339,9 +340,19 @@ def add_tvm_renames(tvm: types.ModuleType) -> None:
         owner = importlib.import_module(old_module)
         if not hasattr(owner, old_name):
             setattr(owner, old_name, getattr(importlib.import_module(new_module), new_name))
+    if "__getattr__" not in vars(tvm):
+        tvm.__getattr__ = _import_attribute_submodule
     from .exprs import add_expr_dtype
 
     add_expr_dtype()
+
+
+def _import_attribute_submodule(name: str) -> Any:
+    """`tvm.<name>` for a submodule of `TVM_ATTRIBUTE_SUBMODULES` not imported yet (a module
+    `__getattr__`, called only for names `tvm` does not have)."""
+    if name in TVM_ATTRIBUTE_SUBMODULES:
+        return importlib.import_module(f"tvm.{name}")
+    raise AttributeError(f"module 'tvm' has no attribute {name!r}")
 
 
 _LOCK = threading.Lock()

@@ -12,7 +12,7 @@ import dataclasses
 import threading
 from typing import Any, Callable
 
-__all__ = ["register_postproc", "unregister_postproc", "has_postproc", "postprocess"]
+__all__ = ["register_postproc", "unregister_postproc", "registered_postproc", "has_postproc", "postprocess"]
 
 _CALLBACKS: dict[str, Callable[[str, Any], str]] = {}
 _LOCK = threading.Lock()
@@ -36,6 +36,13 @@ def unregister_postproc(kind: str) -> None:
     """Remove the callback of `kind`, if any."""
     with _LOCK:
         _CALLBACKS.pop(kind, None)
+
+
+def registered_postproc(kind: str) -> Callable[[str, Any], str] | None:
+    """The callback registered for target kind `kind`, or None (a tool that registers its own
+    for a while restores this one afterwards)."""
+    with _LOCK:
+        return _CALLBACKS.get(kind)
 
 
 def has_postproc(target: Any) -> bool:

@@ -43,11 +43,14 @@ _TVM_DTYPE_PREFIXES = ("float", "int", "uint", "bool", "bfloat")
 
 class DType(str):
     """A dtype name that is also TVMScript's constructor for that dtype. TileLang's and
-    PyTorch's short spellings are canonical names here: `T.dtype("uint") == T.uint32`."""
+    PyTorch's short spellings are canonical names here: `T.dtype("uint") == T.uint32`, and a
+    dtype object is read by name: `T.dtype(torch.float16) == T.float16`."""
 
     def __new__(cls, name: Any = "") -> "DType":
-        text = str(name)
-        return super().__new__(cls, DTYPE_ALIASES.get(text, text))
+        if not isinstance(name, str):
+            # a torch, numpy or TVM dtype object (`T.dtype(q.dtype)`): its name, not its repr
+            name = str(to_dtype(name))
+        return super().__new__(cls, DTYPE_ALIASES.get(name, name))
 
     def __call__(self, value: Any = None, *args: Any) -> ir.Expr:
         if value is None:
@@ -61,6 +64,16 @@ class DType(str):
 
     def __repr__(self) -> str:
         return f"T.{self}"
+
+    @property
+    def bits(self) -> int:
+        """Bits of one lane (`T.float16.bits == 16`, `T.int4.bits == 4`)."""
+        return int(ir.PrimType(str(self)).dtype.bits)
+
+    @property
+    def lanes(self) -> int:
+        """Lanes of a vector dtype (`T.float16x2.lanes == 2`), 1 for a scalar."""
+        return int(ir.PrimType(str(self)).dtype.lanes)
 
     def as_torch(self) -> Any:
         """The torch dtype of this dtype (TileLang's `T.dtype(name).as_torch()`); int4 and
@@ -167,6 +180,42 @@ def _collect_dtypes() -> dict[str, DType]:
 
 # Every dtype name of TVMScript (float16, int8x4, bf16, ...) as a DType.
 DTYPES = _collect_dtypes()
+
+# TileLang's name of the class (`from tilelang.language.dtypes import dtype`)
+dtype = DType
+
+
+# -- TileLang's torch dtype tables (torch is optional: built when first read) --------------------
+
+_TORCH_TABLES = ("_TORCH_DTYPE_TO_STR", "_STR_TO_TORCH_DTYPE")
+
+
+def _torch_dtype_names() -> dict[Any, str]:
+    """Every dtype of the installed torch that this language has, to its name here
+    (`torch.half` -> "float16"); torch dtypes without a counterpart (complex, quantized) are
+    left out."""
+    import torch
+
+    table = {}
+    for attr in dir(torch):
+        value = getattr(torch, attr, None)
+        if isinstance(value, torch.dtype) and value not in table:
+            try:
+                table[value] = str(to_dtype(value))
+            except TypeError:
+                continue
+    return table
+
+
+def __getattr__(name: str) -> Any:
+    """TileLang's `_TORCH_DTYPE_TO_STR` (torch dtype -> name) and `_STR_TO_TORCH_DTYPE` (its
+    inverse), made from the installed torch on first use (its examples import the first)."""
+    if name not in _TORCH_TABLES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    names = _torch_dtype_names()
+    tables = {"_TORCH_DTYPE_TO_STR": names, "_STR_TO_TORCH_DTYPE": {v: k for k, v in names.items()}}
+    globals().update(tables)
+    return tables[name]
 
 
 # -- TileLang's dtype helpers -------------------------------------------------------------------

@@ -43,6 +43,11 @@ class Layout:
     def attr_node(self) -> Any:
         return self.index_map
 
+    def __repr__(self) -> str:
+        inputs = ", ".join(str(v) for v in self.index_map.initial_indices)
+        outputs = ", ".join(str(e) for e in self.index_map.final_indices)
+        return f"Layout(shape={list(self.shape)}, ({inputs}) -> ({outputs}))"
+
 
 class Fragment:
     """`T.Fragment(shape, forward_thread_fn=, replicate=1, forward_index_fn=)`: TileLang's
@@ -58,25 +63,90 @@ class Fragment:
                  forward_index_fn: Callable[..., Any] | None = None,
                  forward_fn: Callable[..., Any] | None = None) -> None:
         self.shape = normalize_shape(shape)
-        self.replicate = int(replicate)
+        self.replicate_size = int(replicate)
         ndim = len(self.shape)
         if forward_fn is None and (forward_thread_fn is None or forward_index_fn is None):
             raise ValueError("T.Fragment: give forward_fn, or both forward_thread_fn and forward_index_fn")
-        if self.replicate < 1:
+        if self.replicate_size < 1:
             raise ValueError(f"T.Fragment: replicate must be at least 1, got {replicate}")
 
         def both(*args):
             idx, rep = args[:ndim], args[ndim]
             if forward_fn is not None:
-                out = forward_fn(*idx, rep) if self.replicate > 1 else forward_fn(*idx)
-                return list(out)
-            thread = forward_thread_fn(*idx, rep) if self.replicate > 1 else forward_thread_fn(*idx)
-            return [thread, forward_index_fn(*idx)]
+                out = forward_fn(*idx, rep) if self.replicate_size > 1 else forward_fn(*idx)
+            else:
+                thread = forward_thread_fn(*idx, rep) if self.replicate_size > 1 else forward_thread_fn(*idx)
+                out = [thread, forward_index_fn(*idx)]
+            # a constant (slot 0 of a one-register layout) is an int32 expression like the rest
+            return [tirx.const(v, "int32") if isinstance(v, int) else v for v in out]
 
         self.index_map = IndexMap.from_func(both, ndim=ndim + 1, index_dtype="int32")
 
     def attr_node(self) -> Any:
         return self.index_map
+
+    # -- TileLang's layout algebra (Fragment.repeat / replicate): a block's layout built
+    # from an instruction's, as its `plot_layout` examples do
+
+    def _place(self, idx: Sequence[Any], rep: Any) -> list:
+        """(thread, slot) of element `idx`, replica `rep`."""
+        return list(self.index_map.map_indices([*idx, rep]))
+
+    def extents(self) -> tuple[int, int]:
+        """(threads, slots): how many threads the fragment spans and registers each holds
+        (one more than the largest thread / slot any element or replica maps to)."""
+        from tvm.sym import Analyzer
+
+        analyzer = Analyzer()
+        inputs = self.index_map.initial_indices
+        for var, extent in zip(inputs, (*self.shape, self.replicate_size)):
+            analyzer.bind(var, ir.Range.from_min_extent(0, int(extent)))
+        thread, slot = self.index_map.final_indices
+        return (int(analyzer.const_int_bound(thread).max_value) + 1,
+                int(analyzer.const_int_bound(slot).max_value) + 1)
+
+    def repeat(self, repeats: Sequence[int], repeat_on_thread: bool = False,
+               lower_dim_first: bool = True) -> "Fragment":
+        """This layout tiled `repeats[d]` times along each dim d. Copy number `r` (the tile's
+        position, the last dim counting fastest when `lower_dim_first`, the first otherwise)
+        goes to threads `r * threads` and up (`repeat_on_thread`) or to register slots
+        `r * slots` and up of the same threads."""
+        ndim = len(self.shape)
+        if len(repeats) != ndim:
+            raise ValueError(f"Fragment.repeat: {len(repeats)} repeats for a {ndim}-D fragment of shape {self.shape}")
+        threads, slots = self.extents()
+        order = range(ndim - 1, -1, -1) if lower_dim_first else range(ndim)
+
+        def forward(*args):
+            idx, rep = args[:ndim], (args[ndim] if self.replicate_size > 1 else 0)
+            copy, stride = 0, 1
+            for d in order:
+                copy = copy + stride * (idx[d] // self.shape[d])
+                stride *= int(repeats[d])
+            thread, slot = self._place([i % e for i, e in zip(idx, self.shape)], rep)
+            return [thread + threads * copy, slot] if repeat_on_thread else [thread, slot + slots * copy]
+
+        shape = [e * int(r) for e, r in zip(self.shape, repeats)]
+        return Fragment(shape, forward_fn=forward, replicate=self.replicate_size)
+
+    def replicate(self, times: int) -> "Fragment":
+        """This layout held `times` times over: copy `c` by threads `c * threads` and up."""
+        if int(times) < 1:
+            raise ValueError(f"Fragment.replicate: times must be at least 1, got {times}")
+        threads, _ = self.extents()
+        ndim, before = len(self.shape), self.replicate_size
+
+        def forward(*args):
+            idx, rep = args[:ndim], args[ndim]
+            thread, slot = self._place(idx, rep % before)
+            return [thread + threads * (rep // before), slot]
+
+        return Fragment(self.shape, forward_fn=forward, replicate=before * int(times))
+
+    def __repr__(self) -> str:
+        threads, slots = self.extents()
+        return (f"Fragment(shape={list(self.shape)}, threads={threads}, slots per thread={slots}, "
+                f"replicate={self.replicate_size})")
 
 
 class SwizzledLayout:
@@ -126,7 +196,7 @@ def annotate_layout(layout_map: Mapping[Any, Any]) -> Any:
             _check_layout_shape(buffer, layout)
         frames.append(_builder.attr(layout.attr_node(), ATTR_LAYOUT, buffer))
         if isinstance(layout, Fragment):
-            frames.append(_builder.attr(tirx.IntImm("int32", layout.replicate), ATTR_FRAGMENT_REPLICATE, buffer))
+            frames.append(_builder.attr(tirx.IntImm("int32", layout.replicate_size), ATTR_FRAGMENT_REPLICATE, buffer))
     if not frames:
         return None
     if len(frames) == 1:

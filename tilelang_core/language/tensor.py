@@ -40,6 +40,10 @@ class TensorProxy:
         align: int = 0,
         offset_factor: int = 0,
     ) -> tvm.ir.Var:
+        if dtype is _builder.ptr:
+            # `T.Tensor([n], T.ptr)`: a table of addresses, int64 in memory; `T.make_tensor`
+            # turns an element back into a typed pointer
+            dtype = "int64"
         if data is not None:
             # `flat = T.Tensor((M * N,), dtype, A.data)` in a kernel body: a view of another
             # tensor's memory, declared where it is assigned (TVMScript enters the frame)
@@ -110,9 +114,24 @@ StridedTensor = _StridedTensorProxy()
 
 
 def make_tensor(ptr: Any, shape: Any, dtype: Any = "float32", strides: Any = None) -> tvm.ir.Var:
-    """A tensor of `shape` and `dtype` over the memory `ptr` points at (another tensor's
-    `.data`), declared in the kernel body: `T.Tensor(shape, dtype, ptr)`."""
+    """A tensor of `shape` and `dtype` over the memory `ptr` points at, declared in the kernel
+    body: `T.Tensor(shape, dtype, ptr)`. `ptr` is a pointer (another tensor's `.data`) or an
+    address: a 64-bit integer expression such as an element of a `T.Tensor([n], T.ptr)` table,
+    bound to a pointer of `dtype` first."""
+    if isinstance(ptr, tvm.ir.Expr) and not tvm.tirx.is_buffer_var(ptr) and not isinstance(ptr, tvm.tirx.Var):
+        ptr = _pointer_from_address(ptr, dtype)
     return Tensor(shape, dtype, data=ptr, strides=strides)
+
+
+def _pointer_from_address(address: Any, dtype: Any) -> tvm.ir.Var:
+    """A pointer variable bound (in the kernel body, where this is called) to the address
+    `address` holds, typed as a global pointer to `dtype`."""
+    kind = str(address.ty.dtype) if isinstance(address.ty, tvm.ir.PrimType) else "handle"
+    if kind not in ("handle", "int64", "uint64"):
+        raise TypeError(f"T.make_tensor: an address must be a pointer or a 64-bit integer (an element of a "
+                        f"T.Tensor([n], T.ptr) table), got {address} of dtype {kind}")
+    value = address if kind == "handle" else tvm.tirx.reinterpret("handle", address)
+    return _builder.bind(value)
 
 
 def _bits(shape: tuple, dtype: Any) -> Any:

@@ -16,16 +16,19 @@ from .tiled_gemm import TiledGemmPlan, split_tiles
 
 __all__ = ["Fragment", "FragmentError", "FragmentDecision", "FragmentLayouts", "cyclic_fragment",
            "plot_layout", "replicated_fragment", "row_fragment", "split_tiles", "TiledGemmPlan", "xor", "Layout",
-           "make_swizzled_layout"]
+           "make_swizzled_layout", "make_full_bank_swizzled_layout", "make_half_bank_swizzled_layout",
+           "make_quarter_bank_swizzled_layout", "make_linear_layout"]
 
 # TileLang's `tilelang.layout` also holds the user-facing shared-memory layouts, which live in
 # the language (they need TVM): resolved on first access so this package stays TVM-free.
-_FROM_LANGUAGE = ("Layout", "make_swizzled_layout")
+_FROM_LANGUAGE = {"Layout": "layout", "make_swizzled_layout": "layout",
+                  "make_full_bank_swizzled_layout": "swizzle", "make_half_bank_swizzled_layout": "swizzle",
+                  "make_quarter_bank_swizzled_layout": "swizzle", "make_linear_layout": "swizzle"}
 
 
 def __getattr__(name: str):
     if name in _FROM_LANGUAGE:
-        from ..language import layout as _language_layout
+        import importlib
 
-        return getattr(_language_layout, name)
+        return getattr(importlib.import_module(f"..language.{_FROM_LANGUAGE[name]}", __name__), name)
     raise AttributeError(f"module 'tilelang_core.layout' has no attribute {name!r}")

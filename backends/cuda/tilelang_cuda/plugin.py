@@ -23,9 +23,15 @@ def tilelang_compat_modules():
         "tilelang.carver.arch.driver": "tilelang_cuda.carver_driver",
         # the device class a roofline reads (CUDA(target): bandwidth, peak, SM count)
         "tilelang.carver.arch": "tilelang_cuda.carver_arch",
+        # the GEMM template and the hints it recommends for autotuning (a roofline over the
+        # tiles that fit the device, see carver_roller.matmul)
+        "tilelang.carver.template": "tilelang_cuda.carver_template",
+        "tilelang.carver.roller": "tilelang_cuda.carver_roller",
         # TileLang's CUDA namespace: the swizzled shared layouts of hand-written tensor-core
         # kernels (see tilelang_cuda.compat for what is provided)
         "tilelang.cuda": "tilelang_cuda.compat",
+        # its CUDA tools: IKET instrumentation (markers, ranges, payloads for the IKET profiler)
+        "tilelang.tools.cuda": "tilelang_cuda.compat.tools",
         # its nvcc/NVRTC wrappers: this backend's to provide, not provided yet
         "tilelang.contrib.nvcc": "tilelang_cuda.compat.nvcc",
         "tilelang.contrib.nvrtc": None,

@@ -5,7 +5,7 @@ of the CUDA device a roofline needs (what `tilelang.tools.Analyzer` reads), and 
 `bandwidth` (a (read, write) pair in MB/s, from the memory clock and bus width the driver
 reports: twice the clock for double data rate) and `peak_tflops` (dense fp16/bf16 tensor-core
 TFLOP/s of the generation, a datasheet lead; None where not known). Without a device it raises
-`RuntimeError` saying so. TileLang's tile-config recommender (`roller`, `template`) is not here.
+`RuntimeError` saying so. The tile-config recommender is `tilelang.carver.template` (`carver_template`).
 `CDNA` names AMD's class: this backend cannot describe an AMD device and says so.
 """
 from __future__ import annotations

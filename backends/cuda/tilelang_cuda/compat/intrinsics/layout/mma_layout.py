@@ -9,6 +9,15 @@ for 8 chunks per tile, and r // (8 / chunks) otherwise (rows sharing one 128-byt
 different halves of it). The 8 row addresses of one ldmatrix (one chunk column, 8 rows) then
 fall in 8 different groups of 4 banks.
 
+The register layouts of mma.sync operands, from a tile coordinate to (lane, register slot),
+are here under TileLang's names too, for kernels and pictures that build fragments from them:
+`shared_16x16_to_mma_32x8_layout_sr_a(i, j)` is where A element (row i, k j) of a 16 x 16
+16-bit tile lives; `_sr_b` takes B as (n i, k j) over two m16n8 instructions; `_rs_` swap the
+two coordinates. Shapes: 16x8 for 32-bit (tf32, m16n8k8), 16x16 for 16-bit, 16x32 for 8-bit.
+They follow the PTX ISA "Matrix fragments for mma.m16n8k*": with g = lane // 4, t = lane % 4,
+register r of a lane holds 32 / bits consecutive k elements, A's registers alternate rows g and
+g + 8 before moving to the upper half of k, and B's step through k then the second n8 tile.
+
 `make_mma_swizzle_layout(buf)` is that swizzle as a `T.Layout` for `T.annotate_layout`, or
 the identity when `is_smooth` or when a row is not a multiple of 64 bytes. The CUDA backend
 stores the buffer in exactly that placement (`tilelang_cuda.shared_layout`).
@@ -20,7 +29,9 @@ from typing import Any
 from tilelang_core import language as T
 from tilelang_core.layout import xor
 
-__all__ = ["get_swizzle_layout", "make_mma_swizzle_layout"]
+__all__ = ["get_swizzle_layout", "make_mma_swizzle_layout", *(
+    f"shared_16x{k}_to_mma_32x{k // 2}_layout_{order}_{operand}"
+    for k in (8, 16, 32) for order in ("sr", "rs") for operand in ("a", "b"))]
 
 CHUNK_BITS = 128  # 16 bytes: one ldmatrix row address, one cp.async vector
 
@@ -62,3 +73,34 @@ def make_mma_swizzle_layout(shared_buf: Any, is_smooth: bool = False) -> T.Layou
         return [*lead, *get_swizzle_layout(i, j, shape[-1], dtype)]
 
     return T.Layout(shape, place)
+
+
+# -- register layouts of mma.sync operands --------------------------------------------------
+
+def _operand_layout(k: int, operand: str):
+    """(i, j) -> (lane, slot) of an A tile (row i, k j) or a B tile (n i, k j) of 16 x `k`
+    elements, `k` the instruction's k extent for 8 / 16 / 32 (k = 32 / 16 / 8) bit types."""
+    per_reg = k // 8  # elements in one 32-bit register: 4 (8-bit), 2 (16-bit), 1 (32-bit)
+    half = k // 2  # k elements one register column covers: the upper half starts there
+
+    def layout(i, j):
+        lane = 4 * (i % 8) + (j % half) // per_reg
+        if operand == "a":  # registers: rows g, g + 8 of the lower k half, then the upper half
+            slot = per_reg * (i // 8) + 2 * per_reg * (j // half) + j % per_reg
+        else:  # registers: the lower, upper k half of n tile 0, then of n tile 1
+            slot = 2 * per_reg * (i // 8) + per_reg * (j // half) + j % per_reg
+        return lane, slot
+
+    return layout
+
+
+def _swapped(layout):
+    return lambda i, j: layout(j, i)
+
+
+for _k in (8, 16, 32):
+    for _operand in ("a", "b"):
+        _layout = _operand_layout(_k, _operand)
+        globals()[f"shared_16x{_k}_to_mma_32x{_k // 2}_layout_sr_{_operand}"] = _layout
+        globals()[f"shared_16x{_k}_to_mma_32x{_k // 2}_layout_rs_{_operand}"] = _swapped(_layout)
+del _k, _operand, _layout

@@ -310,3 +310,23 @@ class TensorCoreIntrinEmitter:
         if elements < size:
             raise ValueError(f"TensorCoreIntrinEmitter.{what}: {buf.name} holds {elements} elements, the warp "
                              f"tiles need {size}")
+
+
+# Emitters TileLang's older revisions had and its pinned one (a35008a42) no longer has: a
+# program that imports one fails under TileLang as well, so it is named with that reason here
+# instead of Python's bare "cannot import name".
+_REMOVED_UPSTREAM = {
+    "INT4TensorCoreIntrinEmitter": "TileLang removed it in PR #2063 ('Support int4 T.gemm'): an int4 GEMM is "
+                                   "a T.gemm of int4 operands now",
+    "INT4TensorCoreIntrinEmitterWithLadderTransform": "TileLang removed it in PR #2063 with "
+                                                      "INT4TensorCoreIntrinEmitter",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REMOVED_UPSTREAM:
+        # an ImportError (not AttributeError) so that `from ... import NAME` shows this message
+        raise ImportError(f"{name} is not in TileLang's tilelang.cuda.intrinsics.macro.mma_macro_generator at the "
+                          f"revision tilelang-core follows (a35008a42): {_REMOVED_UPSTREAM[name]}; a program "
+                          f"importing it fails under that TileLang too", name=name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
