@@ -83,7 +83,8 @@ def _analyzer(func: tir.PrimFunc, known: dict | None) -> Analyzer:
     for var, extent in known.items():
         ana.bind(var, _ir.Range.from_min_extent(0, extent))
     for var, value in values.items():
-        if var not in known and var not in ranges:
+        # a pointer value (`T.make_tensor(table[i], ...)`'s address) is no number to reason about
+        if var not in known and var not in ranges and isinstance(value.ty, _ir.PrimType):
             ana.bind(var, value)
     return ana
 

@@ -40,6 +40,8 @@ def _key(node) -> int:
 
 def _constant(value, known_vars: dict, known_buffers: dict):
     """`value` with the constants found so far put in, when that simplifies to an int or float."""
+    if not isinstance(value.ty, _ir.PrimType):  # a pointer is never a constant here
+        return None
     value = substitute(value, known_vars)
     if known_buffers:
         value = tvm_ffi.structural_map(value, ((_ir.TensorLoad, lambda ld: known_buffers.get(_key(ld.source), ld)),))
