@@ -2,7 +2,7 @@
 
 | tile op / loop | CUDA lowering | module |
 |---|---|---|
-| `T.gemm(A_shared, B_shared, C_fragment)`, f16/bf16 -> f32 on a target with wgmma | wgmma m64nNk16, descriptors over swizzled tiles; C in the warpgroup D layout (`tl.disable_wgmma` keeps mma.sync) | `lower_wgmma.py` |
+| `T.gemm(A_shared, B_shared, C_fragment)`, f16/bf16 -> f32 on a target with wgmma | wgmma m64nNk16, descriptors over swizzled tiles (an operand may be a column range of its tile: K-major on 32-byte steps, MN-major whole slabs); C in the warpgroup D layout; inside a `T.ws` scope of whole warpgroups too (`tl.disable_wgmma` keeps mma.sync) | `lower_wgmma.py` |
 | `T.gemm(A_shared or A_fragment, B_shared, C_fragment)` | mma.sync m16n8k{16,32,8} + ldmatrix; C in the accumulator layout, a fragment A in the A-operand layout | `lower_gemm.py` |
 | `T.copy(global, shared)` | cp.async, 16 bytes per instruction, zero-filled tails | `lower_copy.py` |
 | `T.Pipelined(n, num_stages>=2)` over copies into wgmma operands, on a target with TMA | TMA loads on full/empty mbarriers, wgmma overlapped across iterations (`tl.disable_tma_lower` keeps cp.async) | `lower_tma.py` |
