@@ -100,6 +100,7 @@ TILE_OP_NAMES = (
     "tl.gemm",
     "tl.reduce",
     "tl.cumsum",
+    "tl.cummax",
     "tl.atomic",
     "tl.atomic_elem",
     "tl.use_swizzle",

@@ -1,4 +1,4 @@
-"""Tile ops: `T.copy`, `T.transpose`, `T.fill`, `T.clear`, `T.gemm`, reductions, `T.cumsum`
+"""Tile ops: `T.copy`, `T.transpose`, `T.fill`, `T.clear`, `T.gemm`, reductions, `T.cumsum`, `T.cummax`
 (atomics are in `atomics`).
 
 Each function checks its operands (shapes that are provably wrong fail here, at the user's
@@ -41,6 +41,7 @@ __all__ = [
     "GemmWarpPolicy",
     "clear",
     "copy",
+    "cummax",
     "cumsum",
     "fill",
     "gemm",
@@ -307,13 +308,25 @@ def reduce_bitxor(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> N
     return reduce(buffer, out, "bitxor", dim, clear)
 
 
+def _scan(name: str, src: Any, dst: Any, dim: int, reverse: bool) -> ir.Call:
+    """`tl.<name>(src, dst, dim, reverse)` for an inclusive scan, in place when `dst` is None."""
+    source = as_region(src, ACCESS_READ, name, "source")
+    in_place = dst is None
+    access = ACCESS_READ_WRITE if in_place else ACCESS_WRITE
+    target = as_region(src if in_place else dst, access, name, "destination")
+    dim = _normalize_dim(dim, source.ndim, name)
+    check_same_extents(source, target, name)
+    return make_call(name, source.to_call(), target.to_call(), dim, bool(reverse))
+
+
 def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> ir.Call:
     """Inclusive prefix sum along `dim` (in place when `dst` is None):
     `tl.cumsum(src, dst, dim, reverse)`."""
-    source = as_region(src, ACCESS_READ, "cumsum", "source")
-    in_place = dst is None
-    access = ACCESS_READ_WRITE if in_place else ACCESS_WRITE
-    target = as_region(src if in_place else dst, access, "cumsum", "destination")
-    dim = _normalize_dim(dim, source.ndim, "cumsum")
-    check_same_extents(source, target, "cumsum")
-    return make_call("cumsum", source.to_call(), target.to_call(), dim, bool(reverse))
+    return _scan("cumsum", src, dst, dim, reverse)
+
+
+def cummax(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> ir.Call:
+    """Inclusive running maximum along `dim` (in place when `dst` is None; from the end when
+    `reverse`): `tl.cummax(src, dst, dim, reverse)`. Element k of the result is the maximum
+    of elements 0..k of the source (k..end when reversed), as `numpy.maximum.accumulate`."""
+    return _scan("cummax", src, dst, dim, reverse)
