@@ -68,9 +68,11 @@ class TileOp:
 
     @property
     def hints(self) -> dict:
-        """A copy's recorded hints: `{"disable_tma": True}` and the keywords installed backends
-        add to `T.copy` (`tilelang_language_keywords`), as passed; {} when none (and for other
-        ops). A backend reads only its own keywords and `disable_tma`."""
+        """A copy's recorded hints: `{"disable_tma": True}`, `{"async_copy": True}` (T.async_copy:
+        a backend with an asynchronous copy engine may leave the wait to the kernel) and the
+        keywords installed backends add to `T.copy` (`tilelang_language_keywords`), as passed;
+        {} when none (and for other ops). A backend reads only its own keywords, `disable_tma`
+        and `async_copy`."""
         if self.name != "copy" or len(self.args) < 3 or not isinstance(self.args[2], ir.StringImm):
             return {}
         import json

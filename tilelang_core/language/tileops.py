@@ -39,6 +39,7 @@ from .regions import (
 
 __all__ = [
     "GemmWarpPolicy",
+    "async_copy",
     "clear",
     "copy",
     "cummax",
@@ -116,6 +117,25 @@ def copy(src: Any, dst: Any, *, coalesced_width: int | None = None, disable_tma:
         return make_call("copy", src_region.to_call(), dst_region.to_call(),
                          ir.StringImm(json.dumps(hints, sort_keys=True)))
     return make_call("copy", src_region.to_call(), dst_region.to_call())
+
+
+def async_copy(src: Any, dst: Any, *, coalesced_width: int | None = None, annotations: dict | None = None,
+               loop_layout: Any = None) -> ir.Call:
+    """TileLang's explicitly asynchronous copy (global -> shared): `T.copy` with the hints
+    `{"async_copy": true, "disable_tma": true}`. A target with an asynchronous copy engine
+    issues the copy and commits it as one group without waiting for it: the kernel waits
+    itself (`T.ptx_wait_group(0)` on CUDA) before it reads the tile. Elsewhere (and for a
+    copy that engine cannot do) the copy is the ordinary synchronous one, complete when
+    the statement is, so a later wait has nothing left to wait for."""
+    _check_copy_hints(coalesced_width, False, None, None, annotations, loop_layout)
+    import json
+
+    src_operand = as_operand(src, ACCESS_READ, "async_copy", "source")
+    dst_operand = as_operand(dst, ACCESS_WRITE, "async_copy", "destination")
+    src_region, dst_region = resolve_pair(src_operand, dst_operand, "async_copy", ("source", "destination"))
+    check_same_extents(src_region, dst_region, "async_copy")
+    return make_call("copy", src_region.to_call(), dst_region.to_call(),
+                     ir.StringImm(json.dumps({"async_copy": True, "disable_tma": True}, sort_keys=True)))
 
 
 def transpose(src: Any, dst: Any) -> ir.Call:

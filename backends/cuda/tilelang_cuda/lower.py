@@ -5,6 +5,7 @@
 | `T.gemm(A_shared, B_shared, C_fragment)`, f16/bf16 -> f32 on a target with wgmma | wgmma m64nNk16, descriptors over swizzled tiles; C in the warpgroup D layout (`tl.disable_wgmma` keeps mma.sync) | `lower_wgmma.py` |
 | `T.gemm(A_shared or A_fragment, B_shared, C_fragment)` | mma.sync m16n8k{16,32,8} + ldmatrix; C in the accumulator layout, a fragment A in the A-operand layout | `lower_gemm.py` |
 | `T.copy(global, shared)` | cp.async, 16 bytes per instruction, zero-filled tails | `lower_copy.py` |
+| `T.async_copy(global, shared)` | the same cp.async nest and commit, no wait; its barrier after the kernel's `T.ptx_wait_group` | `lower_copy.py`, `lower_async_wait.py` |
 | `T.Pipelined(n, num_stages>=2)` over copies into wgmma operands, on a target with TMA | TMA loads on full/empty mbarriers, wgmma overlapped across iterations (`tl.disable_tma_lower` keeps cp.async) | `lower_tma.py` |
 | such a loop whose consumers end in two chained wgmma gemms over two warpgroups (FlashAttention) | the second gemm of iteration it - 1 in flight beside the statements between them of iteration it, the warpgroups taking turns to issue (`tl.disable_overlap` keeps each iteration's order) | `lower_tma.py` |
 | `T.copy(shared, global)` of a whole row-major tile, on a target with TMA | one TMA store (`tl.disable_tma_lower` keeps thread stores) | `lower_tma_store.py` |
@@ -157,4 +158,7 @@ def edit_pipeline(target, pipeline) -> None:
 
         pipeline.insert_after("insert_barriers", "cuda.specialize_warps", specialize_warps)
     if "cp.async" in target.capabilities.copy_engines:
+        from .lower_async_wait import publish_async_copies
+
         pipeline.insert_before("plan_pipeline", "cuda.pipeline_async_copies", pipeline_async_copies)
+        pipeline.insert_after("insert_barriers", "cuda.publish_async_copies", publish_async_copies)
