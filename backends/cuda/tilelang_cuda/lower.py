@@ -14,6 +14,7 @@
 | shared tiles only those two touch | XOR-swizzled 16-byte chunks (no ldmatrix bank conflicts) | `lower_pipeline.py` |
 | `T.use_swizzle(panel, order)` | block rasterization in panels (L2 reuse) | `lower_raster.py` |
 | `T.annotate_layout({shared: T.Layout(...)})` | the tile stored in the user's placement (TileLang's `make_mma_swizzle_layout`) | `lower_layout.py` |
+| `T.tma_load(T.create_tma_descriptor(...), bar, smem, coords)` (TMA by hand) | the descriptor a numbered `__grid_constant__` parameter the runtime encodes, one bulk tensor copy | `language_tma.py`, `lower_tma_descriptors.py` |
 | `T.alloc_barrier`, `T.barrier_wait`, `T.barrier_arrive` | mbarrier init (thread 0, fence, barrier), parity wait, arrive | `lower_barrier.py` |
 | `T.tma_copy(global, shared, barrier=)` | cp.async per thread + cp.async.mbarrier.arrive (no TMA tensor maps yet) | `lower_barrier.py` |
 
@@ -145,6 +146,10 @@ def edit_pipeline(target, pipeline) -> None:
 
         pipeline.insert_after("cuda.plan_shared_layouts", "cuda.place_wgmma_operands", place_wgmma_operands)
     pipeline.insert_before("vectorize", "cuda.apply_shared_layouts", apply_shared_layouts)
+    from .lower_tma_descriptors import number_tensor_maps
+
+    # after the TMA planning below (inserted before plan_pipeline), whose maps it joins
+    pipeline.insert_before("lower_tile_ops", "cuda.number_tensor_maps", number_tensor_maps)
     if "tma" in target.capabilities.copy_engines and any(
             mi.family == "wgmma" for mi in target.capabilities.matrix_instructions):
         from .lower_tma import pipeline_tma_loads

@@ -38,9 +38,11 @@ def tilelang_language_names():
     from .language import LANGUAGE_NAMES, _compat_names
     from .language_mma import MMA_LANGUAGE_NAMES
     from .language_ptx import PTX_LANGUAGE_NAMES
+    from .language_tma import TMA_LANGUAGE_NAMES
     from .language_wgmma import WGMMA_LANGUAGE_NAMES
 
-    return {**LANGUAGE_NAMES, **PTX_LANGUAGE_NAMES, **MMA_LANGUAGE_NAMES, **WGMMA_LANGUAGE_NAMES, **_compat_names()}
+    return {**LANGUAGE_NAMES, **PTX_LANGUAGE_NAMES, **MMA_LANGUAGE_NAMES, **WGMMA_LANGUAGE_NAMES, **TMA_LANGUAGE_NAMES,
+            **_compat_names()}
 
 
 @hookimpl
