@@ -37,12 +37,13 @@ def _load(buf: tir.Buffer, idx: Sequence[tir.Expr], dtype: str) -> tir.Expr:
     return value
 
 
-def _masked_load(buf: tir.Buffer, idx, dtype: str) -> tir.Expr:
+def _masked_load(buf: tir.Buffer, idx, dtype: str, other: tir.Expr | None = None) -> tir.Expr:
+    """`buf[idx]` in `dtype`; outside a global `buf` it reads `other` (default 0)."""
     value = _load(buf, idx, dtype)
     if is_global(buf):
         cond = in_bounds(buf, idx)
         if cond is not None:
-            return tir.if_then_else(cond, value, tir.const(0, dtype))
+            return tir.if_then_else(cond, value, tir.const(0, dtype) if other is None else tir.Cast(dtype, other))
     return value
 
 
@@ -68,7 +69,10 @@ def _same_shape(a: Sequence[tir.Expr], b: Sequence[tir.Expr]) -> bool:
 # --- copy / fill ----------------------------------------------------------------------------
 
 
-def lower_copy(op: TileOp, ctx) -> tir.Stmt:
+def lower_copy(op: TileOp, ctx, other: tir.Expr | None = None) -> tir.Stmt:
+    """The copy as a parallel nest; an element read outside a global source reads `other`
+    (default 0: `T.annotate_safe_value` gives another), one written outside a global
+    destination is skipped."""
     src, dst = op.regions[0], op.regions[1]
     shape_s, shape_d = _shape_of(src), _shape_of(dst)
     if not _same_shape(shape_s, shape_d):
@@ -79,7 +83,7 @@ def lower_copy(op: TileOp, ctx) -> tir.Stmt:
     shape = shape_d
 
     def body(vs):
-        value = _masked_load(src.buffer, region_indices(src.mins, src.extents, vs), str(dst.buffer.dtype))
+        value = _masked_load(src.buffer, region_indices(src.mins, src.extents, vs), str(dst.buffer.dtype), other)
         return _masked_store(dst.buffer, region_indices(dst.mins, dst.extents, vs), value, op.stmt.span)
 
     if not shape:
@@ -337,7 +341,7 @@ def lower_atomic(op: TileOp, ctx) -> tir.Stmt:
         if src is None:
             value = op.args[2]
         else:
-            value = _masked_load(src.buffer, region_indices(src.mins, src.extents, vs), str(dst.buffer.dtype))
+            value = _masked_load(src.buffer, region_indices(src.mins, src.extents, vs), str(dst.buffer.dtype), other)
         call = tir.Evaluate(_ATOMICS[kind](tir.BufferLoad(dst.buffer, d_idx), value, order))
         cond = in_bounds(dst.buffer, d_idx) if is_global(dst.buffer) else None
         return tir.IfThenElse(cond, call, None) if cond is not None else call
