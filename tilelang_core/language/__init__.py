@@ -25,7 +25,7 @@ import tvm.tirx.script.parser as _tirx
 import tilelang_core.ir.ops  # noqa: F401 - registers the tl.* ops and the T.tl namespace
 
 from . import (allocate, atomics, bindings, convolution, dtypes, eager, extern, groups, kernel, layout, let_values,
-               loops, math_intrinsics, misc, parser, random, reducers, safe_values, tensor, threads, tile_schedule,
+               loops, math_intrinsics, misc, parser, random, reducers, memory_hints, tensor, threads, tile_schedule,
                tileops, utilities)
 from .allocate import *  # noqa: F401,F403
 from .atomics import *  # noqa: F401,F403
@@ -43,7 +43,7 @@ from .misc import *  # noqa: F401,F403
 from .parser import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .reducers import *  # noqa: F401,F403
-from .safe_values import *  # noqa: F401,F403
+from .memory_hints import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
 from .threads import *  # noqa: F401,F403
 from .tile_schedule import *  # noqa: F401,F403
@@ -73,7 +73,7 @@ _OWN_NAMES = [
     *parser.__all__,
     *random.__all__,
     *reducers.__all__,
-    *safe_values.__all__,
+    *memory_hints.__all__,
     *tensor.__all__,
     *threads.__all__,
     *tile_schedule.__all__,
