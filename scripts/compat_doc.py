@@ -546,6 +546,12 @@ REASONS: list[Reason] = [
            "meaning here, or none in a TileLang kernel)",
            names=_names("jit", "constexpr", "Optional", "Ptr", "register_script_namespace"),
            module="tilelang.language"),
+    Reason(NOT_APPLICABLE, "TVM's `tir.ret` (the value a compiled function returns, printed `return v;`; "
+           "TVM uses it in the host functions it generates): every function a tilelang-core kernel "
+           "compiles to, on every target, is a device entry that returns nothing (results leave through "
+           "its tensors), as TileLang's `__global__ void` kernels are, so there is nothing for it to "
+           "return to; apache-tvm 0.27 registers no such op either",
+           names=_names("ret"), module="tilelang.language"),
     # -- not yet, the CUDA backend's: Hopper and PTX features by name
     Reason(NOT_YET, "TileLang's explicit warp-specialization schedules (T.WSSchedule and its parts, "
            "materialized by TileLang's MaterializeWSSchedule pass): tilelang-core warp-specializes "
@@ -573,8 +579,6 @@ REASONS: list[Reason] = [
            "not yet", pattern=r"^reduce_bit"),
     Reason(NOT_YET, "vector-width and memory-ordered atomics (T.atomic_add/max/min are supported): "
            "not yet", pattern=r"^atomic_"),
-    Reason(NOT_YET, "TVM's `ret` op (return a value from a function): apache-tvm 0.27 registers no such "
-           "op, and a kernel returns no value; not yet", names=_names("ret")),
     # -- not yet, top level
     Reason(NOT_YET, "TVM's `DataType`, re-exported: tilelang_core.compat has it, the top level does "
            "not re-export it yet", names=_names("DataType"), module="tilelang"),
