@@ -76,3 +76,20 @@ def test_async_copy_gemm_runs_like_numpy():
     kernel(a, b, c)
     ref = a.float().cpu().numpy() @ b.float().cpu().numpy()
     np.testing.assert_allclose(c.float().cpu().numpy(), ref, rtol=1e-2, atol=1e-1)
+
+
+def test_a_loop_of_async_copies_waited_for_after_it_gets_its_barrier_after_the_wait():
+    @T.prim_func
+    def main(A: T.Tensor((4, 128), "float16"), B: T.Tensor((4, 128), "float16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((4, 128), "float16")
+            for s in T.serial(4):
+                T.async_copy(A[s, 0:128], S[s, 0:128])
+            T.ptx_wait_group(0)
+            for s, i in T.Parallel(4, 128):
+                B[s, i] = S[s, (i + 8) % 128]
+
+    lines = [line.strip() for line in _source(main).splitlines()]
+    wait = lines.index("tl::cp_async_wait<0>();")
+    assert lines[wait + 1] == "__syncthreads();"
+    assert "__syncthreads();" not in lines[wait - 2:wait]  # not between the loop and the wait

@@ -9,13 +9,12 @@ early: a thread's cp.async writes land only when that thread waits for its group
 every thread waited and then met at a barrier (PTX ISA, "cp.async.wait_group": the writes
 are made visible to the executing thread only).
 
-`publish_async_copies` (after `insert_barriers`): before it, each marked copy is followed by
-the core's barrier; after it, that barrier follows the next wait of the same statement list
-instead, unless some statement before the wait touches shared memory (then it goes right
-before that statement, as good as where it was) or no wait comes (then it stays where it was:
-the tile is not read in that list). The marks are removed. A kernel that reads the tile
-without waiting reads what cp.async has not written yet, as in TileLang, where
-`T.async_copy` inserts no wait either.
+`publish_async_copies` (after `insert_barriers`): before it, each marked copy (or a loop of
+them) is followed by the core's barrier; after it, that barrier follows the next wait of the
+same statement list instead, when that wait comes before any statement that touches shared
+memory; otherwise it stays where it was (no wait in that list: the tile is the kernel's to
+publish). The marks are removed. A kernel that reads the tile without waiting reads what
+cp.async has not written yet, as in TileLang, where `T.async_copy` inserts no wait either.
 """
 from __future__ import annotations
 
@@ -37,6 +36,13 @@ def mark_async_copy(stmt: tir.Stmt) -> tir.Stmt:
 
 def _is_marked(stmt: tir.Stmt) -> bool:
     return isinstance(stmt, tir.AttrStmt) and stmt.attr_key == ATTR_ASYNC_COPY
+
+
+def _issues_async_copies(stmt: tir.Stmt) -> bool:
+    """Whether `stmt` is, or holds (a loop of them), a marked copy."""
+    found = []
+    walk(stmt, lambda a: found.append(a) if _is_marked(a) else None, (tir.AttrStmt,))
+    return bool(found)
 
 
 def _is_barrier(stmt: tir.Stmt) -> bool:
@@ -62,15 +68,27 @@ def _touches_shared(stmt: tir.Stmt) -> bool:
     return found
 
 
+def _wait_ahead(stmts: list, issues: list, start: int) -> bool:
+    """Whether a wait comes from `start` on before any statement that touches shared memory
+    (other than more copies and their barriers)."""
+    for k in range(start, len(stmts)):
+        if _is_wait(stmts[k]):
+            return True
+        if not issues[k] and not _is_barrier(stmts[k]) and _touches_shared(stmts[k]):
+            return False
+    return False
+
+
 def _publish(stmts: list) -> list:
     out, held = [], None  # held: the barrier of a marked copy, waiting for the wait
+    issues = [_issues_async_copies(stmt) for stmt in stmts]
     for i, stmt in enumerate(stmts):
-        if held is not None and _is_barrier(stmt) and i > 0 and _is_marked(stmts[i - 1]):
+        if held is not None and _is_barrier(stmt) and i > 0 and issues[i - 1]:
             continue  # the next marked copy's barrier: one after the wait publishes both
-        if held is None and _is_barrier(stmt) and i > 0 and _is_marked(stmts[i - 1]):
+        if held is None and _is_barrier(stmt) and i > 0 and issues[i - 1] and _wait_ahead(stmts, issues, i + 1):
             held = stmt
             continue
-        if held is not None and not _is_marked(stmt) and not _is_wait(stmt) and _touches_shared(stmt):
+        if held is not None and not issues[i] and not _is_wait(stmt) and _touches_shared(stmt):
             out.append(held)
             held = None
         out.append(stmt)
