@@ -17,13 +17,15 @@ def test_a_let_binding_is_seen_and_its_value_used():
         with T.Kernel(1, threads=8) as bx:
             x: T.let = bx * 2 + 3
             y = bx + 1  # a mutable local scalar, not a binding
+            z = T.bind(bx + 7)
+            note("z", str(T.get_let_value(z)))
             note("x", T.has_let_value(x))
             note("y", T.has_let_value(y))
             for i in T.serial(8):
                 note("i", T.has_let_value(i))
                 A[i] = T.get_let_value(x) + i
 
-    assert seen == {"x": True, "y": False, "i": False}
+    assert seen == {"x": True, "y": False, "i": False, "z": "bx + 7"}
     a = np.zeros(8, np.int32)
     tilelang.compile(main, target="cpu")(a)
     np.testing.assert_array_equal(a, np.arange(8) + 3)  # bx = 0: x's value, 3, plus i
