@@ -341,7 +341,7 @@ def lower_atomic(op: TileOp, ctx) -> tir.Stmt:
         if src is None:
             value = op.args[2]
         else:
-            value = _masked_load(src.buffer, region_indices(src.mins, src.extents, vs), str(dst.buffer.dtype), other)
+            value = _masked_load(src.buffer, region_indices(src.mins, src.extents, vs), str(dst.buffer.dtype))
         call = tir.Evaluate(_ATOMICS[kind](tir.BufferLoad(dst.buffer, d_idx), value, order))
         cond = in_bounds(dst.buffer, d_idx) if is_global(dst.buffer) else None
         return tir.IfThenElse(cond, call, None) if cond is not None else call
