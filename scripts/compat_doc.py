@@ -546,59 +546,39 @@ REASONS: list[Reason] = [
            "meaning here, or none in a TileLang kernel)",
            names=_names("jit", "constexpr", "Optional", "Ptr", "register_script_namespace"),
            module="tilelang.language"),
+    Reason(NOT_APPLICABLE, "TVM's `tir.ret` (the value a compiled function returns, printed `return v;`; "
+           "TVM uses it in the host functions it generates): every function a tilelang-core kernel "
+           "compiles to, on every target, is a device entry that returns nothing (results leave through "
+           "its tensors), as TileLang's `__global__ void` kernels are, so there is nothing for it to "
+           "return to; apache-tvm 0.27 registers no such op either",
+           names=_names("ret"), module="tilelang.language"),
     # -- not yet, the CUDA backend's: Hopper and PTX features by name
     Reason(NOT_YET, "TileLang's explicit warp-specialization schedules (T.WSSchedule and its parts, "
            "materialized by TileLang's MaterializeWSSchedule pass): tilelang-core warp-specializes "
            "T.Pipelined on sm_90a by itself and T.ws / T.WarpSpecialize split roles by hand; the "
            "schedule objects need a pass of their own: not yet",
            pattern=r"^WS|^ws_op$|^annotate_ws_schedule$"),
-    Reason(NOT_YET, "TileLang's wgmma macro generator (decoding a shared layout into descriptor "
-           "parameters): not yet; the wgmma names it builds on (T.alloc_wgmma_desc, "
+    Reason(NOT_YET, "TileLang's wgmma macro generator (a port of CuTe's make_gmma_desc: it decodes the "
+           "shared layouts of tilelang.layout's bank-swizzle makers, which tilelang-core does not provide "
+           "yet, into descriptor parameters): not yet; the wgmma names it builds on (T.alloc_wgmma_desc, "
            "T.initialize_wgmma_descriptor, T.ptx_wgmma_ss / rs, T.warpgroup_*) are provided",
            names=_names("WGMMATensorCoreIntrinEmitter", "WGMMADescriptorParams", "compute_gmma_descriptor")),
     Reason(NOT_YET, "2:4 structured-sparse tensor-core GEMM (mma.sp / wgmma.sp with a metadata "
            "operand): not yet", pattern=r"_sp$|_sp_|Sparse|^gemm_sp$"),
-    Reason(NOT_YET, "TMA by hand (a tensor map built on the host and passed to the kernel): "
-           "tilelang-core builds the tensor maps of T.copy / T.tma_copy itself; hand-made "
-           "descriptors: not yet", names=_names("create_tma_descriptor", "tma_load")),
     Reason(NOT_YET, "TMA multicast and SM-to-SM copies inside a cluster: not yet (T.ClusterKernel "
            "and the cluster barriers are provided)", names=_names("copy_cluster")),
-    Reason(NOT_YET, "TileLang's mma macro generator for BitBLAS's ladder-transformed (pre-permuted) "
-           "weights: not yet (TensorCoreIntrinEmitter is provided)",
-           names=_names("TensorCoreIntrinEmitterWithLadderTransform")),
-    Reason(NOT_YET, "L2 persistence windows per buffer: needs the CUDA runtime to set the stream's "
-           "access policy window; not yet", names=_names("annotate_l2_hit_ratio")),
     Reason(NOT_YET, "Philox random numbers on the device (curand's generator): not yet",
            origin="tilelang.cuda.language.random"),
     Reason(NOT_YET, "CUDA PTX-level intrinsics: the CUDA backend's to provide, not yet",
            pattern=r"^ptx_|^mma_|ldmatrix|mma_micro|swizzle_layout|^(ld|st)[gs]\d+$|^cp_async",
            origin="tilelang.cuda."),
     # -- not yet, the core's: portable language features
-    Reason(NOT_YET, "a cp.async tile copy without the wait T.copy adds: needs its lowering in the core's "
-           "copy passes (the lead's area); not yet (T.ptx_cp_async, T.ptx_commit_group and "
-           "T.ptx_wait_group are provided)", names=_names("async_copy")),
-    Reason(NOT_YET, "a cumulative maximum needs a tile-op lowering in the core's passes (as T.cumsum has "
-           "in transform/portable.py, the lead's area): not yet", pattern=r"^cummax$"),
     Reason(NOT_YET, "TileLang's reducer buffers (cross-thread accumulation through "
            "`T.alloc_reducer`): not yet", pattern=r"reducer"),
     Reason(NOT_YET, "bitwise reductions (the core has reduce_max/min/sum/abssum/absmax and cumsum): "
            "not yet", pattern=r"^reduce_bit"),
     Reason(NOT_YET, "vector-width and memory-ordered atomics (T.atomic_add/max/min are supported): "
            "not yet", pattern=r"^atomic_"),
-    Reason(NOT_YET, "a tensor over an integer device address (a pointer passed as an int64 scalar): needs "
-           "pointer-valued bindings through the core's passes (inline_constants cannot simplify one); "
-           "not yet",
-           names=_names("make_tensor_from_addr")),
-    Reason(NOT_YET, "macro parameters passed by reference (an assignment to a `T.Ref` parameter stores "
-           "to the caller's element): needs a hook on the macro parser's assignments; not yet",
-           names=_names("Ref")),
-    Reason(NOT_YET, "the value an out-of-bounds read yields: part of the safe-memory-access guards "
-           "(issue 28's, in the core's passes); not yet", names=_names("annotate_safe_value")),
-    Reason(NOT_YET, "the table of let-bound values of TileLang's builder: apache-tvm 0.27's parser makes "
-           "`x = expr` a mutable local scalar, not a let binding, so there is no such table; not yet",
-           names=_names("get_let_value", "has_let_value")),
-    Reason(NOT_YET, "TVM's `ret` op (return a value from a function): apache-tvm 0.27 registers no such "
-           "op, and a kernel returns no value; not yet", names=_names("ret")),
     # -- not yet, top level
     Reason(NOT_YET, "TVM's `DataType`, re-exported: tilelang_core.compat has it, the top level does "
            "not re-export it yet", names=_names("DataType"), module="tilelang"),

@@ -167,8 +167,8 @@ UNPROVIDED = [
     ("import tilelang.cuda.intrinsics.macro.wgmma_macro_generator", "ModuleNotFoundError",
      "backend 'cuda' stands in for 'tilelang.cuda' with 'tilelang_cuda.compat', which has no "
      "'tilelang_cuda.compat.intrinsics.macro.wgmma_macro_generator'"),
-    ("from tilelang.cuda.intrinsics import TensorCoreIntrinEmitterWithLadderTransform", "ImportError",
-     "cannot import name 'TensorCoreIntrinEmitterWithLadderTransform'"),
+    ("from tilelang.cuda.intrinsics import WGMMATensorCoreIntrinEmitter", "ImportError",
+     "cannot import name 'WGMMATensorCoreIntrinEmitter'"),
     ("import tilelang.rocm.intrinsics.mfma_macro_generator", "ModuleNotFoundError",
      "backend 'hip' stands in for 'tilelang.rocm' with 'tilelang_hip.compat', which has no"),
     ("import tilelang.contrib.nvrtc", "ModuleNotFoundError", "it belongs to backend 'cuda'"),

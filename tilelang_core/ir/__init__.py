@@ -43,6 +43,7 @@ Tile ops
     tl.reduce         src(1), dst(2; 3 when clear=0), kind ("max" "min" "sum" "abssum"
                       "absmax" "bitand" "bitor" "bitxor"), dim (>= 0), clear
     tl.cumsum         src(1), dst(2; 3 in place), dim (>= 0), reverse
+    tl.cummax         as tl.cumsum, with max for + (a running maximum)
     tl.atomic         kind ("add" "max" "min"), dst(3), src(1) or a scalar value (in dst's
                       dtype), memory_order, use_tma  -- tile atomics
     tl.atomic_elem    kind (also "or"), BufferLoad dst, value (in dst's dtype), memory_order
@@ -64,7 +65,7 @@ Tile ops
 
     A point operand of `T.copy` / tile atomics (`A[i, j]`) becomes a region with the other
     side's extents, trailing dims aligned, leading extents 1. The parser rejects shapes that
-    are provably wrong: gemm K and C shape; copy, cumsum and atomic extents (unit dims aside);
+    are provably wrong: gemm K and C shape; copy, scan (cumsum, cummax) and atomic extents (unit dims aside);
     reduce destinations.
 
 Thread groups

@@ -15,6 +15,8 @@ __all__ = [
     "ANN_PIPELINE_STAGE",
     "ANN_PIPELINE_SYNC",
     "ATTR_LAYOUT",
+    "ATTR_SAFE_VALUE",
+    "ATTR_L2_HIT_RATIO",
     "ATTR_FRAGMENT_REPLICATE",
     "ATTR_SYNC_PLACED",
     "ATTR_SYNC_RESUME",
@@ -52,6 +54,8 @@ ACCESS_READ_WRITE = 3
 # AttrStmt keys.
 ATTR_THREAD_EXTENT = "thread_extent"  # T.Kernel: one launch_thread per block/thread dim
 ATTR_LAYOUT = "tl.layout"  # T.annotate_layout: node = IndexMap | "swizzled", value = buffer
+ATTR_L2_HIT_RATIO = "tl.l2_hit_ratio"  # T.annotate_l2_hit_ratio: node = FloatImm ratio, value = buffer
+ATTR_SAFE_VALUE = "tl.safe_value"  # T.annotate_safe_value: node = the value (buffer's dtype), value = buffer
 # a T.Fragment in T.annotate_layout: a tl.layout attr whose IndexMap takes (*index, rep) to
 # (thread, slot), inside this attr: node = IntImm(replicate), value = buffer
 ATTR_FRAGMENT_REPLICATE = "tl.fragment_replicate"
@@ -100,6 +104,7 @@ TILE_OP_NAMES = (
     "tl.gemm",
     "tl.reduce",
     "tl.cumsum",
+    "tl.cummax",
     "tl.atomic",
     "tl.atomic_elem",
     "tl.use_swizzle",

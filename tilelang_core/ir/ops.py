@@ -97,6 +97,10 @@ class TLScriptNamespace:
         return make_call("cumsum", src, dst, dim, reverse)
 
     @staticmethod
+    def cummax(src, dst, dim, reverse):
+        return make_call("cummax", src, dst, dim, reverse)
+
+    @staticmethod
     def atomic(kind, dst, src, memory_order, use_tma):
         return make_call("atomic", kind, dst, src, memory_order, use_tma)
 

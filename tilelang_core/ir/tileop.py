@@ -38,7 +38,7 @@ class TileOp:
 
     Argument orders (the contract; see `tilelang_core.ir`):
     copy(src, dst[, hints]) · transpose(src, dst) · fill(dst, value) ·
-    gemm(A, B, C, trans_A, trans_B, policy, clear_accum, M, N, K[, wg_wait]) · reduce(src, dst, kind, dim, clear) · cumsum(src, dst, dim, reverse) ·
+    gemm(A, B, C, trans_A, trans_B, policy, clear_accum, M, N, K[, wg_wait]) · reduce(src, dst, kind, dim, clear) · cumsum / cummax(src, dst, dim, reverse) ·
     atomic(kind, dst, src or value, memory_order, use_tma) ·
     atomic_elem(kind, BufferLoad dst, value, memory_order) ·
     use_swizzle(panel_size, order) · print(value or region, msg) · device_assert(cond, msg) ·
@@ -68,9 +68,11 @@ class TileOp:
 
     @property
     def hints(self) -> dict:
-        """A copy's recorded hints: `{"disable_tma": True}` and the keywords installed backends
-        add to `T.copy` (`tilelang_language_keywords`), as passed; {} when none (and for other
-        ops). A backend reads only its own keywords and `disable_tma`."""
+        """A copy's recorded hints: `{"disable_tma": True}`, `{"async_copy": True}` (T.async_copy:
+        a backend with an asynchronous copy engine may leave the wait to the kernel) and the
+        keywords installed backends add to `T.copy` (`tilelang_language_keywords`), as passed;
+        {} when none (and for other ops). A backend reads only its own keywords, `disable_tma`
+        and `async_copy`."""
         if self.name != "copy" or len(self.args) < 3 or not isinstance(self.args[2], ir.StringImm):
             return {}
         import json

@@ -24,8 +24,9 @@ import tvm.tirx.script.parser as _tirx
 
 import tilelang_core.ir.ops  # noqa: F401 - registers the tl.* ops and the T.tl namespace
 
-from . import (allocate, atomics, bindings, convolution, dtypes, eager, extern, groups, kernel, layout, loops,
-               math_intrinsics, misc, parser, random, reducers, tensor, threads, tile_schedule, tileops, utilities)
+from . import (allocate, atomics, bindings, convolution, dtypes, eager, extern, groups, kernel, layout, let_values,
+               loops, macros, math_intrinsics, memory_hints, misc, parser, random, reducers, tensor, threads,
+               tile_schedule, tileops, utilities)
 from .allocate import *  # noqa: F401,F403
 from .atomics import *  # noqa: F401,F403
 from .bindings import *  # noqa: F401,F403
@@ -35,12 +36,15 @@ from .convolution import *  # noqa: F401,F403
 from .groups import *  # noqa: F401,F403
 from .kernel import *  # noqa: F401,F403
 from .layout import *  # noqa: F401,F403
+from .let_values import *  # noqa: F401,F403
 from .loops import *  # noqa: F401,F403
+from .macros import *  # noqa: F401,F403
 from .math_intrinsics import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
 from .parser import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .reducers import *  # noqa: F401,F403
+from .memory_hints import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
 from .threads import *  # noqa: F401,F403
 from .tile_schedule import *  # noqa: F401,F403
@@ -63,12 +67,15 @@ _OWN_NAMES = [
     *groups.__all__,
     *kernel.__all__,
     *layout.__all__,
+    *let_values.__all__,
     *loops.__all__,
+    *macros.__all__,
     *math_intrinsics.__all__,
     *misc.__all__,
     *parser.__all__,
     *random.__all__,
     *reducers.__all__,
+    *memory_hints.__all__,
     *tensor.__all__,
     *threads.__all__,
     *tile_schedule.__all__,

@@ -11,7 +11,7 @@ from tilelang_core.ir.constants import SCOPE_GLOBAL
 from .dtypes import to_dtype
 
 __all__ = ["Buffer", "FragmentBuffer", "LocalBuffer", "SharedBuffer", "StridedTensor", "Tensor", "dynamic",
-           "make_tensor", "reshape", "symbolic", "view"]
+           "make_tensor", "make_tensor_from_addr", "reshape", "symbolic", "view"]
 
 
 def normalize_shape(shape: Any) -> tuple:
@@ -132,6 +132,23 @@ def _pointer_from_address(address: Any, dtype: Any) -> tvm.ir.Var:
                         f"T.Tensor([n], T.ptr) table), got {address} of dtype {kind}")
     value = address if kind == "handle" else tvm.tirx.reinterpret("handle", address)
     return _builder.bind(value)
+
+
+def make_tensor_from_addr(addr: Any, shape: Any, dtype: Any = "float32", strides: Any = None,
+                          storage_scope: str = "global") -> tvm.ir.Var:
+    """A tensor of `shape` and `dtype` over the device address `addr`, an integer value of the
+    kernel (a 64-bit scalar parameter, an element of a table of pointers): TileLang's
+    `T.make_tensor_from_addr`. The address is reinterpreted as the tensor's data pointer where
+    the tensor is used; like a tensor argument it must be aligned for the widest access the
+    kernel makes (16 bytes covers every vectorized one)."""
+    if isinstance(addr, int) and not isinstance(addr, bool):
+        addr = tvm.tirx.const(addr, "int64")
+    if not isinstance(addr, tvm.ir.Expr) or not isinstance(addr.ty, tvm.ir.PrimType) \
+            or str(addr.ty.dtype) not in ("int64", "uint64"):
+        raise TypeError(f"T.make_tensor_from_addr: addr must be a 64-bit integer (int64 or uint64), got "
+                        f"{getattr(getattr(addr, 'ty', None), 'dtype', type(addr).__name__)} {addr!r}")
+    data = tvm.tirx.reinterpret("handle", addr)
+    return Tensor(shape, dtype, data=data, strides=strides, scope=storage_scope)
 
 
 def _bits(shape: tuple, dtype: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Tile ops: `T.copy`, `T.transpose`, `T.fill`, `T.clear`, `T.gemm`, reductions, `T.cumsum`
+"""Tile ops: `T.copy`, `T.transpose`, `T.fill`, `T.clear`, `T.gemm`, reductions, `T.cumsum`, `T.cummax`
 (atomics are in `atomics`).
 
 Each function checks its operands (shapes that are provably wrong fail here, at the user's
@@ -39,8 +39,10 @@ from .regions import (
 
 __all__ = [
     "GemmWarpPolicy",
+    "async_copy",
     "clear",
     "copy",
+    "cummax",
     "cumsum",
     "fill",
     "gemm",
@@ -115,6 +117,25 @@ def copy(src: Any, dst: Any, *, coalesced_width: int | None = None, disable_tma:
         return make_call("copy", src_region.to_call(), dst_region.to_call(),
                          ir.StringImm(json.dumps(hints, sort_keys=True)))
     return make_call("copy", src_region.to_call(), dst_region.to_call())
+
+
+def async_copy(src: Any, dst: Any, *, coalesced_width: int | None = None, annotations: dict | None = None,
+               loop_layout: Any = None) -> ir.Call:
+    """TileLang's explicitly asynchronous copy (global -> shared): `T.copy` with the hints
+    `{"async_copy": true, "disable_tma": true}`. A target with an asynchronous copy engine
+    issues the copy and commits it as one group without waiting for it: the kernel waits
+    itself (`T.ptx_wait_group(0)` on CUDA) before it reads the tile. Elsewhere (and for a
+    copy that engine cannot do) the copy is the ordinary synchronous one, complete when
+    the statement is, so a later wait has nothing left to wait for."""
+    _check_copy_hints(coalesced_width, False, None, None, annotations, loop_layout)
+    import json
+
+    src_operand = as_operand(src, ACCESS_READ, "async_copy", "source")
+    dst_operand = as_operand(dst, ACCESS_WRITE, "async_copy", "destination")
+    src_region, dst_region = resolve_pair(src_operand, dst_operand, "async_copy", ("source", "destination"))
+    check_same_extents(src_region, dst_region, "async_copy")
+    return make_call("copy", src_region.to_call(), dst_region.to_call(),
+                     ir.StringImm(json.dumps({"async_copy": True, "disable_tma": True}, sort_keys=True)))
 
 
 def transpose(src: Any, dst: Any) -> ir.Call:
@@ -307,13 +328,25 @@ def reduce_bitxor(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> N
     return reduce(buffer, out, "bitxor", dim, clear)
 
 
+def _scan(name: str, src: Any, dst: Any, dim: int, reverse: bool) -> ir.Call:
+    """`tl.<name>(src, dst, dim, reverse)` for an inclusive scan, in place when `dst` is None."""
+    source = as_region(src, ACCESS_READ, name, "source")
+    in_place = dst is None
+    access = ACCESS_READ_WRITE if in_place else ACCESS_WRITE
+    target = as_region(src if in_place else dst, access, name, "destination")
+    dim = _normalize_dim(dim, source.ndim, name)
+    check_same_extents(source, target, name)
+    return make_call(name, source.to_call(), target.to_call(), dim, bool(reverse))
+
+
 def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> ir.Call:
     """Inclusive prefix sum along `dim` (in place when `dst` is None):
     `tl.cumsum(src, dst, dim, reverse)`."""
-    source = as_region(src, ACCESS_READ, "cumsum", "source")
-    in_place = dst is None
-    access = ACCESS_READ_WRITE if in_place else ACCESS_WRITE
-    target = as_region(src if in_place else dst, access, "cumsum", "destination")
-    dim = _normalize_dim(dim, source.ndim, "cumsum")
-    check_same_extents(source, target, "cumsum")
-    return make_call("cumsum", source.to_call(), target.to_call(), dim, bool(reverse))
+    return _scan("cumsum", src, dst, dim, reverse)
+
+
+def cummax(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> ir.Call:
+    """Inclusive running maximum along `dim` (in place when `dst` is None; from the end when
+    `reverse`): `tl.cummax(src, dst, dim, reverse)`. Element k of the result is the maximum
+    of elements 0..k of the source (k..end when reversed), as `numpy.maximum.accumulate`."""
+    return _scan("cummax", src, dst, dim, reverse)

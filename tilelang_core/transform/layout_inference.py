@@ -342,9 +342,9 @@ class _Inference:
             if red is not None:
                 self.uses.append(red)
                 return
-        if op.name == "cumsum":
+        if op.name in portable.SCAN_KINDS:
             for r in frag_regions:
-                self.layouts.move_to_shared(r.buffer, f"{op_line(op.stmt, 'T.cumsum')}: scans run in shared memory")
+                self.layouts.move_to_shared(r.buffer, f"{op_line(op.stmt, f'T.{op.name}')}: scans run in shared memory")
             return
         try:
             lowered = portable.lower_portable(op, scratch)

@@ -24,7 +24,7 @@ from ..ir.constants import SCOPE_LOCAL
 from .errors import TileLangCompileError
 from .irutil import _is_zero, const, in_bounds, is_global, loop_nest, region_indices, seq, squeeze_extents
 
-__all__ = ["lower_portable", "PORTABLE_LOWERINGS", "reduce_init", "reduce_combine"]
+__all__ = ["lower_portable", "PORTABLE_LOWERINGS", "SCAN_KINDS", "reduce_init", "reduce_combine"]
 
 PAR = tir.ForKind.PARALLEL
 SER = tir.ForKind.SERIAL
@@ -37,12 +37,13 @@ def _load(buf: tir.Buffer, idx: Sequence[tir.Expr], dtype: str) -> tir.Expr:
     return value
 
 
-def _masked_load(buf: tir.Buffer, idx, dtype: str) -> tir.Expr:
+def _masked_load(buf: tir.Buffer, idx, dtype: str, other: tir.Expr | None = None) -> tir.Expr:
+    """`buf[idx]` in `dtype`; outside a global `buf` it reads `other` (default 0)."""
     value = _load(buf, idx, dtype)
     if is_global(buf):
         cond = in_bounds(buf, idx)
         if cond is not None:
-            return tir.if_then_else(cond, value, tir.const(0, dtype))
+            return tir.if_then_else(cond, value, tir.const(0, dtype) if other is None else tir.Cast(dtype, other))
     return value
 
 
@@ -68,7 +69,10 @@ def _same_shape(a: Sequence[tir.Expr], b: Sequence[tir.Expr]) -> bool:
 # --- copy / fill ----------------------------------------------------------------------------
 
 
-def lower_copy(op: TileOp, ctx) -> tir.Stmt:
+def lower_copy(op: TileOp, ctx, other: tir.Expr | None = None) -> tir.Stmt:
+    """The copy as a parallel nest; an element read outside a global source reads `other`
+    (default 0: `T.annotate_safe_value` gives another), one written outside a global
+    destination is skipped."""
     src, dst = op.regions[0], op.regions[1]
     shape_s, shape_d = _shape_of(src), _shape_of(dst)
     if not _same_shape(shape_s, shape_d):
@@ -79,7 +83,7 @@ def lower_copy(op: TileOp, ctx) -> tir.Stmt:
     shape = shape_d
 
     def body(vs):
-        value = _masked_load(src.buffer, region_indices(src.mins, src.extents, vs), str(dst.buffer.dtype))
+        value = _masked_load(src.buffer, region_indices(src.mins, src.extents, vs), str(dst.buffer.dtype), other)
         return _masked_store(dst.buffer, region_indices(dst.mins, dst.extents, vs), value, op.stmt.span)
 
     if not shape:
@@ -280,7 +284,15 @@ def lower_reduce(op: TileOp, ctx) -> tir.Stmt:
     return loop_nest(kept, body, kind=PAR, span=op.stmt.span)
 
 
-def lower_cumsum(op: TileOp, ctx) -> tir.Stmt:
+SCAN_KINDS = {"cumsum": "sum", "cummax": "max"}
+"""Each scan tile op -> the `reduce_combine` kind it folds with."""
+
+
+def lower_scan(op: TileOp, ctx) -> tir.Stmt:
+    """An inclusive scan (`T.cumsum`, `T.cummax`) along `dim`: one serial walk per position of
+    the other axes, folding each element into a running value (`reduce_init` /
+    `reduce_combine` of the op's kind) and storing it; from the end when `reverse`."""
+    kind = SCAN_KINDS[op.name]
     src, dst = op.regions[:2]
     reverse = bool(int(op.args[3]))
     axes = _axes_with(src, int(op.args[2]))
@@ -288,7 +300,7 @@ def lower_cumsum(op: TileOp, ctx) -> tir.Stmt:
     shape = [src.extents[a] for a in axes]
     dst_axes = _axes_with(dst, int(op.args[2]))
     dtype = str(dst.buffer.dtype)
-    acc_buf = tir.decl_buffer((1,), dtype, name="cumsum_acc", scope="local")
+    acc_buf = tir.decl_buffer((1,), dtype, name=f"{op.name}_acc", scope="local")
     r = tir.Var("r", "int32")
     kept = [e for d, e in enumerate(shape) if d != dim]
 
@@ -296,11 +308,12 @@ def lower_cumsum(op: TileOp, ctx) -> tir.Stmt:
         pos = (shape[dim] - 1 - r) if reverse else r
         full = list(vs[:dim]) + [pos] + list(vs[dim:])
         acc = tir.BufferLoad(acc_buf, [0])
+        value = _load(src.buffer, _indices_along(src, axes, full), dtype)
         return seq([
             tir.AllocBuffer(acc_buf),
-            tir.BufferStore(acc_buf, tir.const(0, dtype), [0]),
+            tir.BufferStore(acc_buf, reduce_init(kind, dtype), [0]),
             tir.For(r, const(0), shape[dim], SER, seq([
-                tir.BufferStore(acc_buf, acc + _load(src.buffer, _indices_along(src, axes, full), dtype), [0]),
+                tir.BufferStore(acc_buf, reduce_combine(kind, acc, value), [0]),
                 tir.BufferStore(dst.buffer, acc, _indices_along(dst, dst_axes, full)),
             ])),
         ])
@@ -441,7 +454,8 @@ PORTABLE_LOWERINGS = {
     "fill": lower_fill,
     "gemm": lower_gemm,
     "reduce": lower_reduce,
-    "cumsum": lower_cumsum,
+    "cumsum": lower_scan,
+    "cummax": lower_scan,
     "atomic": lower_atomic,
     "atomic_elem": lower_atomic_elem,
     "print": lower_print,

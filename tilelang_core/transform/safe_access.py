@@ -14,6 +14,10 @@ conditions around the access and the `T.if_then_else` conditions around a load, 
 tiles, hand-guarded code and masked loads compile exactly as before. Tile ops (`T.copy`, ...)
 are left alone: their lowerings mask partial tiles themselves.
 
+`T.annotate_safe_value({A: v})` (TileLang's): a guarded read of `A` yields `v` instead of 0,
+in the statements the annotation encloses. A `T.copy` from `A` there becomes the element loop
+it means (the portable lowering, reading `v` outside `A`), since targets' own copies fill 0.
+
 Shared and local buffers are the kernel author's to keep in bounds (as in TileLang): an index
 the analysis cannot bound there is reported once per kernel as a `TileLangWarning`, with its
 line; `check` already refuses indices that are certainly out of bounds. TileLang's pass configs
@@ -27,7 +31,7 @@ import warnings
 from tvm import ir
 from tvm import tirx as tir
 
-from ..ir import TileOp, is_tile_op, source_of
+from ..ir import ATTR_SAFE_VALUE, TileOp, is_tile_op, source_of
 from .errors import format_source
 from .irutil import is_global, is_scalar_buffer, loosely_bounded, map_stmts, walk
 
@@ -86,6 +90,7 @@ class _Guards:
         self.replacements: dict[int, tir.Stmt] = {}  # statement handle -> guarded statement
         self.ours: set[int] = set()  # handles of the if_then_else calls this pass made
         self.warned: list[str] = []
+        self.safe_values: dict[int, tir.Expr] = {}  # buffer handle -> T.annotate_safe_value's value
 
     # -- proofs ----------------------------------------------------------------------------
     def _proven(self, cond) -> bool:
@@ -140,7 +145,7 @@ class _Guards:
             conds = self.needed(buffer, load.indices)
             if not conds:
                 return load
-            guarded = tir.if_then_else(_join(conds), load, tir.const(0, str(load.ty.dtype)))
+            guarded = tir.if_then_else(_join(conds), load, self.safe_value(buffer, str(load.ty.dtype)))
             self.ours.add(guarded.__chandle__())
             return guarded
 
@@ -176,6 +181,11 @@ class _Guards:
 
         return map_stmts(expr, (ir.Call,), on_call)
 
+    def safe_value(self, buffer, dtype: str) -> tir.Expr:
+        """What a read outside `buffer` yields: its `T.annotate_safe_value`, else 0."""
+        value = self.safe_values.get(buffer.__chandle__())
+        return tir.const(0, dtype) if value is None else tir.Cast(dtype, value)
+
     # -- statements ------------------------------------------------------------------------
     def visit(self, stmt) -> None:
         if isinstance(stmt, tir.SeqStmt):
@@ -187,6 +197,8 @@ class _Guards:
         elif isinstance(stmt, tir.AttrStmt):
             if stmt.attr_key == "thread_extent":
                 self._bind(stmt.node.var, tir.const(0, str(stmt.node.var.ty.dtype)), stmt.value)
+            if stmt.attr_key == ATTR_SAFE_VALUE:
+                self.safe_values[stmt.value.__chandle__()] = stmt.node
             self.visit(stmt.body)
         elif isinstance(stmt, tir.IfThenElse):
             with self.ana.constraint_scope(stmt.condition):
@@ -232,6 +244,9 @@ class _Guards:
     def _evaluate(self, stmt) -> None:
         if is_tile_op(stmt):
             op = TileOp.from_stmt(stmt)
+            if op.name == "copy" and op.regions[0].buffer.__chandle__() in self.safe_values:
+                self._copy_with_safe_value(op)
+                return
             if op.name != "atomic_elem":
                 return
             dst = op.args[1]
@@ -242,6 +257,16 @@ class _Guards:
         value = self.guard_expr(stmt.value, stmt)
         if not value.same_as(stmt.value):
             self.replacements[stmt.__chandle__()] = tir.Evaluate(value, span=stmt.span)
+
+
+    def _copy_with_safe_value(self, op) -> None:
+        """A `T.copy` from a buffer with a safe value becomes the element loop it means (the
+        portable lowering, reading the safe value outside the source): every target's own
+        copy lowerings fill with 0 (cp.async zfill, TMA)."""
+        from .portable import lower_copy
+
+        source = op.regions[0].buffer
+        self.replacements[op.stmt.__chandle__()] = lower_copy(op, None, self.safe_values[source.__chandle__()])
 
 
 def guard_memory_access(func: tir.PrimFunc, ctx) -> tir.PrimFunc:

@@ -293,7 +293,35 @@ class CUDACodegen(GPUCodegen):
             maps = [{**m, "shape": [d if isinstance(d, int) else names[d] for d in m["shape"]]}
                     for m in self.tensor_maps]
             source.extra["tensor_maps"] = json.dumps(maps)
+        window = self._l2_access_policy()
+        if window is not None:
+            source.extra["l2_access_policy"] = json.dumps(window)
         return source
+
+    def _l2_access_policy(self) -> dict | None:
+        """The `T.annotate_l2_hit_ratio` of the kernel as {"param", "hit_ratio"} for the
+        runtime's access policy window (one address range per launch), or None."""
+        from tilelang_core.ir import ATTR_L2_HIT_RATIO
+        from tilelang_core.transform import walk
+
+        found: dict = {}
+
+        def visit(attr):
+            if attr.attr_key == ATTR_L2_HIT_RATIO:
+                found[attr.value.__chandle__()] = (attr.value, float(attr.node.value))
+
+        walk(self.func.body, visit, (tirx.AttrStmt,))
+        if not found:
+            return None
+        if len(found) > 1:
+            names = ", ".join(sorted(str(b.name) for b, _ in found.values()))
+            raise CodegenError(f"T.annotate_l2_hit_ratio names {names}; CUDA keeps one address range per launch "
+                               f"in L2 (the stream's access policy window): annotate one tensor")
+        (buffer, ratio), = found.values()
+        params = [i for i, p in enumerate(self.func.params) if p.same_as(buffer)]
+        if not params:
+            raise CodegenError(f"T.annotate_l2_hit_ratio: {buffer.name} is not a tensor parameter of the kernel")
+        return {"param": params[0], "hit_ratio": ratio}
 
     def check_launch(self, launch) -> None:
         limit = self.target.capabilities.max_threads_per_block if self.target is not None else 1024

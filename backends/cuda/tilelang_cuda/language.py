@@ -193,10 +193,12 @@ def tma_store_wait(count: int = 0, read: bool = True) -> ir.Call:
 
 def _compat_names() -> dict:
     """TileLang's MMA macro generator and swizzle helpers, from this backend's compat package."""
-    from .compat.intrinsics import TensorCoreIntrinEmitter, get_swizzle_layout, make_mma_swizzle_layout
+    from .compat.intrinsics import (TensorCoreIntrinEmitter, TensorCoreIntrinEmitterWithLadderTransform,
+                                    get_swizzle_layout, make_mma_swizzle_layout)
 
-    return {"TensorCoreIntrinEmitter": TensorCoreIntrinEmitter, "get_swizzle_layout": get_swizzle_layout,
-            "make_mma_swizzle_layout": make_mma_swizzle_layout}
+    return {"TensorCoreIntrinEmitter": TensorCoreIntrinEmitter,
+            "TensorCoreIntrinEmitterWithLadderTransform": TensorCoreIntrinEmitterWithLadderTransform,
+            "get_swizzle_layout": get_swizzle_layout, "make_mma_swizzle_layout": make_mma_swizzle_layout}
 
 
 LANGUAGE_NAMES = {"no_set_max_nreg": no_set_max_nreg, "disable_warp_group_reg_alloc": disable_warp_group_reg_alloc,

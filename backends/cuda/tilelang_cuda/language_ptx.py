@@ -37,7 +37,7 @@ __all__ = ["PTX_LANGUAGE_NAMES", "PTX_HELPER_PREFIXES"]
 # call_extern names whose helpers live in tl_cuda_threads.h
 PTX_HELPER_PREFIXES = ("tl::ldg", "tl::stg", "tl::lds", "tl::sts", "tl::cluster_", "tl::block_rank_in_cluster",
                        "tl::pdl_", "tl::mbarrier_expect_tx_only", "tl::cp_async_mbarrier_arrive_noinc", "tl::mma_fill",
-                       "tl::mma_store_16x16", "tl::mbarrier_arrive_cluster", "tl::cp_async_bulk",
+                       "tl::mma_store_16x16", "tl::mbarrier_arrive_cluster", "tl::cp_async_bulk", "tl::st_cluster",
                        "tl::as_words", "tl::mma_sp_")
 
 _WORDS = {32: "uint32", 64: "uint32x2", 128: "uint32x4"}

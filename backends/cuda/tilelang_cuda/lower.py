@@ -5,6 +5,7 @@
 | `T.gemm(A_shared, B_shared, C_fragment)`, f16/bf16 -> f32 on a target with wgmma | wgmma m64nNk16, descriptors over swizzled tiles (an operand may be a column range of its tile: K-major on 32-byte steps, MN-major whole slabs); C in the warpgroup D layout; inside a `T.ws` scope of whole warpgroups too (`tl.disable_wgmma` keeps mma.sync) | `lower_wgmma.py` |
 | `T.gemm(A_shared or A_fragment, B_shared, C_fragment)` | mma.sync m16n8k{16,32,8} + ldmatrix; C in the accumulator layout, a fragment A in the A-operand layout | `lower_gemm.py` |
 | `T.copy(global, shared)` | cp.async, 16 bytes per instruction, zero-filled tails | `lower_copy.py` |
+| `T.async_copy(global, shared)` | the same cp.async nest and commit, no wait; its barrier after the kernel's `T.ptx_wait_group` | `lower_copy.py`, `lower_async_wait.py` |
 | `T.Pipelined(n, num_stages>=2)` over copies into wgmma operands, on a target with TMA | TMA loads on full/empty mbarriers, wgmma overlapped across iterations (`tl.disable_tma_lower` keeps cp.async) | `lower_tma.py` |
 | such a loop whose consumers end in two chained wgmma gemms over two warpgroups (FlashAttention) | the second gemm of iteration it - 1 in flight beside the statements between them of iteration it, the warpgroups taking turns to issue (`tl.disable_overlap` keeps each iteration's order) | `lower_tma.py` |
 | `T.copy(shared, global)` of a whole row-major tile, on a target with TMA | one TMA store (`tl.disable_tma_lower` keeps thread stores) | `lower_tma_store.py` |
@@ -13,6 +14,7 @@
 | shared tiles only those two touch | XOR-swizzled 16-byte chunks (no ldmatrix bank conflicts) | `lower_pipeline.py` |
 | `T.use_swizzle(panel, order)` | block rasterization in panels (L2 reuse) | `lower_raster.py` |
 | `T.annotate_layout({shared: T.Layout(...)})` | the tile stored in the user's placement (TileLang's `make_mma_swizzle_layout`) | `lower_layout.py` |
+| `T.tma_load(T.create_tma_descriptor(...), bar, smem, coords)` (TMA by hand) | the descriptor a numbered `__grid_constant__` parameter the runtime encodes, one bulk tensor copy | `language_tma.py`, `lower_tma_descriptors.py` |
 | `T.alloc_barrier`, `T.barrier_wait`, `T.barrier_arrive` | mbarrier init (thread 0, fence, barrier), parity wait, arrive | `lower_barrier.py` |
 | `T.tma_copy(global, shared, barrier=)` | cp.async per thread + cp.async.mbarrier.arrive (no TMA tensor maps yet) | `lower_barrier.py` |
 
@@ -163,6 +165,10 @@ def edit_pipeline(target, pipeline) -> None:
 
         pipeline.insert_after("cuda.plan_shared_layouts", "cuda.place_wgmma_operands", place_wgmma_operands)
     pipeline.insert_before("vectorize", "cuda.apply_shared_layouts", apply_shared_layouts)
+    from .lower_tma_descriptors import number_tensor_maps
+
+    # after the TMA planning below (inserted before plan_pipeline), whose maps it joins
+    pipeline.insert_before("lower_tile_ops", "cuda.number_tensor_maps", number_tensor_maps)
     if "tma" in target.capabilities.copy_engines and any(
             mi.family == "wgmma" for mi in target.capabilities.matrix_instructions):
         from .lower_tma import pipeline_tma_loads
@@ -176,4 +182,7 @@ def edit_pipeline(target, pipeline) -> None:
 
         pipeline.insert_after("insert_barriers", "cuda.specialize_warps", specialize_warps)
     if "cp.async" in target.capabilities.copy_engines:
+        from .lower_async_wait import publish_async_copies
+
         pipeline.insert_before("plan_pipeline", "cuda.pipeline_async_copies", pipeline_async_copies)
+        pipeline.insert_after("insert_barriers", "cuda.publish_async_copies", publish_async_copies)

@@ -177,7 +177,10 @@ def wait(groups_in_flight: int | None = None) -> tir.Stmt:
 
 def lower_async_copy(op: TileOp, swizzles: dict, ana=None, vector: int = VECTOR_BYTES) -> tir.Stmt | None:
     """A synchronous-looking cp.async copy: issue, commit, wait for it (None: not eligible).
-    `ana` knows the launch ranges (see `launch_analyzer`); `vector`: bytes per cp.async."""
+    `ana` knows the launch ranges (see `launch_analyzer`); `vector`: bytes per cp.async.
+    A `T.async_copy` (hint `async_copy`) is issued and committed only: the kernel waits for
+    the group itself (`T.ptx_wait_group`); `publish_async_copies` moves the barrier after
+    that wait."""
     from tilelang_core.transform import seq
 
     from .lower_pipeline import sync_placed
@@ -186,4 +189,8 @@ def lower_async_copy(op: TileOp, swizzles: dict, ana=None, vector: int = VECTOR_
     if plan is None:
         return None
     swizzle = swizzles.get(plan.dst.buffer.__chandle__())
+    if op.hints.get("async_copy"):
+        from .lower_async_wait import mark_async_copy
+
+        return mark_async_copy(sync_placed(seq([async_copy_nest(plan, swizzle, op.stmt.span, ana), commit()])))
     return sync_placed(seq([async_copy_nest(plan, swizzle, op.stmt.span, ana), commit(), wait()]))

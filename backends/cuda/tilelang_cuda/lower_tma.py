@@ -187,7 +187,7 @@ def plan_tma_load(op: TileOp, params: dict[int, int], operands: set, placed: dic
     for wgmma descriptors (a 128/64/32-byte swizzle), or one in `placeable` (which then gets
     that placement), from a contiguous tensor parameter of the same dtype whose every stride
     is a static multiple of 16 bytes."""
-    if op.name != "copy":
+    if op.name != "copy" or op.hints.get("disable_tma"):
         return None
     src, dst = op.regions[:2]
     if src.scope != "global" or dst.scope not in ("shared", "shared.dyn") or src.dtype != dst.dtype:

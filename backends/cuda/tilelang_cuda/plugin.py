@@ -42,11 +42,14 @@ def tilelang_compat_modules():
 def tilelang_language_names():
     # TileLang's T.ptx_mma / T.ptx_ldmatrix (its language is the CUDA dialect)
     from .language import LANGUAGE_NAMES, _compat_names
+    from .language_cluster import CLUSTER_LANGUAGE_NAMES
     from .language_mma import MMA_LANGUAGE_NAMES
     from .language_ptx import PTX_LANGUAGE_NAMES
+    from .language_tma import TMA_LANGUAGE_NAMES
     from .language_wgmma import WGMMA_LANGUAGE_NAMES
 
-    return {**LANGUAGE_NAMES, **PTX_LANGUAGE_NAMES, **MMA_LANGUAGE_NAMES, **WGMMA_LANGUAGE_NAMES, **_compat_names()}
+    return {**LANGUAGE_NAMES, **PTX_LANGUAGE_NAMES, **MMA_LANGUAGE_NAMES, **WGMMA_LANGUAGE_NAMES, **TMA_LANGUAGE_NAMES,
+            **CLUSTER_LANGUAGE_NAMES, **_compat_names()}
 
 
 @hookimpl

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from tilelang_core.runtime import (KernelCallError, KernelMeta, LoadedKernel, Runtime, bfloat16_bits, float16_bits,
                                    require_entry)
 
+from .runtime_l2 import L2Window
 from .tensor_maps import tensor_map_slots
 
 __all__ = ["CUDADriverError", "CUDAKernel", "CUDARuntime", "CUDATimer", "device_available"]
@@ -229,6 +230,10 @@ class CUDAKernel(LoadedKernel):
         self._launch_kernel = cu.cuLaunchKernel
         if meta.extra.get("cooperative"):  # the kernel calls T.sync_grid: its grid resident at once
             self._launch_kernel = _cooperative_launch(cu)
+        self._l2_window: L2Window | None = None
+        if meta.extra.get("l2_access_policy"):  # T.annotate_l2_hit_ratio
+            self._l2_window = L2Window(meta, self._slots)
+            self._launch_kernel = self._l2_window.around(cu, self._launch_kernel)
 
     def _allow_shared_memory(self, nbytes: int) -> None:
         cu = _cu()
@@ -255,6 +260,8 @@ class CUDAKernel(LoadedKernel):
             slot.value = _pointer_of(value) if is_pointer and type(value) is not int else value
         for tensor_map in self._tensor_maps:
             tensor_map.update(self._slots[tensor_map.param].value, args)
+        if self._l2_window is not None:
+            self._l2_window.bind(args)
         if shared_memory > self._shared_limit:
             self._allow_shared_memory(shared_memory)
         if stream is None:

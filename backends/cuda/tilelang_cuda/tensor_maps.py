@@ -2,7 +2,8 @@
 
 A kernel whose loads go through TMA takes, after its other parameters, one 128-byte
 descriptor per tensor map its metadata lists (`meta.extra["tensor_maps"]`, JSON: the tensor
-parameter, dtype, shape with symbolic dims by parameter name, box, swizzle). `TensorMapSlot`
+parameter, dtype, shape with symbolic dims by parameter name, box, swizzle; optionally the L2
+promotion and out-of-bounds fill, as CUDA's enum values). `TensorMapSlot`
 holds one such parameter and encodes it (`cuTensorMapEncodeTiled`) when the tensor's address
 or shape differs from the last launch's; otherwise a launch costs a comparison.
 
@@ -28,6 +29,8 @@ TMA_DTYPES = {
 _BYTES = {"FLOAT16": 2, "BFLOAT16": 2, "FLOAT32": 4, "FLOAT64": 8, "INT32": 4, "UINT32": 4, "INT64": 8,
           "UINT64": 8, "UINT8": 1, "UINT16": 2}
 _SWIZZLES = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}
+_L2_PROMOTIONS = ("NONE", "L2_64B", "L2_128B", "L2_256B")  # CUtensorMapL2promotion, by value
+_OOB_FILLS = ("NONE", "NAN_REQUEST_ZERO_FMA")  # CUtensorMapFloatOOBfill, by value
 DESCRIPTOR_BYTES = 128
 DESCRIPTOR_ALIGNMENT = 64
 
@@ -57,6 +60,9 @@ class TensorMapSlot:
                 self.dims.append(lambda args, index=index: int(args[index]))
         self.box = [int(b) for b in spec["box"]]
         self.swizzle = _SWIZZLES[int(spec["swizzle"])]
+        # optional (T.create_tma_descriptor): T.copy's maps promote 256 B into L2 and fill no NaN
+        self.l2_promotion = _L2_PROMOTIONS[int(spec.get("l2_promotion", 3))]
+        self.oob_fill = _OOB_FILLS[int(spec.get("oob_fill", 0))]
         self._storage = (ctypes.c_uint8 * (DESCRIPTOR_BYTES + DESCRIPTOR_ALIGNMENT))()
         base = ctypes.addressof(self._storage)
         self.address = (base + DESCRIPTOR_ALIGNMENT - 1) // DESCRIPTOR_ALIGNMENT * DESCRIPTOR_ALIGNMENT
@@ -95,8 +101,8 @@ class TensorMapSlot:
             [cu.cuuint32_t(b) for b in reversed(self.box)], [cu.cuuint32_t(1)] * rank,
             cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
             getattr(cu.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{self.swizzle}"),
-            cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), "cuTensorMapEncodeTiled",
+            getattr(cu.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{self.l2_promotion}"),
+            getattr(cu.CUtensorMapFloatOOBfill, f"CU_TENSOR_MAP_FLOAT_OOB_FILL_{self.oob_fill}")), "cuTensorMapEncodeTiled",
             f"the TMA descriptor of argument {self.name!r} of {self.entry} (shape {shape}, box {self.box}, "
             f"swizzle {self.swizzle})")
         ctypes.memmove(self.address, int(tensor_map.getPtr()), DESCRIPTOR_BYTES)

@@ -281,6 +281,15 @@ TL_DEVICE void mbarrier_arrive_cluster(uint64_t* bar, uint32_t cta_id) {
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(tl_smem(bar)), "r"(cta_id));
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
 }
+// store `value` at `smem`'s offset in the shared memory of block `cta_id` of this cluster
+// (PTX ISA "mapa": a generic address of this block's shared memory -> the same variable in
+// block `cta_id`; the store through it is a distributed shared memory store)
+template <typename T>
+TL_DEVICE void st_cluster(T* smem, T value, uint32_t cta_id) {
+  uint64_t remote;
+  asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(remote) : "l"(reinterpret_cast<uint64_t>(smem)), "r"(cta_id));
+  *reinterpret_cast<T*>(remote) = value;
+}
 // cp.async.bulk global -> shared of `bytes` (a multiple of 16, both addresses 16-byte aligned),
 // completing as transaction bytes on `bar`
 TL_DEVICE void cp_async_bulk(void* smem, const void* gmem, uint32_t bytes, uint64_t* bar) {

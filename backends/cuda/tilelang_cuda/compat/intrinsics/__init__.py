@@ -4,6 +4,7 @@ provided)."""
 from __future__ import annotations
 
 from .layout import get_swizzle_layout, make_mma_swizzle_layout
-from .macro import TensorCoreIntrinEmitter
+from .macro import TensorCoreIntrinEmitter, TensorCoreIntrinEmitterWithLadderTransform
 
-__all__ = ["TensorCoreIntrinEmitter", "get_swizzle_layout", "make_mma_swizzle_layout"]
+__all__ = ["TensorCoreIntrinEmitter", "TensorCoreIntrinEmitterWithLadderTransform", "get_swizzle_layout",
+           "make_mma_swizzle_layout"]

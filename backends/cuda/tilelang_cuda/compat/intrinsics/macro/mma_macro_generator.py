@@ -39,7 +39,7 @@ from tilelang_core import language as T
 
 from ....language import ptx_ldmatrix, ptx_mma
 
-__all__ = ["TensorCoreIntrinEmitter"]
+__all__ = ["TensorCoreIntrinEmitter", "TensorCoreIntrinEmitterWithLadderTransform", "TransformKind"]
 
 # (A, B, accumulator) -> the mma.sync operand spellings and shape
 _FORMS = {
@@ -310,6 +310,10 @@ class TensorCoreIntrinEmitter:
         if elements < size:
             raise ValueError(f"TensorCoreIntrinEmitter.{what}: {buf.name} holds {elements} elements, the warp "
                              f"tiles need {size}")
+
+
+# TileLang keeps the ladder-transform emitter in this module; it builds on the one above
+from .ladder_transform import TensorCoreIntrinEmitterWithLadderTransform, TransformKind  # noqa: E402
 
 
 # Emitters TileLang's older revisions had and its pinned one (a35008a42) no longer has: a
