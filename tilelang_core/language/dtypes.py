@@ -12,7 +12,7 @@ from typing import Any
 from tvm import ir
 from tvm.tirx.script.builder import ir as _builder
 
-__all__ = ["DType", "DTYPE_ALIASES", "DTYPES", "to_dtype"]
+__all__ = ["DType", "DTYPE_ALIASES", "DTYPES", "dtype", "resolve_torch_storage_dtype", "to_dtype"]
 
 # TileLang's dtype names this module adds to `T` (besides DTYPES)
 DTYPE_HELPERS = ["AnyDType", "get_tvm_dtype", "is_f8f6f4_family", "is_float4", "is_float4_e2m1_unpacked",
@@ -62,11 +62,26 @@ class DType(str):
     def __repr__(self) -> str:
         return f"T.{self}"
 
+    @property
+    def bits(self) -> int:
+        """Bits of one lane (TileLang's `T.dtype(name).bits`): 16 for float16 and float16x2."""
+        return int(ir.PrimType(str(self)).dtype.bits)
+
+    @property
+    def lanes(self) -> int:
+        """Lanes of a vector dtype; 1 for a scalar."""
+        return int(ir.PrimType(str(self)).dtype.lanes)
+
     def as_torch(self) -> Any:
-        """The torch dtype of this dtype (TileLang's `T.dtype(name).as_torch()`); int4 and
-        float4 values, which torch has no dtype for, live in torch.int8."""
+        """The torch dtype of this dtype (TileLang's `T.dtype(name).as_torch()`): packed FP4
+        is torch's two-per-byte `float4_e2m1fn_x2` where this torch has it; int4 values, and
+        FP4 on an older torch, live in torch.int8."""
+        import torch
+
         from ..utils.tensor import map_torch_type
 
+        if str(self).startswith("float4_e2m1fn") and hasattr(torch, "float4_e2m1fn_x2"):
+            return torch.float4_e2m1fn_x2
         return map_torch_type(str(self))
 
 
@@ -220,3 +235,41 @@ def validate_gemm_ab_dtypes(a_dtype: AnyDType, b_dtype: AnyDType, *, a_in_tmem: 
         return
     raise ValueError(f"a GEMM of mixed operand dtypes needs both in the 8/6/4-bit float family; got A={a_dtype}, "
                      f"B={b_dtype}: cast one operand to the other's dtype")
+
+
+def resolve_torch_storage_dtype(value: AnyDType) -> DType:
+    """The dtype of the torch storage that holds `value` (TileLang's name): itself where torch
+    has that dtype, int8 for int4 and for float4 when this torch has no FP4 dtype."""
+    storage = get_tvm_dtype(value).as_torch()
+    return DType(_torch_dtype_names()[storage])
+
+
+def _torch_dtype_names() -> dict:
+    """torch dtype -> this language's name, for every dtype both have (torch imported here)."""
+    import torch
+
+    names = {}
+    for name in DTYPES:
+        found = getattr(torch, name, None)
+        if isinstance(found, torch.dtype):
+            names.setdefault(found, str(to_dtype(found)))
+    if hasattr(torch, "float4_e2m1fn_x2"):
+        names[torch.float4_e2m1fn_x2] = "float4_e2m1fnx2"
+    return names
+
+
+# `dtype` is TileLang's name for the dtype class (`T.dtype("float16")`)
+dtype = DType
+
+
+def __getattr__(name: str) -> Any:
+    """TileLang's names of this module that need no module global: every dtype of `T`
+    (`dtypes.float16`; a global would shadow builtins such as `float` in this module),
+    `_all_dtypes` (their names) and `_TORCH_DTYPE_TO_STR` (torch dtype -> name; imports torch)."""
+    if name in DTYPES:
+        return DTYPES[name]
+    if name == "_all_dtypes":
+        return sorted(DTYPES)
+    if name == "_TORCH_DTYPE_TO_STR":
+        return _torch_dtype_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
