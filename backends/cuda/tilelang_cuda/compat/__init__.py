@@ -9,6 +9,7 @@ make_mma_swizzle_layout` finds `tilelang_cuda.compat.intrinsics`. Provided so fa
 | `tilelang.cuda.intrinsics` | `make_mma_swizzle_layout`, `get_swizzle_layout`, `TensorCoreIntrinEmitter` |
 | `tilelang.cuda.intrinsics.layout[.mma_layout]` | the same two |
 | `tilelang.cuda.intrinsics.macro[.mma_macro_generator]` | `TensorCoreIntrinEmitter` (mma.sync GEMMs over `T.alloc_local` registers) |
+| `tilelang.cuda.intrinsics.sparse_layout` | `GROUP_CONFIG`, `get_e_factor`, `get_e_replicate_factor` (2:4 sparsity metadata) |
 
 TileLang's `T.ptx_mma` and `T.ptx_ldmatrix`, which the emitter emits, come from
 `tilelang_cuda.language` (offered to the core's `T` by the `tilelang_language_names` hook).
