@@ -62,3 +62,11 @@ def test_sparse_metadata_factors():
     assert sparse.get_e_replicate_factor("int8") == 1 and sparse.get_e_replicate_factor("bfloat16") == 2
     with pytest.raises(ValueError, match="float64"):
         sparse.get_e_factor("float64", "int16")
+
+
+def test_pass_config_keys_read_as_enum_members():
+    from tilelang_core.jit.options import CompileOptions, PassConfigKey
+
+    assert PassConfigKey.TL_SIMPLIFY.value == "tl.Simplify"  # TileLang's keys are a string enum
+    assert PassConfigKey.TL_DISABLE_TMA_LOWER == "tl.disable_tma_lower"
+    assert CompileOptions.from_pass_configs({PassConfigKey.TL_DISABLE_TMA_LOWER: True}).disable_tma
