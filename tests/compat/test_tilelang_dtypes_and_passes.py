@@ -14,6 +14,9 @@ from tilelang_core.language import dtypes
 def test_dtype_module_names_and_bits():
     assert dtypes.dtype is dtypes.DType
     assert dtypes.float16 == "float16" and dtypes.float == "float32"  # TileLang's C-style spelling
+    import tvm
+
+    assert isinstance(dtypes.float16, tvm.DataType) and isinstance(dtypes.float16, str)  # as TileLang's dtype
     assert dtypes.float16.bits == 16 and dtypes.DType("int8x4").bits == 8 and dtypes.DType("int8x4").lanes == 4
     names = dtypes._all_dtypes
     assert "float16" in names and "bfloat16x2" in names and names == sorted(names)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re as _re
 from typing import Any
 
-from tvm import ir
+from tvm import DataType, ir
 from tvm.tirx.script.builder import ir as _builder
 
 __all__ = ["DType", "DTYPE_ALIASES", "DTYPES", "dtype", "resolve_torch_storage_dtype", "to_dtype"]
@@ -41,11 +41,12 @@ DTYPE_ALIASES = {
 _TVM_DTYPE_PREFIXES = ("float", "int", "uint", "bool", "bfloat")
 
 
-class DType(str):
-    """A dtype name that is also TVMScript's constructor for that dtype. TileLang's and
-    PyTorch's short spellings are canonical names here: `T.dtype("uint") == T.uint32`."""
+class DType(DataType):
+    """A dtype name that is also TVMScript's constructor for that dtype, and TVM's `DataType`
+    (a `str` subclass, as TileLang's dtype is). TileLang's and PyTorch's short spellings are
+    canonical names here: `T.dtype("uint") == T.uint32`."""
 
-    def __new__(cls, name: Any = "") -> "DType":
+    def __new__(cls, name: Any = "float32") -> "DType":
         text = str(name)
         return super().__new__(cls, DTYPE_ALIASES.get(text, text))
 
@@ -62,15 +63,6 @@ class DType(str):
     def __repr__(self) -> str:
         return f"T.{self}"
 
-    @property
-    def bits(self) -> int:
-        """Bits of one lane (TileLang's `T.dtype(name).bits`): 16 for float16 and float16x2."""
-        return int(ir.PrimType(str(self)).dtype.bits)
-
-    @property
-    def lanes(self) -> int:
-        """Lanes of a vector dtype; 1 for a scalar."""
-        return int(ir.PrimType(str(self)).dtype.lanes)
 
     def as_torch(self) -> Any:
         """The torch dtype of this dtype (TileLang's `T.dtype(name).as_torch()`): packed FP4
