@@ -123,7 +123,7 @@ COLLECTED_REASONS: list[SuiteReason] = [
     SuiteReason(NOT_APPLICABLE, "TileLang's warp-specialization passes by name (`tilelang.cuda.transform."
                 "MaterializeWSSchedule`, `ProducerConsumerWarpSpecialized`, after its `MaterializeKernelLaunch`) "
                 "on hand-written TIR: tilelang-core's CUDA backend specializes warps in its own lowering, tested "
-                "in backends/cuda/tests",
+                "in tests/cuda/test_cuda_warp_specialize.py",
                 r"^transform/test_tilelang_transform_(materialize_ws_schedule|producer_consumer_ws|"
                 r"producer_consumer_ws_persistent)\.py"),
     SuiteReason(NOT_APPLICABLE, "TileLang's own passes by name with no TVM counterpart (`VerifyBufferInit`, "
