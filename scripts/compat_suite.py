@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["SUITE_BEGIN", "SUITE_END", "SUITE_REASONS", "COLLECTED_REASONS", "SuiteReason", "classify_file",
-           "classify_collected", "not_applicable_share", "suite_section", "existing_suite_section", "OTHER_HARDWARE", "NOT_APPLICABLE",
-           "NOT_YET"]
+           "classify_collected", "not_applicable_share", "suite_section", "existing_suite_section",
+           "OTHER_HARDWARE", "NOT_APPLICABLE", "NOT_YET"]
 
 SUITE_BEGIN = "<!-- suite:begin -->"
 SUITE_END = "<!-- suite:end -->"

@@ -25,7 +25,8 @@ import tvm.tirx.script.parser as _tirx
 import tilelang_core.ir.ops  # noqa: F401 - registers the tl.* ops and the T.tl namespace
 
 from . import (allocate, atomics, bindings, convolution, dtypes, eager, extern, groups, kernel, layout, loops,
-               math_intrinsics, misc, parser, random, reducers, tensor, threads, tile_schedule, tileops, utilities)
+               macros, math_intrinsics, misc, parser, random, reducers, tensor, threads, tile_schedule, tileops,
+               utilities)
 from .allocate import *  # noqa: F401,F403
 from .atomics import *  # noqa: F401,F403
 from .bindings import *  # noqa: F401,F403
@@ -36,6 +37,7 @@ from .groups import *  # noqa: F401,F403
 from .kernel import *  # noqa: F401,F403
 from .layout import *  # noqa: F401,F403
 from .loops import *  # noqa: F401,F403
+from .macros import *  # noqa: F401,F403
 from .math_intrinsics import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
 from .parser import *  # noqa: F401,F403
@@ -64,6 +66,7 @@ _OWN_NAMES = [
     *kernel.__all__,
     *layout.__all__,
     *loops.__all__,
+    *macros.__all__,
     *math_intrinsics.__all__,
     *misc.__all__,
     *parser.__all__,
