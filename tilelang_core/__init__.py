@@ -50,6 +50,7 @@ _LAZY = {
     "enable_cache": "tilelang_core.compat.cache_switch:enable_cache",
     "is_cache_enabled": "tilelang_core.compat.cache_switch:is_cache_enabled",
     "layout": "tilelang_core.layout",
+    "transform": "tilelang_core.transform",
     "Layout": "tilelang_core.language.layout:Layout",
     "Fragment": "tilelang_core.language.layout:Fragment",
     "Profiler": "tilelang_core.runtime.profiler:Profiler",

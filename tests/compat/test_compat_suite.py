@@ -81,3 +81,20 @@ def test_section_counts_per_folder_and_merges_runs():
     assert "| **all** | **2** | **2** | 0 | 1 | **1** |" in text
     assert "| `cpu` | 3 | 0 | 0 | 0 |" in text and "NVIDIA H200" in text
     assert cs.existing_suite_section("x\n" + text + "\ny") == text
+
+
+def test_collected_files_of_tilelang_internals_count_against_the_share():
+    assert cs.classify_collected("debug/test_pass_diff.py")[0] == cs.NOT_APPLICABLE
+    assert cs.classify_collected("transform/test_tilelang_transform_tmem_arena_packing.py")[0] == cs.OTHER_HARDWARE
+    assert cs.classify_collected("language/test_tilelang_language_copy.py") is None
+    # eager frontend internals do not collect and are not applicable
+    assert cs.classify_file("language/test_x.py", "ModuleNotFoundError: No module named "
+                            "'tilelang.language.eager.ast'")[0] == cs.NOT_APPLICABLE
+    collect = {"kind": "collect", "summary": "",
+               "folders": {"debug": {"collected": 30, "collection_errors": {},
+                                     "files": {"debug/test_pass_diff.py": 10, "debug/test_other.py": 20}},
+                           "cpu": {"collected": 70, "collection_errors": {}, "files": {"cpu/test_a.py": 70}}}}
+    assert cs.not_applicable_share(collect) == (10, 100)
+    text = cs.suite_section({"collect": collect})
+    assert "| `debug` | 30 | 0 | 0 | 0 | 0 | 10 | 0 |" in text and "10 of 100 (10.0%)" in text
+    assert "`debug/test_pass_diff.py` (10)" in text

@@ -17,6 +17,7 @@ passes build them with the constructors below. Argument orders:
 | `tl.device_assert` | (cond: bool, msg: StringImm) | void |
 | `tl.<intrinsic>` of `INTRINSIC_OPS` | see that table | printed through the dialect's `intrinsic_formats` (a dialect without a spelling refuses it, naming the op) |
 | `tl.dp4a` | (a, b: `tvm_access_ptr`s to 4 int8 each, c: to one int32) | void: `*c += a[0]*b[0] + a[1]*b[1] + a[2]*b[2] + a[3]*b[3]` (int32, wrapping) |
+| `tl.__exp`, ... of `FAST_MATH_OPS` | (x: float) | x's dtype: the function approximated, spelled from the dialect's `fast_math_ops` (hardware approximations) or, for a dialect without them, its accurate `math_ops` |
 | `tl.shfl_xor` | (value, lane_mask: int32) | `value` of the lane whose index is this lane's xor `lane_mask` (every lane of the warp calls it) |
 
 `INTRINSIC_OPS` are thread-level intrinsics a kernel names itself (`T.shfl_sync`, `T.any_sync`,
@@ -53,6 +54,7 @@ __all__ = [
     "shfl_xor",
     "dp4a",
     "INTRINSIC_OPS",
+    "FAST_MATH_OPS",
     "ROUNDING_MODES",
     "intrinsic",
 ]
@@ -72,6 +74,9 @@ BUILTIN_OPS = {
     "tl.shfl_xor": 2,
     "tl.dp4a": 3,
 }
+
+# TileLang's fast-math functions (`T.__exp`, ...): op -> the math op it approximates
+FAST_MATH_OPS = {f"tl.__{name}": name for name in ("exp", "exp10", "log", "log2", "log10", "tan", "cos", "sin")}
 
 # Intrinsics printed from a dialect's `intrinsic_formats` table: name -> (arguments, value).
 # "mask" is a uint32 lane mask (TileLang's default 0xffffffff: the whole warp); a `rounding`
@@ -146,7 +151,7 @@ def _has_attr(name: str, key: str) -> bool:
 
 def register_builtins() -> None:
     """Register every `tl.*` builtin op (opaque effect, printed as `T.tl.<name>`)."""
-    for name in [*BUILTIN_OPS, *INTRINSIC_OPS]:
+    for name in [*BUILTIN_OPS, *INTRINSIC_OPS, *FAST_MATH_OPS]:
         if not _has_attr(name, "TCallEffectKind"):
             ir.register_op_attr(name, "TCallEffectKind", _OPAQUE)
         if not _has_attr(name, "TScriptPrinterName"):

@@ -402,9 +402,10 @@ class CExprPrinter:
 
     # -- calls ----------------------------------------------------------------------------
 
-    def math_format(self, name: str, dtype: str) -> str:
-        """The format string of math op `name` for values of `dtype` ({0}, {1}: arguments)."""
-        table = self.math_ops.get(name)
+    def math_format(self, name: str, dtype: str, ops: dict | None = None) -> str:
+        """The format string of math op `name` for values of `dtype` ({0}, {1}: arguments),
+        from `ops` (default: the dialect's `math_ops`)."""
+        table = (self.math_ops if ops is None else ops).get(name)
         if table is None:
             raise CodegenError(f"math op {name!r} has no {self.language} spelling; "
                                f"known: {', '.join(sorted(self.math_ops))}")
@@ -415,16 +416,23 @@ class CExprPrinter:
                 return table[key]
         raise CodegenError(f"math op {name!r} is not defined for {dtype} in the {self.language} dialect")
 
-    def _call_math(self, name: str, args, dtype: str) -> str:
+    def _call_math(self, name: str, args, dtype: str, ops: dict | None = None) -> str:
         vdtype = split_lanes(self.value_dtype(dtype))[0]
-        table = self.math_ops.get(name, {})
+        ops = self.math_ops if ops is None else ops
+        table = ops.get(name, {})
         if vdtype in ("float16", "bfloat16") and vdtype not in table and "float32" in table:
             # a 16-bit type the dialect computes natively but has no spelling for: via float32
             ctype = self.type_name(vdtype)
             inner = table["float32"].format(*[f"(float)({self.expr(a)})" for a in args])
             return f"(({ctype})({inner}))"
-        fmt = self.math_format(name, dtype)
+        fmt = self.math_format(name, dtype, ops)
         return fmt.format(*[self.expr(a) for a in args])
+
+    def _fast_math(self, e) -> tuple[str, int]:
+        """`T.__exp(x)`, ...: the dialect's hardware approximation of the function
+        (`fast_math_ops`), or its accurate spelling where it declares none."""
+        ops = getattr(self, "fast_math_ops", None) or self.math_ops
+        return self._call_math(builtins.FAST_MATH_OPS[str(e.op.name)], e.args, dtype_of(e), ops), PREC_ATOM
 
     def _call(self, e) -> tuple[str, int]:
         op = e.op
@@ -469,6 +477,7 @@ class CExprPrinter:
             "tl.shfl_xor": self._shuffle_xor,
             "tl.dp4a": self._dp4a,
             **{name: self._intrinsic for name in builtins.INTRINSIC_OPS},
+            **{name: self._fast_math for name in builtins.FAST_MATH_OPS},
         }
 
     def _intrinsic(self, e) -> tuple[str, int]:

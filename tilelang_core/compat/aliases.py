@@ -50,6 +50,9 @@ CORE_ALIASES: dict[str, str] = {
     "tilelang.backend": "tilelang_core.compat.modules.backend",
     "tilelang.cache": "tilelang_core.compat.modules.cache",
     "tilelang.contrib": "tilelang_core.compat.modules.contrib",
+    # the named shared layouts (bank swizzles, linear, 8x8 fragments) and SwizzleMode
+    "tilelang.layout.swizzle": "tilelang_core.language.swizzle",
+    "tilelang.layout.swizzle_mode": "tilelang_core.language.swizzle",
     # `from tilelang.jit.kernel import JITKernel`
     "tilelang.jit.kernel": "tilelang_core.jit.api",
 }

@@ -94,8 +94,19 @@ class PassConfigKey:
     TL_MAY_ALIAS = "tl.may_alias"
 
 
+class _ConfigKey(str):
+    """A pass-config name that also reads as TileLang's enum member (its `PassConfigKey` is a
+    string enum): `PassConfigKey.TL_SIMPLIFY.value == "tl.Simplify"`."""
+
+    @property
+    def value(self) -> str:
+        return str(self)
+
+
 for _name, _key in _TILELANG_KEYS.items():
     setattr(PassConfigKey, _name, _key)
+for _name in [n for n in vars(PassConfigKey) if n.isupper()]:
+    setattr(PassConfigKey, _name, _ConfigKey(getattr(PassConfigKey, _name)))
 
 # key -> (CompileOptions field, converter)
 _MEANINGFUL: dict[str, tuple[str, Any]] = {

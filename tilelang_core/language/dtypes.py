@@ -9,10 +9,10 @@ from __future__ import annotations
 import re as _re
 from typing import Any
 
-from tvm import ir
+from tvm import DataType, ir
 from tvm.tirx.script.builder import ir as _builder
 
-__all__ = ["DType", "DTYPE_ALIASES", "DTYPES", "to_dtype"]
+__all__ = ["DType", "DTYPE_ALIASES", "DTYPES", "dtype", "resolve_torch_storage_dtype", "to_dtype"]
 
 # TileLang's dtype names this module adds to `T` (besides DTYPES)
 DTYPE_HELPERS = ["AnyDType", "get_tvm_dtype", "is_f8f6f4_family", "is_float4", "is_float4_e2m1_unpacked",
@@ -41,16 +41,18 @@ DTYPE_ALIASES = {
 _TVM_DTYPE_PREFIXES = ("float", "int", "uint", "bool", "bfloat")
 
 
-class DType(str):
-    """A dtype name that is also TVMScript's constructor for that dtype. TileLang's and
-    PyTorch's short spellings are canonical names here: `T.dtype("uint") == T.uint32`, and a
-    dtype object is read by name: `T.dtype(torch.float16) == T.float16`."""
+class DType(DataType):
+    """A dtype name that is also TVMScript's constructor for that dtype, and TVM's `DataType`
+    (a `str` subclass, as TileLang's dtype is). TileLang's and PyTorch's short spellings are
+    canonical names here: `T.dtype("uint") == T.uint32`, and a dtype object is read by name:
+    `T.dtype(torch.float16) == T.float16`."""
 
-    def __new__(cls, name: Any = "") -> "DType":
+    def __new__(cls, name: Any = "float32") -> "DType":
         if not isinstance(name, str):
             # a torch, numpy or TVM dtype object (`T.dtype(q.dtype)`): its name, not its repr
             name = str(to_dtype(name))
-        return super().__new__(cls, DTYPE_ALIASES.get(name, name))
+        text = str(name)
+        return super().__new__(cls, DTYPE_ALIASES.get(text, text))
 
     def __call__(self, value: Any = None, *args: Any) -> ir.Expr:
         if value is None:
@@ -65,21 +67,17 @@ class DType(str):
     def __repr__(self) -> str:
         return f"T.{self}"
 
-    @property
-    def bits(self) -> int:
-        """Bits of one lane (`T.float16.bits == 16`, `T.int4.bits == 4`)."""
-        return int(ir.PrimType(str(self)).dtype.bits)
-
-    @property
-    def lanes(self) -> int:
-        """Lanes of a vector dtype (`T.float16x2.lanes == 2`), 1 for a scalar."""
-        return int(ir.PrimType(str(self)).dtype.lanes)
 
     def as_torch(self) -> Any:
-        """The torch dtype of this dtype (TileLang's `T.dtype(name).as_torch()`); int4 and
-        float4 values, which torch has no dtype for, live in torch.int8."""
+        """The torch dtype of this dtype (TileLang's `T.dtype(name).as_torch()`): packed FP4
+        is torch's two-per-byte `float4_e2m1fn_x2` where this torch has it; int4 values, and
+        FP4 on an older torch, live in torch.int8."""
+        import torch
+
         from ..utils.tensor import map_torch_type
 
+        if str(self).startswith("float4_e2m1fn") and hasattr(torch, "float4_e2m1fn_x2"):
+            return torch.float4_e2m1fn_x2
         return map_torch_type(str(self))
 
 
@@ -181,43 +179,6 @@ def _collect_dtypes() -> dict[str, DType]:
 # Every dtype name of TVMScript (float16, int8x4, bf16, ...) as a DType.
 DTYPES = _collect_dtypes()
 
-# TileLang's name of the class (`from tilelang.language.dtypes import dtype`)
-dtype = DType
-
-
-# -- TileLang's torch dtype tables (torch is optional: built when first read) --------------------
-
-_TORCH_TABLES = ("_TORCH_DTYPE_TO_STR", "_STR_TO_TORCH_DTYPE")
-
-
-def _torch_dtype_names() -> dict[Any, str]:
-    """Every dtype of the installed torch that this language has, to its name here
-    (`torch.half` -> "float16"); torch dtypes without a counterpart (complex, quantized) are
-    left out."""
-    import torch
-
-    table = {}
-    for attr in dir(torch):
-        value = getattr(torch, attr, None)
-        if isinstance(value, torch.dtype) and value not in table:
-            try:
-                table[value] = str(to_dtype(value))
-            except TypeError:
-                continue
-    return table
-
-
-def __getattr__(name: str) -> Any:
-    """TileLang's `_TORCH_DTYPE_TO_STR` (torch dtype -> name) and `_STR_TO_TORCH_DTYPE` (its
-    inverse), made from the installed torch on first use (its examples import the first)."""
-    if name not in _TORCH_TABLES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    names = _torch_dtype_names()
-    tables = {"_TORCH_DTYPE_TO_STR": names, "_STR_TO_TORCH_DTYPE": {v: k for k, v in names.items()}}
-    globals().update(tables)
-    return tables[name]
-
-
 # -- TileLang's dtype helpers -------------------------------------------------------------------
 
 AnyDType = Any  # what the helpers accept: a name, a DType, a TVM type, a torch or numpy dtype
@@ -269,3 +230,44 @@ def validate_gemm_ab_dtypes(a_dtype: AnyDType, b_dtype: AnyDType, *, a_in_tmem: 
         return
     raise ValueError(f"a GEMM of mixed operand dtypes needs both in the 8/6/4-bit float family; got A={a_dtype}, "
                      f"B={b_dtype}: cast one operand to the other's dtype")
+
+
+def resolve_torch_storage_dtype(value: AnyDType) -> DType:
+    """The dtype of the torch storage that holds `value` (TileLang's name): itself where torch
+    has that dtype, int8 for int4 and for float4 when this torch has no FP4 dtype."""
+    storage = get_tvm_dtype(value).as_torch()
+    return DType(_torch_dtype_names()[storage])
+
+
+def _torch_dtype_names() -> dict:
+    """torch dtype -> this language's name, for every dtype both have (torch imported here)."""
+    import torch
+
+    names = {}
+    for name in DTYPES:
+        found = getattr(torch, name, None)
+        if isinstance(found, torch.dtype):
+            names.setdefault(found, str(to_dtype(found)))
+    if hasattr(torch, "float4_e2m1fn_x2"):
+        names[torch.float4_e2m1fn_x2] = "float4_e2m1fnx2"
+    return names
+
+
+# `dtype` is TileLang's name for the dtype class (`T.dtype("float16")`)
+dtype = DType
+
+
+def __getattr__(name: str) -> Any:
+    """TileLang's names of this module that need no module global: every dtype of `T`
+    (`dtypes.float16`; a global would shadow builtins such as `float` in this module),
+    `_all_dtypes` (their names), `_TORCH_DTYPE_TO_STR` (torch dtype -> name; imports torch)
+    and `_STR_TO_TORCH_DTYPE` (its inverse)."""
+    if name in DTYPES:
+        return DTYPES[name]
+    if name == "_all_dtypes":
+        return sorted(DTYPES)
+    if name == "_TORCH_DTYPE_TO_STR":
+        return _torch_dtype_names()
+    if name == "_STR_TO_TORCH_DTYPE":
+        return {v: k for k, v in _torch_dtype_names().items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

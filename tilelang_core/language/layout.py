@@ -39,6 +39,7 @@ class Layout:
         # int64 index vars: TVMScript reads printed index maps back with int64 vars; a
         # function of `*idx` (TileLang's swizzle helpers) gets one index per dim
         self.index_map = IndexMap.from_func(forward_fn, ndim=len(self.shape), index_dtype="int64")
+        self._forward_fn = forward_fn
 
     def attr_node(self) -> Any:
         return self.index_map
@@ -47,6 +48,25 @@ class Layout:
         inputs = ", ".join(str(v) for v in self.index_map.initial_indices)
         outputs = ", ".join(str(e) for e in self.index_map.final_indices)
         return f"Layout(shape={list(self.shape)}, ({inputs}) -> ({outputs}))"
+
+    def expand(self, leading_shape: Any) -> "Layout":
+        """This layout under leading dims that pass through: a layout of shape
+        `leading_shape + self.shape` (TileLang's `Layout.expand`)."""
+        lead = normalize_shape(leading_shape)
+        inner, count = self._forward_fn, len(lead)
+
+        def place(*idx):
+            out = inner(*idx[count:])
+            return [*idx[:count], *(out if isinstance(out, (list, tuple)) else [out])]
+
+        return Layout((*lead, *self.shape), place)
+
+    def is_equal(self, other: "Layout") -> bool:
+        """Whether `other` has this shape and places every element where this one does."""
+        if not isinstance(other, Layout):
+            raise TypeError(f"Layout.is_equal: expected a T.Layout, got {type(other).__name__}")
+        same_shape = [int(a) for a in self.shape] == [int(b) for b in other.shape]
+        return same_shape and bool(self.index_map.is_equivalent_to(other.index_map))
 
 
 class Fragment:

@@ -11,6 +11,12 @@ dialect has round-to-nearest only).
 (`float16x2`, `bfloat16x2`, `float32x2`, e.g. `T.float16x2(a, b)` or a 2-element vector load)
 and compute lane by lane: `tl.add2`, ... calls that a dialect spells per vector dtype (CUDA
 `__hadd2`, `__hfma2`, ... on the 32-bit word of two halves).
+
+`T.__exp`, `T.__exp10`, `T.__log`, `T.__log2`, `T.__log10`, `T.__tan`, `T.__cos`, `T.__sin`
+(TileLang's fast math) compute the function approximately, whatever the kernel's fast-math
+option: a dialect spells them with its hardware approximations (CUDA `__expf`, ...) and one
+without approximations with its accurate functions. They take float16, bfloat16, float32 and
+float64 values and refuse others.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from tvm import ir, tirx
 from tilelang_core.codegen import builtins
 
 __all__ = [
+    "__cos", "__exp", "__exp10", "__log", "__log10", "__log2", "__sin", "__tan",
     "abs2", "add2", "fast_rcp", "fma2", "ieee_add", "ieee_fdiv", "ieee_fmaf", "ieee_frcp", "ieee_frsqrt",
     "ieee_fsqrt", "ieee_mul", "ieee_sub", "max2", "min2", "mul2", "sub2",
 ]
@@ -152,3 +159,24 @@ def min2(x: Any, y: Any) -> ir.Expr:
 def abs2(x: Any) -> ir.Expr:
     """Lane-wise absolute value of a two-lane vector."""
     return builtins.intrinsic(*_packed_call("abs2", x))
+
+
+_FAST_MATH_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+def _fast_math(name: str):
+    def approximate(x: Any) -> ir.Call:
+        value = tirx.const(float(x), "float32") if isinstance(x, (int, float)) and not isinstance(x, bool) else x
+        dtype = str(getattr(getattr(value, "ty", None), "dtype", type(value).__name__))
+        if dtype not in _FAST_MATH_DTYPES:
+            raise TypeError(f"T.__{name} only supports floating-point inputs, but got {dtype}; cast the value to "
+                            f"one of {', '.join(_FAST_MATH_DTYPES)}")
+        return tirx.call_intrin(dtype, f"tl.__{name}", value)
+
+    approximate.__name__ = approximate.__qualname__ = f"__{name}"
+    approximate.__doc__ = f"An approximate {name}(x) (fast math), of x's float dtype."
+    return approximate
+
+
+__exp, __exp10, __log, __log2 = (_fast_math(n) for n in ("exp", "exp10", "log", "log2"))
+__log10, __tan, __cos, __sin = (_fast_math(n) for n in ("log10", "tan", "cos", "sin"))

@@ -14,16 +14,18 @@ from .placement import FragmentDecision, FragmentLayouts
 from .plot import plot_layout
 from .tiled_gemm import TiledGemmPlan, split_tiles
 
+# TileLang's named layouts (its `tilelang.layout.swizzle`), in `tilelang_core.language.swizzle`
+_SWIZZLE = ("SwizzleMode", "make_full_bank_swizzled_layout", "make_half_bank_swizzled_layout",
+            "make_quarter_bank_swizzled_layout", "make_linear_layout", "make_gemm_fragment_8x8",
+            "make_gemm_fragment_8x8_transposed", "make_fully_replicated_layout_fragment")
+
 __all__ = ["Fragment", "FragmentError", "FragmentDecision", "FragmentLayouts", "cyclic_fragment",
            "plot_layout", "replicated_fragment", "row_fragment", "split_tiles", "TiledGemmPlan", "xor", "Layout",
-           "make_swizzled_layout", "make_full_bank_swizzled_layout", "make_half_bank_swizzled_layout",
-           "make_quarter_bank_swizzled_layout", "make_linear_layout"]
+           "make_swizzled_layout", *_SWIZZLE]
 
 # TileLang's `tilelang.layout` also holds the user-facing shared-memory layouts, which live in
 # the language (they need TVM): resolved on first access so this package stays TVM-free.
-_FROM_LANGUAGE = {"Layout": "layout", "make_swizzled_layout": "layout",
-                  "make_full_bank_swizzled_layout": "swizzle", "make_half_bank_swizzled_layout": "swizzle",
-                  "make_quarter_bank_swizzled_layout": "swizzle", "make_linear_layout": "swizzle"}
+_FROM_LANGUAGE = {"Layout": "layout", "make_swizzled_layout": "layout", **{name: "swizzle" for name in _SWIZZLE}}
 
 
 def __getattr__(name: str):

@@ -25,7 +25,12 @@ Names resolve on first access, so importing this package loads no pass.
   `infer_tiled_gemm_layout`, `feeds_from_another_layout`, `lower_tiled_gemm`;
 - TileLang's names at this path: `simplify_prim_func`, `apply_simplify` and TVM's
   `PassContext` (`simplify`), and `PassConfigKey` (the keys of `pass_configs`, from
-  `tilelang_core.jit.options`).
+  `tilelang_core.jit.options`);
+- TileLang's names for TVM's standard passes (`tvm_passes`): `Simplify`, `FlattenBuffer`,
+  `VectorizeLoop`, `UnrollLoop`, `MakePackedAPI`, `SplitHostDevice`, `LowerOpaqueBlock`,
+  `InjectSoftwarePipeline`, `ThreadSync`, each apache-tvm 0.27's pass of that name;
+- `LegalizeNegativeIndex` (`negative_index`): the core's pass that counts negative indices
+  from the end of their dimension, as a TVM pass.
 """
 from __future__ import annotations
 
@@ -54,6 +59,9 @@ _PUBLIC = {
     "VAR_RANGES": "guards",
     **{name: "simplify" for name in ("simplify_prim_func", "apply_simplify", "PassContext")},
     "PassConfigKey": "..jit.options",
+    **{name: "tvm_passes" for name in ("Simplify", "FlattenBuffer", "VectorizeLoop", "UnrollLoop", "MakePackedAPI",
+                                        "SplitHostDevice", "LowerOpaqueBlock", "InjectSoftwarePipeline", "ThreadSync")},
+    "LegalizeNegativeIndex": "negative_index",
     **{name: "tiled_gemm" for name in ("plan_tiled_gemm", "infer_tiled_gemm_layout", "feeds_from_another_layout",
                                         "lower_tiled_gemm")},
 }

@@ -16,6 +16,7 @@ __all__ = ["PassContext", "Pipeline", "PipelineError", "default_pipeline", "POIN
 # Named points of the default pipeline, in order. Backends insert passes relative to them.
 POINTS = (
     "inline_constants",  # scalars bound to constants (`rows, cols = s.shape` in a T.macro) inlined
+    "legalize_negative_index",  # provably negative indices count from the end (A[-1] is the last)
     "check",             # semantic checks with the user's source lines
     "guard_memory_access",  # global accesses that may leave their tensor: loads read 0, stores skipped
     "scope_thread_branches",  # tile ops under `if tx < C` run on that branch's threads (SIMT)
@@ -105,6 +106,7 @@ def default_pipeline() -> Pipeline:
         inline_constants,
         layout_inference,
         lower_tile_ops,
+        negative_index,
         parallel,
         pipeline_planning,
         safe_access,
@@ -118,6 +120,7 @@ def default_pipeline() -> Pipeline:
 
     return Pipeline([
         ("inline_constants", inline_constants.inline_constants),
+        ("legalize_negative_index", negative_index.legalize_negative_index),
         ("check", check.check),
         ("guard_memory_access", safe_access.guard_memory_access),
         ("scope_thread_branches", thread_branches.scope_thread_branches),
