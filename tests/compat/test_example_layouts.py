@@ -42,7 +42,7 @@ def test_bank_swizzle_of_a_buffer_keeps_leading_dims_and_checks_the_shape():
     assert (places[0, ..., 1:] == _places(make_full_bank_swizzled_layout(8, 64, 16), (8, 64))).all()
     with pytest.raises(ValueError, match="multiple of 8"):
         make_full_bank_swizzled_layout(6, 64, 16)
-    with pytest.raises(ValueError, match="whole chunks of 64 elements"):
+    with pytest.raises(ValueError, match="a row a multiple of 64 elements"):
         make_full_bank_swizzled_layout(8, 32, 16)
     with pytest.raises(TypeError, match="rows, cols, element_bits"):
         make_half_bank_swizzled_layout(8, 32)
