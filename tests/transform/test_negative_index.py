@@ -14,7 +14,7 @@ from tilelang_core.transform.negative_index import LegalizeNegativeIndex, legali
 def _mixed(A: T.Tensor((1024, 512), "float32"), B: T.Tensor((4, 4), "float32"), n: T.int32):
     with T.Kernel(1, threads=1) as _:
         for t in T.serial(4):
-            B[t, T.Ramp(0, 1, 4)] = A[-1, T.Ramp(t - 2, 1, 4)]
+            B[t, T.Ramp(0, 1, 4)] = A[-1, T.Ramp(t - 4, 1, 4)] + A[0, T.Ramp(t - 2, 1, 4)]
         for i in T.serial(1, 8):
             A[-i, -2] = A[n, 3]
 
@@ -22,8 +22,11 @@ def _mixed(A: T.Tensor((1024, 512), "float32"), B: T.Tensor((4, 4), "float32"), 
 def test_negative_scalars_ramps_and_unknown_lanes():
     text = legalize_negative_index(_mixed).script()
     assert "A[1024 - i, 510] = A[n, 3]" in text  # the symbolic index n is left to check/guards
-    # lanes t - 2 and t - 1 may be negative (t in 0..3): chosen at run time; t and t + 1 are not
-    assert "T.Shuffle([T.Select(t < 2, t + 510, t - 2), T.Select(t < 1, t + 511, t - 1), t, t + 1]" in text
+    # t in 0..3: lane t - 4 is negative (moved); t - 3 .. t - 1 may be (chosen at run time)
+    assert ("T.Shuffle([t + 508, T.Select(t < 3, t + 509, t - 3), T.Select(t < 2, t + 510, t - 2), "
+            "T.Select(t < 1, t + 511, t - 1)]") in text
+    # no lane of t - 2 .. t + 1 is known to be negative: the vector load stays as written
+    assert "A[0, T.Ramp(t - 2, 1, 4)]" in text
     assert "A[1023," in text
     moved = LegalizeNegativeIndex()(ir.IRModule({"main": _mixed}))["main"]
     assert moved.script() == text

@@ -5,10 +5,11 @@ Before: tile IR as written, where `A[-1]` or `B[-i]` (i in 1..n) may index a buf
 After: every index of a load or store that is provably negative in every execution is
 `extent + index`, simplified (`A[-1]` of a 1024-element dim is `A[1023]`, `B[-i]` is
 `B[1024 - i]`); a vector index (`T.Ramp`, `T.Broadcast`) whose lanes are all provably
-negative moves as a whole; one whose lanes differ becomes a `T.Shuffle` of its lanes, each
-moved when provably negative and, where its sign depends on run-time values, chosen at run
-time (`T.Select(lane < 0, extent + lane, lane)`). A scalar index whose sign is not known is
-left as written: `check` and `guard_memory_access` judge it. What is provable comes from loop
+negative moves as a whole; one with some lanes provably negative and others not becomes a
+`T.Shuffle` of its lanes, each moved when provably negative and, where its sign depends on
+run-time values, chosen at run time (`T.Select(lane < 0, extent + lane, lane)`). An index
+(scalar or vector) with no lane known to be negative is left as written: `check` and
+`guard_memory_access` judge it (a vector load of `A[base:base+8]` stays one vector load). What is provable comes from loop
 ranges, thread extents and let-bound values.
 """
 from __future__ import annotations
@@ -67,7 +68,7 @@ class _Signs:
         negative = [self.proves(p < zero) for p in points]
         if all(negative):
             return tir.Ramp(self.ana.simplify(_add(extent, value.base)), value.stride, value.lanes)
-        if all(self.proves(p >= zero) for p in points):
+        if not any(negative):  # no lane is known to be negative: left as written, like a scalar
             return None
         wide = str(self.ana.simplify(_add(extent, value.base)).ty.dtype)  # an int64 dim keeps int64 lanes
         out = []
