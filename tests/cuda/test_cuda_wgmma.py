@@ -548,7 +548,8 @@ def test_rs_gemm_accumulates_into_a_wgmma_accumulator_in_emulator():
 
 
 def _sliced_in_ranges(M=64, N=64, K=128, W=256):
-    """Two warpgroups with roles (`if tx < 128` / `else`), each running wgmma on column ranges
+    """Two warpgroups with roles (`if tx < 128` / `else`), each running T.wgmma_gemm (a kernel
+    that asks for wgmma gets it inside such scopes; others keep mma.sync there) on column ranges
     of shared tiles (TileLang's MLA kernels split the head dim so): C0 = Q_s[:, :64] @ K_s[:, :64]^T
     + Q_s[:, 64:] @ K_s[:, 64:]^T, the starts `j * 64` of an unrolled loop (K-major ranges);
     C1 = P_s @ V_s[:, 64:128], a range of whole slabs of an MN-major B."""
@@ -572,11 +573,11 @@ def _sliced_in_ranges(M=64, N=64, K=128, W=256):
             if tx < 128:
                 T.clear(acc0)
                 for j in T.unroll(K // 64):
-                    T.gemm(Q_s[:, j * 64:(j + 1) * 64], K_s[:, j * 64:(j + 1) * 64], acc0, transpose_B=True)
+                    T.wgmma_gemm(Q_s[:, j * 64:(j + 1) * 64], K_s[:, j * 64:(j + 1) * 64], acc0, transpose_B=True)
                 T.copy(acc0, C0)
             else:
                 T.clear(acc1)
-                T.gemm(P_s, V_s[:, 64:128], acc1)
+                T.wgmma_gemm(P_s, V_s[:, 64:128], acc1)
                 T.copy(acc1, C1)
 
     return main

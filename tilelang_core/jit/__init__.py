@@ -12,6 +12,8 @@ from typing import Any
 _NAMES = {
     "compile": "api", "jit": "api", "JITKernel": "api",
     "JITFunction": "function", "JITImpl": "function:JITFunction", "par_compile": "parallel",
+    # post-processing of generated source per target kind (a backend's instrumentation uses them)
+    "register_postproc": "postproc", "registered_postproc": "postproc", "unregister_postproc": "postproc",
 }
 
 __all__ = sorted(_NAMES)

@@ -565,7 +565,6 @@ def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     info = launch_info(func)
     block = info.threads
     barrier_ids = range_barrier_ids(func.body, ctx.caps, ctx.target, block)
-    divergent = _thread_dependent_vars(func.body, info.thread_vars())
 
     def in_range(attr: tir.AttrStmt) -> tir.Stmt:
         """A `T.ws` scope with its barriers placed; each is a barrier of its thread range."""
@@ -621,10 +620,6 @@ def insert_block_barriers(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
                 return in_range(s)
             return tir.AttrStmt(s.node, s.attr_key, s.value, rewrite(s.body), span=s.span)
         if isinstance(s, tir.IfThenElse):
-            if mentions(s.condition, divergent):
-                # threads take different sides: a block barrier inside would not be reached by
-                # all of them (a hang); the barrier after the whole statement orders its writes
-                return s
             return tir.IfThenElse(s.condition, rewrite(s.then_case),
                                   None if s.else_case is None else rewrite(s.else_case), span=s.span)
         return s

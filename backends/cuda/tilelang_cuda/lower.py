@@ -87,13 +87,14 @@ def infer_layout(target, op, ctx):
     """`tilelang_infer_layout`: the mma accumulator layout a tensor-core T.gemm imposes on C,
     and the A-operand layout on A when A is a fragment (reductions, elementwise loops and
     copies follow from the core's inference)."""
-    # inside a T.ws scope a gemm takes wgmma when the scope is made of whole warpgroups (tiles
+    # inside a T.ws scope a gemm takes wgmma when the scope is made of whole warpgroups and the
+    # kernel asks for wgmma (T.wgmma_gemm somewhere: TileLang's warp-specialized MLA) (tiles
     # that arrive through cp.async completing on mbarriers, whose writers cannot fence for
     # wgmma's async proxy, are fenced by the gemm's own threads after their wait); other
     # scopes keep mma.sync
     here = getattr(ctx, "thread_range", None)
     if op.name == "gemm" and has_wgmma(ctx.caps, op) and not getattr(ctx.options, "disable_wgmma", False) \
-            and (here is None or whole_warpgroups(here)):
+            and (here is None or (whole_warpgroups(here) and getattr(ctx, "facts", {}).get(REQUIRED_WGMMA))):
         from .lower_wgmma import wgmma_layouts
 
         facts = getattr(ctx, "facts", {})

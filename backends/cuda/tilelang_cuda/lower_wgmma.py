@@ -349,7 +349,7 @@ def place_wgmma_operands(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         if op.name != "gemm" or not has_wgmma(ctx.caps, op):
             continue
         here = ranges.get(op.stmt.__chandle__())
-        if here is not None and not whole_warpgroups(here):
+        if here is not None and not (whole_warpgroups(here) and ctx.facts.get("cuda.required_wgmma")):
             continue  # such T.ws scopes keep mma.sync (see lower.infer_layout)
         plan = plan_wgmma(op, threads if here is None else here.extent)
         if not takes_wgmma(plan, op, layouts):

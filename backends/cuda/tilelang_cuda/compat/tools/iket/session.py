@@ -9,7 +9,7 @@ import threading
 from typing import Any
 
 from tilelang_core import env
-from tilelang_core.jit.postproc import register_postproc, registered_postproc, unregister_postproc
+from tilelang_core.jit import register_postproc, registered_postproc, unregister_postproc
 
 from . import paths
 from .codegen import instrument
