@@ -1,7 +1,7 @@
 """`tilelang.backend.target.determine_target(target="auto", return_object=False)`.
 
 Resolves a target the way `tilelang.compile` does: "auto" (the detected device, or an
-enclosing `with tvm.target.Target(...)`), a kind ("cuda", "hip", "cpu", ...), "kind/arch",
+enclosing `with tvm.target.Target(...)`), a target kind an installed backend declares, "kind/arch",
 TileLang's TVM-style strings and dicts, as far as an installed backend accepts them. Returns
 its spelling ("kind/arch") or, with `return_object=True`, the core's `Target`. A target no
 installed backend declares is a `TargetError` that lists the ones that are.
