@@ -30,6 +30,7 @@ import json
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -46,9 +47,23 @@ def _tilelang() -> list[str]:
 
 
 def _pytest(testing: Path, args: list[str], timeout: float | None) -> subprocess.CompletedProcess:
+    """Run pytest under `tilelang run`. Past `timeout` seconds pytest gets SIGINT, as from Ctrl-C, so
+    that it stops its workers and still writes its JUnit report of the tests it finished; a pytest
+    still alive 60 s later is killed."""
     root = testing.resolve().parent.parent  # the checkout holding testing/python
     command = [*_tilelang(), "-m", "pytest", "-p", "no:cacheprovider", f"--confcutdir={root}", *args]
-    return subprocess.run(command, cwd=testing, capture_output=True, text=True, timeout=timeout)
+    with subprocess.Popen(command, cwd=testing, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+            try:
+                out, err = proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+            err += f"\nstopped after {timeout:.0f} s (--timeout)"
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
 
 def _folder(path: str) -> str:
@@ -98,6 +113,10 @@ def run(testing: Path, pytest_args: list[str], timeout: float | None) -> dict:
                                                                 "errors": 0, "failures": {}})
     for case in tree.iter("testcase") if tree is not None else ():
         module = (case.get("classname") or "").split(".")
+        for at in range(len(module) - 1):  # a rootdir above the checkout prefixes "...testing.python."
+            if module[at:at + 2] == ["testing", "python"]:
+                module = module[at + 2:]
+                break
         # classname is "folder.test_file[.Class]"; a file at the top has no folder
         folder = module[0] if len(module) > 1 and not module[0].startswith("test_") else "."
         outcome, message = _outcome(case)
