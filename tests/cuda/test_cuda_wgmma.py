@@ -594,3 +594,59 @@ def test_wgmma_in_warpgroup_roles_reads_column_ranges_in_emulator():
     _run(lowered, q, k, p, v, c0, c1)
     assert np.abs(c0 - qv @ kv.T).max() < 1e-2
     assert np.abs(c1 - pv @ vv[:, 64:128]).max() < 1e-2
+
+
+def _gemm_with_row_buffers(row_elems: int):
+    """A 64x64x64 wgmma GEMM block with four small shared buffers beside its tiles."""
+    import tilelang_core.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16"), C: T.Tensor((64, 64), "float32"),
+             R: T.Tensor((4, row_elems), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((64, 64), "float16")
+            B_s = T.alloc_shared((64, 64), "float16")
+            r0 = T.alloc_shared((row_elems,), "float32")
+            r1 = T.alloc_shared((row_elems,), "float32")
+            r2 = T.alloc_shared((row_elems,), "float32")
+            r3 = T.alloc_shared((row_elems,), "float32")
+            C_l = T.alloc_fragment((64, 64), "float32")
+            for i in T.Parallel(row_elems):  # live across the GEMM: no bytes shared with the tiles
+                r0[i] = A[0, i]
+                r1[i] = A[1, i]
+                r2[i] = A[2, i]
+                r3[i] = A[3, i]
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.gemm(A_s, B_s, C_l, clear_accum=True)
+            T.copy(C_l, C)
+            for i in T.Parallel(row_elems):
+                R[0, i] = r0[i]
+                R[1, i] = r1[i]
+                R[2, i] = r2[i]
+                R[3, i] = r3[i]
+    return main
+
+
+def test_small_shared_buffers_of_a_wgmma_kernel_are_not_rounded_to_1024_bytes():
+    """Tiles a descriptor reads start on 1024-byte boundaries; row buffers beside them take
+    the alignment their size allows (TileLang's FlashMLA needed 232,704 bytes, 256 past the
+    H200's opt-in, with each 256-byte buffer rounded up to 1024)."""
+    kernel = tilelang_core.compile(_gemm_with_row_buffers(64), target="cuda/sm_90a", cache=False)
+    source = kernel.get_kernel_source()
+    assert "tl::wgmma_m64n" in source
+    assert kernel.meta.shared_memory == 2 * 64 * 64 * 2 + 4 * 64 * 4  # not 3 * 1024 + 256 for the rows
+
+
+def test_shared_memory_past_the_opt_in_after_alignment_is_a_compile_error():
+    import dataclasses
+
+    from tilelang_core.codegen import CodegenError
+
+    target = _target("sm_90a")
+    tiles = 2 * 64 * 64 * 2
+    # the core's plan (16-byte alignment) fits; the printer's (128 bytes per small buffer) does not
+    small = dataclasses.replace(target, capabilities=dataclasses.replace(target.capabilities,
+                                                                         shared_memory_optin=tiles + 4 * 16))
+    with pytest.raises(CodegenError, match="shared_memory_optin"):
+        tilelang_core.compile(_gemm_with_row_buffers(4), target=small, cache=False)

@@ -59,11 +59,13 @@ def test_gemm_clear_accum_known_at_run_time():
 
 
 def test_parallel_takes_tilelangs_prefer_async_hint():
-    """TileLang's minference example writes `T.Parallel(n, prefer_async=True)`."""
+    """TileLang's minference example writes `T.Parallel(n, prefer_async=True, annotations={...})`:
+    hints that leave the loop's meaning alone."""
     @T.prim_func
     def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
         with T.Kernel(1, threads=64) as bx:
-            for i in T.Parallel(64, prefer_async=True):
+            for i in T.Parallel(64, prefer_async=True,
+                                annotations={"parallel_async_without_async_commit_wait": True}):
                 B[i] = A[i]
 
     import numpy as np
@@ -73,3 +75,18 @@ def test_parallel_takes_tilelangs_prefer_async_hint():
     a, b = np.arange(64, dtype=np.float32), np.full(64, np.nan, np.float32)
     tilelang.compile(main, target="cpu")(a, b)
     np.testing.assert_array_equal(b, a)
+
+
+def test_parallel_annotations_must_be_a_dict():
+    import pytest
+
+    import tilelang_core as tilelang
+
+    with pytest.raises(Exception, match="annotations must be a dict"):
+        @T.prim_func
+        def main(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64) as bx:
+                for i in T.Parallel(64, annotations=["async"]):
+                    A[i] = 0.0
+
+        tilelang.compile(main, target="cpu")

@@ -120,6 +120,10 @@ def test_shared_buffers_with_disjoint_lifetimes_share_bytes():
 
     offsets, total = place_buffers([("q", 100, 0, 5), ("k", 64, 1, 5), ("out", 128, 6, 7)])
     assert offsets == {"q": 0, "k": 112, "out": 0} and total == 176
+    # an alignment per buffer: small buffers after a 1024-aligned tile do not each round up to 1024
+    offsets, total = place_buffers([("tile", 2048, 0, 9, 1024), ("row", 256, 0, 9, 256), ("row2", 256, 0, 9, 256),
+                                    ("tile2", 1024, 0, 9, 1024)], 16)
+    assert offsets == {"tile": 0, "row": 2048, "row2": 2304, "tile2": 3072} and total == 4096
     # FlashAttention: the epilogue's O_shared reuses the bytes of the main loop's tiles
     import tilelang_core
 

@@ -461,12 +461,19 @@ class CStyleCodegen(CExprPrinter):
                                    f"{list(info.shape)}; shared memory needs constant shapes")
             span = lifetimes.get(info.name)
             first, last = (int(span[0]), int(span[1])) if span is not None else (0, 1 << 30)
-            items.append((index, size * self.dtype_bytes(info.dtype), first, last))
+            nbytes = size * self.dtype_bytes(info.dtype)
+            items.append((index, nbytes, first, last, self.shared_alignment(nbytes)))
         offsets, total = place_buffers(items, self.dyn_shared_alignment)
         for index, stmt in enumerate(allocs):
             if index in offsets:
                 self.dyn_shared_offsets[stmt.buffer] = offsets[index]
-        self.dyn_shared_bytes = max((offsets[i] + size for i, size, _, _ in items), default=0)
+        self.dyn_shared_bytes = max((offsets[item[0]] + item[1] for item in items), default=0)
+
+    def shared_alignment(self, nbytes: int) -> int:
+        """The alignment of a dynamic shared buffer of `nbytes` bytes in the packed array
+        (default: `dyn_shared_alignment` for every buffer). Dialects whose large tiles need
+        a coarser alignment than small buffers override it."""
+        return self.dyn_shared_alignment
 
     @staticmethod
     def dtype_bytes(dtype: str) -> int:

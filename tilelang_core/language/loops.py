@@ -125,15 +125,21 @@ class ParallelNest:
         return frames
 
 
-def Parallel(*extents: Any, coalesced_width: int | None = None, prefer_async: bool | None = None) -> Any:  # noqa: N802
+def Parallel(*extents: Any, coalesced_width: int | None = None, prefer_async: bool | None = None,  # noqa: N802
+             annotations: dict | None = None) -> Any:
     """Loops whose iterations are independent, one per extent: `for i, j in T.Parallel(M, N)`.
 
     Each becomes a `For` of kind PARALLEL; layout inference later splits them over threads.
-    `prefer_async` (TileLang's hint that a copy-like loop may become asynchronous copies) is
-    accepted and changes nothing: the backends choose asynchronous copies themselves.
+    `prefer_async` (TileLang's hint that a copy-like loop may become asynchronous copies) and
+    `annotations` (TileLang's scheduling hints for the loop, such as
+    `{"parallel_async_without_async_commit_wait": True}`) are accepted and change nothing: the
+    backends choose asynchronous copies and their waits themselves. The meaning of the loop
+    never depends on them.
     """
     if not extents:
         raise ValueError("T.Parallel needs at least one extent")
+    if annotations is not None and not isinstance(annotations, dict):
+        raise TypeError(f"T.Parallel: annotations must be a dict of loop hints, got {type(annotations).__name__}")
     nest = ParallelNest(extents, coalesced_width)
     return nest.frames()[0] if len(extents) == 1 else nest
 

@@ -28,19 +28,22 @@ ALIGN = 16
 
 
 def place_buffers(items, align: int = ALIGN) -> tuple[dict, int]:
-    """Offsets for `items` = [(key, bytes, first, last)]: buffers whose [first, last] ranges
-    overlap get disjoint bytes (first fit, in the given order, so buffers that all overlap pack
-    one after the other); returns ({key: offset}, total)."""
+    """Offsets for `items` = [(key, bytes, first, last)] or [(key, bytes, first, last, align)]:
+    buffers whose [first, last] ranges overlap get disjoint bytes (first fit, in the given
+    order, so buffers that all overlap pack one after the other), each at a multiple of its own
+    alignment (the fifth element) or of `align`; returns ({key: offset}, total rounded up to
+    `align`)."""
     placed: list[tuple[int, int, int, int]] = []  # offset, end, first, last
     offsets = {}
-    for key, size, first, last in items:
+    for key, size, first, last, *own in items:
+        step = own[0] if own else align
         offset = 0
         for lo, hi, f, l in sorted(placed):
             if f > last or l < first:
                 continue
             if offset + size <= lo:
                 break
-            offset = max(offset, (hi + align - 1) // align * align)
+            offset = max(offset, (hi + step - 1) // step * step)
         offsets[key] = offset
         placed.append((offset, offset + size, first, last))
     total = max((hi for _, hi, _, _ in placed), default=0)

@@ -392,6 +392,25 @@ class CUDACodegen(GPUCodegen):
         wgmma = _calls_extern(self.func, "tl::wgmma_desc")
         self.dyn_shared_alignment = WGMMA_SHARED_ALIGNMENT if wgmma else type(self).dyn_shared_alignment
         super().plan_allocations(allocs)
+        limit = self.target.capabilities.shared_memory_optin if self.target is not None else None
+        static = sum((buffer_info(a.buffer).const_size() or 0) * self.dtype_bytes(buffer_info(a.buffer).dtype)
+                     for a in allocs if buffer_info(a.buffer).scope in ("shared", SCOPE_BARRIER))
+        if limit is not None and self.dyn_shared_bytes + static > limit:
+            raise CodegenError(
+                f"the kernel needs {self.dyn_shared_bytes} bytes of dynamic shared memory after aligning its "
+                f"tiles for the tensor cores (and {static} bytes of static shared memory: barriers) but "
+                f"{self.target} allows {limit} per block (capability shared_memory_optin); use smaller tiles "
+                f"or fewer stages")
+
+    def shared_alignment(self, nbytes: int) -> int:
+        # a swizzled tile repeats its pattern every 256, 512 or 1024 bytes (32/64/128-byte
+        # swizzle) and its size is a multiple of that pattern: a buffer gets the largest power
+        # of two dividing its size, up to the kernel's alignment, so small buffers (row
+        # statistics) do not each round the packed array up to the next 1024 bytes
+        base = type(self).dyn_shared_alignment
+        if self.dyn_shared_alignment <= base:
+            return self.dyn_shared_alignment
+        return max(base, min(self.dyn_shared_alignment, nbytes & -nbytes))
 
     # -- loops ----------------------------------------------------------------------------
 
