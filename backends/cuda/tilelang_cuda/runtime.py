@@ -234,6 +234,8 @@ class CUDAKernel(LoadedKernel):
         if meta.extra.get("l2_access_policy"):  # T.annotate_l2_hit_ratio
             self._l2_window = L2Window(meta, self._slots)
             self._launch_kernel = self._l2_window.around(cu, self._launch_kernel)
+        self._per_call_extras = bool(self._tensor_maps) or self._l2_window is not None
+        self._raw_stream = None
 
     def _allow_shared_memory(self, nbytes: int) -> None:
         cu = _cu()
@@ -258,14 +260,20 @@ class CUDAKernel(LoadedKernel):
             raise KernelCallError(f"kernel {self.meta.entry!r} takes {self._nparams} arguments, got {len(args)}")
         for slot, is_pointer, value in zip(self._slots, self._is_pointer, args):
             slot.value = _pointer_of(value) if is_pointer and type(value) is not int else value
-        for tensor_map in self._tensor_maps:
-            tensor_map.update(self._slots[tensor_map.param].value, args)
-        if self._l2_window is not None:
-            self._l2_window.bind(args)
+        if self._per_call_extras:
+            for tensor_map in self._tensor_maps:
+                tensor_map.update(self._slots[tensor_map.param].value, args)
+            if self._l2_window is not None:
+                self._l2_window.bind(args)
         if shared_memory > self._shared_limit:
             self._allow_shared_memory(shared_memory)
         if stream is None:
-            stream = self._runtime.current_stream(self.device)
+            raw = self._raw_stream  # torch's current-stream getter, once torch drives CUDA
+            if raw is None:
+                stream = self._runtime.current_stream(self.device)
+                self._raw_stream = self._runtime.__dict__.get("_raw_stream")
+            else:
+                stream = raw(self.device)
         elif type(stream) is not int:
             stream = getattr(stream, "cuda_stream", stream)
         self._runtime._last_kernel = self.meta.entry
