@@ -17,6 +17,7 @@ __all__ = ["PassContext", "Pipeline", "PipelineError", "default_pipeline", "POIN
 POINTS = (
     "inline_constants",  # scalars bound to constants (`rows, cols = s.shape` in a T.macro) inlined
     "legalize_negative_index",  # provably negative indices count from the end (A[-1] is the last)
+    "widen_fragments",   # fragments indexed past their declared shape take the range used (TileLang)
     "check",             # semantic checks with the user's source lines
     "guard_memory_access",  # global accesses that may leave their tensor: loads read 0, stores skipped
     "scope_thread_branches",  # tile ops under `if tx < C` run on that branch's threads (SIMT)
@@ -116,11 +117,13 @@ def default_pipeline() -> Pipeline:
         threads,
         uniform_selects,
         vectorize,
+        widen_fragments,
     )
 
     return Pipeline([
         ("inline_constants", inline_constants.inline_constants),
         ("legalize_negative_index", negative_index.legalize_negative_index),
+        ("widen_fragments", widen_fragments.widen_overindexed_fragments),
         ("check", check.check),
         ("guard_memory_access", safe_access.guard_memory_access),
         ("scope_thread_branches", thread_branches.scope_thread_branches),
