@@ -74,6 +74,8 @@ class MmaInstruction:
 MMA_INSTRUCTIONS = {
     ("float16", "float32"): MmaInstruction(16, "float16", "float32", "tl::mma_m16n8k16_f16_f32", 16),
     ("bfloat16", "float32"): MmaInstruction(16, "bfloat16", "float32", "tl::mma_m16n8k16_bf16_f32", 16),
+    # f16 accumulator: one rounding to f16 per k16 step, as the instruction does in TileLang
+    ("float16", "float16"): MmaInstruction(16, "float16", "float16", "tl::mma_m16n8k16_f16_f16_halves", 16),
     ("int8", "int32"): MmaInstruction(32, "int8", "int32", "tl::mma_m16n8k32_s8_s32", 8),
     # float32 operands run as tf32 (10-bit mantissa, rounded to nearest), as TileLang does
     ("float32", "float32"): MmaInstruction(8, "float32", "float32", "tl::mma_m16n8k8_tf32_f32", 32,

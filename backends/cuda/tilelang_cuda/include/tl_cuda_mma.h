@@ -51,6 +51,19 @@ TL_DEVICE void mma_m16n8k16_f16_f16(uint32_t* d, const uint32_t* a, const uint32
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]));
 }
 
+// T.gemm's f16 accumulator: C and D as the fragment's 4 halves (c0..c3), packed two per .b32
+// as the instruction takes them (c0 in the low half).
+TL_DEVICE void mma_m16n8k16_f16_f16_halves(half_t* d, const uint32_t* a, const uint32_t* b, const half_t* c) {
+  uint32_t cw[2], dw[2];
+  cw[0] = (uint32_t)__half_as_ushort(c[0]) | ((uint32_t)__half_as_ushort(c[1]) << 16);
+  cw[1] = (uint32_t)__half_as_ushort(c[2]) | ((uint32_t)__half_as_ushort(c[3]) << 16);
+  mma_m16n8k16_f16_f16(dw, a, b, cw);
+  d[0] = __ushort_as_half((unsigned short)(dw[0] & 0xFFFFu));
+  d[1] = __ushort_as_half((unsigned short)(dw[0] >> 16));
+  d[2] = __ushort_as_half((unsigned short)(dw[1] & 0xFFFFu));
+  d[3] = __ushort_as_half((unsigned short)(dw[1] >> 16));
+}
+
 // D = A * B + C with A 16x32 row-major s8 (4 x .b32 = 16 bytes), B 32x8 col-major s8
 // (2 x .b32), C and D 16x8 s32 (4 ints).
 TL_DEVICE void mma_m16n8k32_s8_s32(int32_t* d, const uint32_t* a, const uint32_t* b, const int32_t* c) {
