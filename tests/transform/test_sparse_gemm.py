@@ -19,7 +19,7 @@ def e_factor(dtype, meta):
 
 
 def sparse_matmul(M, N, K, bM, bN, bK, dtype, accum, meta, trans_a=False, trans_b=False, a_frag=False, b_frag=False,
-                  stages=2):
+                  stages=2, threads=128):
     """TileLang's tilelibrary test kernel (its four operand forms), written again."""
     ef = e_factor(dtype, meta)
     a_shape = (K // 2, M) if trans_a else (M, K // 2)
@@ -32,7 +32,7 @@ def sparse_matmul(M, N, K, bM, bN, bK, dtype, accum, meta, trans_a=False, trans_
     @T.prim_func
     def main(A: T.Tensor(a_shape, dtype), E: T.Tensor(e_shape, meta), B: T.Tensor(b_shape, dtype),
              C: T.Tensor((M, N), accum)):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=128) as (bx, by):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
             A_s = T.alloc_shared(as_shape, dtype)
             B_s = T.alloc_shared(bs_shape, dtype)
             E_s = T.alloc_shared(es_shape, meta)
