@@ -54,3 +54,22 @@ def test_sparse_gemm_on_wgmma_is_exact_in_the_emulator():
     _run(lowered, values, metadata, b, c)
     expected = dense.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch, dtype, meta, sass", [
+    ("sm_80", "float16", "int16", "HMMA"),
+    ("sm_90a", "float16", "int16", "HGMMA"),
+    ("sm_90a", "bfloat16", "int8", "HGMMA"),
+    ("sm_90a", "float8_e5m2", "int32", None),
+])
+def test_tilelang_test_kernel_compiles_with_nvrtc(arch, dtype, meta, sass):
+    """The shape TileLang's tilelibrary test uses (128 x 128 tiles, K-step 64, 2 stages,
+    128 threads) compiles to a cubin, on tensor-core instructions where the dense GEMM has them."""
+    import tilelang_core
+    from test_cuda_lowering import _sass_ops
+
+    func = sparse_matmul(256, 128, 128, 128, 128, 64, dtype, "float32", meta, trans_b=True)
+    kernel = tilelang_core.compile(func, out_idx=[3], target=f"cuda/{arch}", cache=False)
+    assert kernel.binary
+    if sass is not None:
+        assert _sass_ops(kernel).get(sass, 0) > 0

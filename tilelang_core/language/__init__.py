@@ -26,7 +26,7 @@ import tilelang_core.ir.ops  # noqa: F401 - registers the tl.* ops and the T.tl 
 
 from . import (allocate, atomics, bindings, convolution, dtypes, eager, extern, groups, kernel, layout, let_values,
                loops, macros, math_intrinsics, memory_hints, misc, parser, random, reducers, sparse_gemm, tensor,
-               threads,
+               threads, tuple_assign,
                tile_schedule, tileops, utilities)
 from .allocate import *  # noqa: F401,F403
 from .atomics import *  # noqa: F401,F403
@@ -54,6 +54,7 @@ from .tileops import *  # noqa: F401,F403
 from .utilities import *  # noqa: F401,F403
 
 loops.install_for_handler()
+tuple_assign.install_tuple_assign_handler()
 
 # TVMScript names this language does not take over: a different meaning here (Layout,
 # Buffer, prim_func, alloc_*, the loop spellings) or none in a TileLang kernel.
