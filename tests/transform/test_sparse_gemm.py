@@ -162,3 +162,12 @@ def _bad_metadata_kernel():
             T.gemm_sp(A_s, E_s, B_s, C_f)
 
     return main
+
+
+def test_printed_kernel_parses_back_equal():
+    import tvm
+
+    func = sparse_matmul(64, 32, 64, 64, 32, 64, "float16", "float32", "int16", trans_a=True)
+    text = func.script()
+    assert "T.tl.gemm_sp(" in text
+    tvm.ir.assert_structural_equal(func, tvm.script.from_source(text))
