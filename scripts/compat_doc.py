@@ -563,8 +563,10 @@ REASONS: list[Reason] = [
            "yet, into descriptor parameters): not yet; the wgmma names it builds on (T.alloc_wgmma_desc, "
            "T.initialize_wgmma_descriptor, T.ptx_wgmma_ss / rs, T.warpgroup_*) are provided",
            names=_names("WGMMATensorCoreIntrinEmitter", "WGMMADescriptorParams", "compute_gmma_descriptor")),
-    Reason(NOT_YET, "2:4 structured-sparse tensor-core GEMM (mma.sp / wgmma.sp with a metadata "
-           "operand): not yet", pattern=r"_sp$|_sp_|Sparse|^gemm_sp$"),
+    Reason(NOT_YET, "2:4 structured-sparse tensor-core instructions by name (mma.sp / wgmma.sp emitters, "
+           "the explicitly asynchronous T.wgmma_gemm_sp / T.tcgen05_gemm_sp): not yet; T.gemm_sp itself runs "
+           "on every target (the dense A rebuilt from its values and metadata, then T.gemm)",
+           pattern=r"_sp$|_sp_|Sparse"),
     Reason(NOT_YET, "TMA multicast and SM-to-SM copies inside a cluster: not yet (T.ClusterKernel "
            "and the cluster barriers are provided)", names=_names("copy_cluster")),
     Reason(NOT_YET, "Philox random numbers on the device (curand's generator): not yet",

@@ -35,6 +35,7 @@ __all__ = [
     "SCOPE_LOCAL",
     "SCOPE_SHARED",
     "SCOPE_VAR",
+    "SPARSE_GROUPS",
     "TILE_OP_NAMES",
 ]
 
@@ -95,6 +96,17 @@ ANN_PARALLEL_COALESCED_WIDTH = "coalesced_width"  # T.Parallel(..., coalesced_wi
 GEMM_POLICIES = ("Square", "FullRow", "FullCol")  # index = the policy int of tl.gemm
 REDUCE_KINDS = ("max", "min", "sum", "abssum", "absmax", "bitand", "bitor", "bitxor")
 ATOMIC_KINDS = ("add", "max", "min", "or")  # "or": tl.atomic_elem only
+# T.gemm_sp's structured sparsity, per dtype of A: (values kept, group size) along K
+# (TileLang's GROUP_CONFIG: 2:4, and 1:2 for 32-bit types)
+SPARSE_GROUPS = {
+    "float32": (1, 2),
+    "float16": (2, 4),
+    "bfloat16": (2, 4),
+    "int8": (2, 4),
+    "uint8": (2, 4),
+    "float8_e4m3fn": (2, 4),
+    "float8_e5m2": (2, 4),
+}
 
 # Every tile op, by its registered name. `tl.region` is an argument, not a statement.
 TILE_OP_NAMES = (
@@ -102,6 +114,7 @@ TILE_OP_NAMES = (
     "tl.transpose",
     "tl.fill",
     "tl.gemm",
+    "tl.gemm_sp",
     "tl.reduce",
     "tl.cumsum",
     "tl.cummax",

@@ -89,6 +89,10 @@ class TLScriptNamespace:
         return make_call("gemm", a, b, c, transpose_a, transpose_b, policy, clear_accum, m, n, k, *wg_wait)
 
     @staticmethod
+    def gemm_sp(a, e, b, c, transpose_a, transpose_e, transpose_b, policy, clear_accum, m, n, k):
+        return make_call("gemm_sp", a, e, b, c, transpose_a, transpose_e, transpose_b, policy, clear_accum, m, n, k)
+
+    @staticmethod
     def reduce(src, dst, kind, dim, clear):
         return make_call("reduce", src, dst, kind, dim, clear)
 

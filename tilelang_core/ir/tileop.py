@@ -38,7 +38,8 @@ class TileOp:
 
     Argument orders (the contract; see `tilelang_core.ir`):
     copy(src, dst[, hints]) · transpose(src, dst) · fill(dst, value) ·
-    gemm(A, B, C, trans_A, trans_B, policy, clear_accum, M, N, K[, wg_wait]) · reduce(src, dst, kind, dim, clear) · cumsum / cummax(src, dst, dim, reverse) ·
+    gemm(A, B, C, trans_A, trans_B, policy, clear_accum, M, N, K[, wg_wait]) ·
+    gemm_sp(A_sparse, E, B, C, trans_A, trans_E, trans_B, policy, clear_accum, M, N, K) · reduce(src, dst, kind, dim, clear) · cumsum / cummax(src, dst, dim, reverse) ·
     atomic(kind, dst, src or value, memory_order, use_tma) ·
     atomic_elem(kind, BufferLoad dst, value, memory_order) ·
     use_swizzle(panel_size, order) · print(value or region, msg) · device_assert(cond, msg) ·

@@ -25,7 +25,8 @@ import tvm.tirx.script.parser as _tirx
 import tilelang_core.ir.ops  # noqa: F401 - registers the tl.* ops and the T.tl namespace
 
 from . import (allocate, atomics, bindings, convolution, dtypes, eager, extern, groups, kernel, layout, let_values,
-               loops, macros, math_intrinsics, memory_hints, misc, parser, random, reducers, tensor, threads,
+               loops, macros, math_intrinsics, memory_hints, misc, parser, random, reducers, sparse_gemm, tensor,
+               threads, tuple_assign,
                tile_schedule, tileops, utilities)
 from .allocate import *  # noqa: F401,F403
 from .atomics import *  # noqa: F401,F403
@@ -44,6 +45,7 @@ from .misc import *  # noqa: F401,F403
 from .parser import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .reducers import *  # noqa: F401,F403
+from .sparse_gemm import *  # noqa: F401,F403
 from .memory_hints import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
 from .threads import *  # noqa: F401,F403
@@ -52,6 +54,7 @@ from .tileops import *  # noqa: F401,F403
 from .utilities import *  # noqa: F401,F403
 
 loops.install_for_handler()
+tuple_assign.install_tuple_assign_handler()
 
 # TVMScript names this language does not take over: a different meaning here (Layout,
 # Buffer, prim_func, alloc_*, the loop spellings) or none in a TileLang kernel.
@@ -75,6 +78,7 @@ _OWN_NAMES = [
     *parser.__all__,
     *random.__all__,
     *reducers.__all__,
+    *sparse_gemm.__all__,
     *memory_hints.__all__,
     *tensor.__all__,
     *threads.__all__,

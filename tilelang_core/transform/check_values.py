@@ -20,16 +20,20 @@ Each raises `TileLangCompileError` at the user's line, naming the value seen and
   source span (a cast the user wrote, `T.Cast`/`T.cast`/`.astype`, carries one). Such an
   implicit float -> int conversion is refused; an implicit int -> narrower int one is refused
   unless the value's range, over the constant loop and launch ranges, fits the destination
-  (`B_int8[i] = i` with `i` in 0..63 passes). Int -> float, float -> narrower float and
+  (`B_int8[i] = i` with `i` in 0..63 passes; a `T.if_then_else` spans both its values), and
+  only warned about when the value reads the destination itself (a counter `n = n + 1` of
+  uint8: its bound merely restates the destination's range). Int -> float, float -> narrower float and
   widening conversions pass.
 """
 from __future__ import annotations
+
+import warnings
 
 from tvm import ir
 from tvm import tirx as tir
 from tvm.sym import Analyzer
 
-from ..ir import TileOp, is_tile_op, source_of
+from ..ir import TileOp, format_source, is_tile_op, source_of
 from .errors import TileLangCompileError
 from .irutil import is_global, loosely_bounded, walk
 
@@ -301,10 +305,17 @@ def check_lossy_stores(func: tir.PrimFunc) -> None:
         if why is None:
             return
         if _is_int(src):
-            bound = ranges.ana.const_int_bound(value.value)
-            if _fits(bound, dst):
+            low, high = _int_bound(ranges.ana, value.value)
+            if _fits_range(low, high, dst):
                 return
-            low, high = int(bound.min_value), int(bound.max_value)
+            if _reads(value.value, stmt.buffer):
+                # a value carried from one store to the next (a uint8 counter, `n = n + 1`):
+                # the bound only restates the destination's range, so the check cannot tell;
+                # TileLang converts (wraps), as the cast says, and so do we, with a warning
+                warnings.warn(f"the store into {stmt.buffer.name} ({dst}) at {format_source(stmt)} converts a {src} "
+                              f"value computed from {stmt.buffer.name} itself, which the compiler cannot bound: "
+                              f"values outside {dst}'s range wrap", stacklevel=2)
+                return
             if low > _INT32_MIN and high < _INT32_MAX:
                 why += f" (this value spans {low}..{high})"
         name = stmt.buffer.name
@@ -316,8 +327,34 @@ def check_lossy_stores(func: tir.PrimFunc) -> None:
     ranges.walk(func.body, on_store)
 
 
+def _reads(expr, buffer) -> bool:
+    """Whether `expr` loads from `buffer`."""
+    found: list = []
+    walk(expr, lambda load: found.append(load) if load.source.same_as(buffer) else None, (ir.TensorLoad,))
+    return bool(found)
+
+
 def _fits(bound, dtype: str) -> bool:
     """Whether a constant integer bound lies inside `dtype`'s range."""
+    return _fits_range(int(bound.min_value), int(bound.max_value), dtype)
+
+
+def _fits_range(low: int, high: int, dtype: str) -> bool:
     bits = _bits(dtype)
-    low, high = (0, 2 ** bits - 1) if dtype.startswith("uint") else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
-    return low <= int(bound.min_value) and int(bound.max_value) <= high
+    lowest, highest = (0, 2 ** bits - 1) if dtype.startswith("uint") else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    return lowest <= low and high <= highest
+
+
+def _int_bound(ana, expr) -> tuple[int, int]:
+    """(min, max) of an integer value: a choice (`T.if_then_else`, `T.Select`) spans both of
+    its values, which the analyzer does not look into; anything else is the analyzer's bound."""
+    choice = None
+    if isinstance(expr, tir.Select):
+        choice = (expr.true_value, expr.false_value)
+    elif isinstance(expr, ir.Call) and isinstance(expr.op, ir.Op) and expr.op.name.endswith("if_then_else"):
+        choice = tuple(expr.args[1:3])
+    if choice is not None:
+        bounds = [_int_bound(ana, value) for value in choice]
+        return min(b[0] for b in bounds), max(b[1] for b in bounds)
+    bound = ana.const_int_bound(expr)
+    return int(bound.min_value), int(bound.max_value)

@@ -18,6 +18,7 @@ POINTS = (
     "inline_constants",  # scalars bound to constants (`rows, cols = s.shape` in a T.macro) inlined
     "legalize_negative_index",  # provably negative indices count from the end (A[-1] is the last)
     "widen_fragments",   # fragments indexed past their declared shape take the range used (TileLang)
+    "expand_sparse_gemm",  # T.gemm_sp -> the dense A rebuilt from its values and metadata, then T.gemm
     "check",             # semantic checks with the user's source lines
     "guard_memory_access",  # global accesses that may leave their tensor: loads read 0, stores skipped
     "scope_thread_branches",  # tile ops under `if tx < C` run on that branch's threads (SIMT)
@@ -111,6 +112,7 @@ def default_pipeline() -> Pipeline:
         parallel,
         pipeline_planning,
         safe_access,
+        sparse_gemm,
         storage,
         thread_branches,
         thread_allreduce,
@@ -124,6 +126,7 @@ def default_pipeline() -> Pipeline:
         ("inline_constants", inline_constants.inline_constants),
         ("legalize_negative_index", negative_index.legalize_negative_index),
         ("widen_fragments", widen_fragments.widen_overindexed_fragments),
+        ("expand_sparse_gemm", sparse_gemm.expand_sparse_gemm),
         ("check", check.check),
         ("guard_memory_access", safe_access.guard_memory_access),
         ("scope_thread_branches", thread_branches.scope_thread_branches),

@@ -11,7 +11,7 @@ make_mma_swizzle_layout` finds `tilelang_cuda.compat.intrinsics`. Provided so fa
 | `tilelang.cuda.intrinsics.macro[.mma_macro_generator]` | `TensorCoreIntrinEmitter` (mma.sync GEMMs over `T.alloc_local` registers), `TensorCoreIntrinEmitterWithLadderTransform` (operands BitBLAS's ladder transform pre-permuted); `INT4TensorCoreIntrinEmitter`, gone from TileLang since its PR #2063, fails to import with that reason |
 | `tilelang.cuda.intrinsics.layout.mma_layout` | also the mma.sync operand register layouts (`shared_16x{8,16,32}_to_mma_32x{4,8,16}_layout_{sr,rs}_{a,b}`) |
 | `tilelang.cuda.intrinsics.layout[.utils]` | `get_mma_micro_size` |
-| `tilelang.cuda.intrinsics.sparse_layout` | `GROUP_CONFIG`, `get_e_factor`, `get_e_replicate_factor` (2:4 sparsity metadata factors; `T.gemm_sp` itself is not provided) |
+| `tilelang.cuda.intrinsics.sparse_layout` | `GROUP_CONFIG`, `get_e_factor`, `get_e_replicate_factor` (2:4 sparsity metadata factors; `T.gemm_sp` is the core's) |
 | `tilelang.tools.cuda.iket` (claimed separately, from `compat.tools`) | IKET instrumentation: `mark`, `range`, `payload`, `session`, ... |
 
 TileLang's `T.ptx_mma` and `T.ptx_ldmatrix`, which the emitter emits, come from

@@ -4,7 +4,8 @@ semi-structured sparsity (mma.sp), which TileLang's sparse compressor and its sp
 A 2:4 sparse operand keeps `elem` of every `group` consecutive values along K (2 of 4; for
 32-bit floats, 1 of 2) plus metadata: 4 bits per group (two 2-bit positions), packed into
 integers of the metadata dtype. These functions only compute those factors; the sparse GEMM
-itself (`T.gemm_sp`) is not part of this backend yet.
+itself (`T.gemm_sp`) is the core's (`tilelang_core.language.sparse_gemm`), which reads the same
+format on every target.
 """
 from __future__ import annotations
 
