@@ -36,7 +36,9 @@ def _kernel_stack() -> list[Kernel]:
 class Kernel:
     """`with T.Kernel(gx, gy, threads=128) as (bx, by):` launches a gx x gy grid of blocks.
 
-    One to three grid extents; `threads` is an int or a tuple of up to three extents.
+    Up to three grid extents; none (`T.Kernel(threads=128)`) launches a single block, and the
+    `as` target then gets an empty tuple (no block index to name: the block index is 0).
+    `threads` is an int or a tuple of up to three extents.
     `is_cpu` is accepted for TileLang compatibility and has no effect: the target's
     capabilities decide how blocks run.
     Entering opens one `launch_thread` per block dim (blockIdx.x/y/z, named as the user
@@ -47,8 +49,8 @@ class Kernel:
     def __init__(
         self, *blocks: Any, threads: Any = None, is_cpu: bool = False, prelude: str | None = None, **extensions: Any
     ) -> None:
-        if not 1 <= len(blocks) <= 3:
-            raise ValueError(f"T.Kernel takes 1 to 3 grid extents, got {len(blocks)}")
+        if len(blocks) > 3:
+            raise ValueError(f"T.Kernel takes at most 3 grid extents (gridDim.x, y, z), got {len(blocks)}")
         if threads is None:
             threads = _DEFAULT_THREADS
         threads = tuple(threads) if isinstance(threads, (list, tuple)) else (threads,)
@@ -71,6 +73,8 @@ class Kernel:
         for axis, extent in zip(_AXES, self.blocks):
             var = self._frames.enter_context(_builder.launch_thread(f"blockIdx.{axis}", extent))
             self.block_vars.append(IRBuilder.name(f"b{axis}", var))
+        if not self.blocks:  # a single block: the launch still names its one grid dim
+            IRBuilder.name("bx", self._frames.enter_context(_builder.launch_thread("blockIdx.x", 1)))
         for axis, extent in zip(_AXES, self.threads):
             var = self._frames.enter_context(_builder.launch_thread(f"threadIdx.{axis}", extent))
             self.thread_vars.append(IRBuilder.name(f"t{axis}", var))

@@ -91,10 +91,16 @@ def reducer_update(target: Any, value: Any) -> Any:
     return None
 
 
-def finalize_reducer(reducer: Any, dst: Any = None) -> Any:
+def finalize_reducer(reducer: Any, dst: Any = None, batch: int = 1, annotations: dict | None = None) -> Any:
     """Combine the reducer's partials. Without `dst` the reducer holds the result; with
-    `dst` (a fragment of the same shape) the result goes there."""
+    `dst` (a fragment of the same shape) the result goes there. `batch` (TileLang: how many
+    results share one batched cross-thread combine) and `annotations` are checked as for
+    `T.reduce_*` and do not change the result."""
+    from .tileops import _check_batch, _check_reduce_annotations
+
     src = as_region(reducer, ACCESS_READ_WRITE, "finalize_reducer", "reducer")
+    _check_batch(batch, "finalize_reducer", src)
+    _check_reduce_annotations(annotations, "finalize_reducer")
     op = _op_of(src.buffer)
     target = src if dst is None else as_region(dst, ACCESS_WRITE, "finalize_reducer", "destination")
     if dst is not None:
