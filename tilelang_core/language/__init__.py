@@ -52,6 +52,7 @@ from .tileops import *  # noqa: F401,F403
 from .utilities import *  # noqa: F401,F403
 
 loops.install_for_handler()
+kernel.install_with_handler()
 
 # TVMScript names this language does not take over: a different meaning here (Layout,
 # Buffer, prim_func, alloc_*, the loop spellings) or none in a TileLang kernel.

@@ -170,3 +170,40 @@ def get_block_extent(dim: int = 0) -> Any:
 def get_block_extents() -> list:
     """The grid's extents [x, y, z] of the enclosing kernel (unnamed ones 1)."""
     return _extents(_current_kernel("get_block_extents").blocks, "get_block_extents", None)
+
+
+_with_installed = False
+
+
+def install_with_handler() -> None:
+    """Let `with ... as (x,)` bind `x` to a single value (idempotent): `T.Kernel(n) as (bx,)`
+    is TileLang's spelling of a 1-D grid's block index, and the block index is one
+    expression, which Python cannot unpack. TVM's `with` handler runs unchanged; only the
+    binding of a one-value source to a tuple target is made a 1-tuple first."""
+    global _with_installed  # pylint: disable=global-statement
+    if _with_installed:
+        return
+    from tvm.script.parser._core import dispatch, doc
+
+    tvm_visit_with = dispatch.get(token="tirx", type_name="With")
+
+    def visit_with(parser: Any, node: Any) -> None:
+        tuple_targets = {id(item.optional_vars) for item in node.items
+                         if isinstance(item.optional_vars, (doc.Tuple, doc.List))}
+        if not tuple_targets:
+            return tvm_visit_with(parser, node)
+        outer = parser.eval_assign
+
+        def eval_assign(target: Any, source: Any, bind_value: Any) -> Any:
+            if id(target) in tuple_targets and isinstance(source, ir.Expr):
+                source = (source,)
+            return outer(target=target, source=source, bind_value=bind_value)
+
+        parser.eval_assign = eval_assign
+        try:
+            return tvm_visit_with(parser, node)
+        finally:
+            parser.eval_assign = outer
+
+    dispatch.register(token="tirx", type_name="With")(visit_with)
+    _with_installed = True

@@ -59,7 +59,7 @@ def kernel_error(message: str, raised: BaseException | None = None) -> KernelSyn
     cls = _WITH_BUILTIN.get(kind)
     if cls is None:
         try:
-            cls = type(f"KernelSyntaxError_{kind.__name__}", (KernelSyntaxError, kind),
+            cls = type("KernelSyntaxError", (KernelSyntaxError, kind),
                        {"__doc__": f"A KernelSyntaxError raised as a {kind.__name__} inside the kernel."})
         except TypeError:  # an exception type whose layout cannot be combined
             cls = KernelSyntaxError
