@@ -129,3 +129,77 @@ def test_one_dim_grid_unpacks_as_a_tuple():
         def two(A: T.Tensor((4, 32), "float32")):
             with T.Kernel(4, threads=32) as (bx, by):
                 A[bx, 0] = 0.0
+
+
+def _v2_program(body: str):
+    """A kernel around a v2 reducer `acc` ((1,) float32 sum) whose epoch `body` names, in this
+    order: `early` T.reducer_update before the init, `init` T.reducer_init, `again` a second
+    init, `update` T.reducer_update in T.Parallel, `store` a plain `acc[0] +=`, `bare`
+    T.reducer_update outside T.Parallel, `fin` T.finalize_reducer, `loopfin` the finalize
+    inside a T.serial loop."""
+    steps = set(body.split())
+    early, init, again, update = "early" in steps, "init" in steps, "again" in steps, "update" in steps
+    store, bare, fin, loopfin = "store" in steps, "bare" in steps, "fin" in steps, "loopfin" in steps
+
+    @T.prim_func
+    def main(A: T.Tensor((8,), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=32):
+            src = T.alloc_fragment((8,), "float32")
+            T.copy(A, src)
+            acc = T.alloc_reducer((1,), "float32", op="sum")
+            result = T.alloc_fragment((1,), "float32")
+            if early:
+                for i in T.Parallel(8):
+                    T.reducer_update(acc[0], src[i])
+            if init:
+                T.reducer_init(acc)
+            if again:
+                T.reducer_init(acc)
+            if update:
+                for i in T.Parallel(8):
+                    T.reducer_update(acc[0], src[i])
+            if store:
+                for i in T.Parallel(8):
+                    acc[0] += src[i]
+            if bare:
+                T.reducer_update(acc[0], src[0])
+            if fin:
+                T.finalize_reducer(acc, result)
+            if loopfin:
+                for _ in T.serial(2):
+                    T.finalize_reducer(acc, result)
+            T.copy(result, B)
+
+    return main
+
+
+def test_v2_reducer_epoch_rules():
+    _v2_program("init update fin")  # the lifecycle TileLang's v2 spelling asks for
+    for body, match in [("early init fin", "before T.reducer_init"), ("init again update fin", "double T.reducer_init"),
+                        ("init update", "never finalized"), ("init store fin", "illegal store to reducer acc"),
+                        ("init bare fin", "outside any T.Parallel"),
+                        ("init update loopfin", "not in the scope of its T.reducer_init")]:
+        with pytest.raises(ValueError, match=match):
+            _v2_program(body)
+    _v2_program("init update fin")  # a failed parse leaves no epoch open for the next kernel
+
+
+def test_v2_init_value_must_have_the_reducer_dtype():
+    @T.prim_func
+    def ok(B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=32):
+            acc = T.alloc_reducer((1,), "float32", op="sum")
+            result = T.alloc_fragment((1,), "float32")
+            T.reducer_init(acc, 1.0)
+            T.finalize_reducer(acc, result)
+            T.copy(result, B)
+
+    with pytest.raises(ValueError, match="does not match reducer acc"):
+        @T.prim_func
+        def bad(B: T.Tensor((1,), "float32")):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((1,), "float32", op="sum")
+                result = T.alloc_fragment((1,), "float32")
+                T.reducer_init(acc, T.float16(1.0))
+                T.finalize_reducer(acc, result)
+                T.copy(result, B)

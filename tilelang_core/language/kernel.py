@@ -87,12 +87,20 @@ class Kernel:
 
             self._frames.enter_context(_builder.attr(tirx.IntImm("int32", 0), ATTR_KERNEL_HINTS,
                                                      ir.StringImm(json.dumps(self.hints, sort_keys=True))))
+        from .reducers import close_epochs
+
+        close_epochs(check=False)  # a kernel whose parse failed may have left epochs open
         _kernel_stack().append(self)
         return self.block_vars[0] if len(self.block_vars) == 1 else tuple(self.block_vars)
 
     def __exit__(self, *exc: Any) -> None:
         _kernel_stack().remove(self)
-        self._frames.__exit__(*exc)
+        from .reducers import close_epochs
+
+        try:
+            close_epochs(check=exc[0] is None)  # every T.reducer_init of the kernel was finalized
+        finally:
+            self._frames.__exit__(*exc)
 
     @property
     def num_threads(self) -> Any:
