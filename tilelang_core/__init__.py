@@ -56,6 +56,8 @@ _LAZY = {
     "Profiler": "tilelang_core.runtime.profiler:Profiler",
     "dtypes": "tilelang_core.language.dtypes",
     "ops": "tilelang_core.ops",
+    # TileLang's `tilelang.tvm`: the TVM kernels are compiled with (read as an attribute too)
+    "tvm": "tvm",
 }
 
 # The ready operators at the top level (`tilelang_core.softmax(x)`): TileLang's top level has
@@ -89,7 +91,7 @@ PUBLIC_MODULES = (
 from .jit.api import compile, jit  # noqa: E402
 
 __all__ = ["__version__", "COMPILER_HINT", "PUBLIC_MODULES", "compile", "jit",
-           *(n for n in _LAZY if n not in ("sum", "max", "min"))]
+           *(n for n in _LAZY if n not in ("sum", "max", "min", "tvm"))]
 
 
 def __getattr__(name: str) -> Any:

@@ -67,3 +67,10 @@ def test_renamed_tvm_classes_keep_their_old_names_under_the_aliasing(tmp_path):
     done = subprocess.run([sys.executable, "-m", "tilelang_core.compat.run", str(program)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_tvm_is_an_attribute_and_stays_out_of_star_imports():
+    import tvm
+
+    assert tilelang.tvm is tvm  # TileLang's `tilelang.tvm.tirx.FloatImm(...)`
+    assert "tvm" not in tilelang.__all__

@@ -141,3 +141,48 @@ def test_reducer_arguments_are_checked():
                 frag = T.alloc_fragment((64,), "float32")
                 T.finalize_reducer(frag)
                 T.copy(frag, o)
+
+
+def test_a_replicated_reducer_updated_from_a_spread_nest_in_the_emulator():
+    # TileLang's short-extent case: a (1,) reducer every thread holds a copy of, updated from a
+    # T.Parallel(8) whose iterations each run on one of 128 threads; the copies are partials
+    # the finalize combines (across warps too)
+    @T.prim_func
+    def short(a: T.Tensor((8,), "float32"), o: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=128):
+            src = T.alloc_fragment((8,), "float32")
+            T.copy(a, src)
+            total = T.alloc_reducer((1,), "float32", replication="all")
+            T.clear(total)
+            for i in T.Parallel(8):
+                total[0] += src[i]
+            T.finalize_reducer(total)
+            if T.get_thread_binding() == 0:
+                o[0] = total[0]
+
+    lowered = lower(short, get_plugin_manager().parse_target("cuda/sm_90a"), CompileOptions())
+    a = np.arange(1, 9, dtype=np.float32)
+    o = np.full(1, np.nan, np.float32)
+    run_kernel(lowered, a, o)
+    assert o[0] == a.sum()
+
+
+def test_nan_propagating_reduction_in_the_emulator():
+    def program(nan_propagate):
+        @T.prim_func
+        def main(a: T.Tensor((4, 64), "float32"), o: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=128):
+                x = T.alloc_fragment((4, 64), "float32")
+                y = T.alloc_fragment((4,), "float32")
+                T.copy(a, x)
+                T.reduce_max(x, y, dim=1, nan_propagate=nan_propagate)
+                T.copy(y, o)
+
+        return lower(main, get_plugin_manager().parse_target("cuda/sm_90a"), CompileOptions())
+
+    a = np.arange(256, dtype=np.float32).reshape(4, 64)
+    a[2, 17] = np.nan
+    o = np.zeros(4, np.float32)
+    run_kernel(program(True), a, o)
+    assert np.isnan(o[2]) and not np.isnan(o[[0, 1, 3]]).any()
+    np.testing.assert_array_equal(o[[0, 1, 3]], a[[0, 1, 3]].max(axis=1))

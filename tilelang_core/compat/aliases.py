@@ -17,8 +17,10 @@ the aliasing, `tvm.tir` and `tvm.arith` are the renamed modules, both as imports
 (`import tvm.tir`, `from tvm import arith`) and as attributes of `tvm`, when the installed TVM
 lacks them. This honours every name that kept its meaning across the rename (for
 `tvm.arith`: `Analyzer`, `IntervalSet`, `detect_iter_map`, `IterSplitExpr`, `IterMark`,
-`subspace_divide`, ... all present in `tvm.sym`); names 0.27 removed or moved elsewhere
-(`tvm.tirx.Call`) are not bridged: using one is an AttributeError, never a silent substitute.
+`subspace_divide`, ... all present in `tvm.sym`); names 0.27 removed are not bridged: using
+one is an AttributeError, never a silent substitute. `tvm.tirx.Call`, which 0.27 moved to
+`tvm.ir.Call` with a new constructor, is bridged by a stand-in that checks as `tvm.ir.Call` and
+builds one from the old `(dtype, op, args)` order (`tirx_call.Call`).
 Two kinds of TVM paths TileLang's tests use are provided by our own code, written over 0.27:
 modules 0.27 dropped (`TVM_ADDED_MODULES`: `tvm.tirx.stmt_functor`, whose visitors
 `tvm_ffi.structural_walk`/`structural_map` do now) and names TileLang's TVM fork adds to a
@@ -69,6 +71,8 @@ TVM_RENAMES: dict[str, str] = {
 # the class `tvm.ir.Expr` (`IntImm`, `Var`, `Call` all derive from it).
 TVM_NAME_RENAMES: dict[str, str] = {
     "tvm.tirx.PrimExpr": "tvm.ir.Expr",
+    # the call node moved to `tvm.ir.Call`, its constructor reordered: a stand-in answers both
+    "tvm.tirx.Call": "tilelang_core.compat.tirx_call.Call",
 }
 
 # TVM module paths apache-tvm 0.27 lacks -> our module standing for it (only where the installed

@@ -41,7 +41,8 @@ Tile ops
     tl.gemm           A(1), B(1), C(3), transpose_A, transpose_B, policy (0 Square, 1 FullRow,
                       2 FullCol), clear_accum, M, N, K  -- M, N from C; K from A
     tl.reduce         src(1), dst(2; 3 when clear=0), kind ("max" "min" "sum" "abssum"
-                      "absmax" "bitand" "bitor" "bitxor"), dim (>= 0), clear
+                      "absmax" "bitand" "bitor" "bitxor"; "max_nan" "min_nan" "absmax_nan"
+                      propagate NaN), dim (>= 0), clear
     tl.cumsum         src(1), dst(2; 3 in place), dim (>= 0), reverse
     tl.cummax         as tl.cumsum, with max for + (a running maximum)
     tl.atomic         kind ("add" "max" "min"), dst(3), src(1) or a scalar value (in dst's

@@ -28,6 +28,7 @@ __all__ = [
     "GEMM_POLICIES",
     "LAYOUT_SWIZZLED",
     "REDUCE_KINDS",
+    "NAN_PROPAGATING_KINDS",
     "ATOMIC_KINDS",
     "SCOPE_BARRIER",
     "SCOPE_FRAGMENT",
@@ -95,6 +96,9 @@ ANN_PARALLEL_COALESCED_WIDTH = "coalesced_width"  # T.Parallel(..., coalesced_wi
 # Values of the StringImm / int arguments of tile ops.
 GEMM_POLICIES = ("Square", "FullRow", "FullCol")  # index = the policy int of tl.gemm
 REDUCE_KINDS = ("max", "min", "sum", "abssum", "absmax", "bitand", "bitor", "bitxor")
+# `nan_propagate=True` on these kinds: the kind string tl.reduce carries instead (a NaN among
+# the float operands makes the result NaN; the plain kinds return the non-NaN operand)
+NAN_PROPAGATING_KINDS = {"max": "max_nan", "min": "min_nan", "absmax": "absmax_nan"}
 ATOMIC_KINDS = ("add", "max", "min", "or")  # "or": tl.atomic_elem only
 # T.gemm_sp's structured sparsity, per dtype of A: (values kept, group size) along K
 # (TileLang's GROUP_CONFIG: 2:4, and 1:2 for 32-bit types)

@@ -55,6 +55,7 @@ from .utilities import *  # noqa: F401,F403
 
 loops.install_for_handler()
 tuple_assign.install_tuple_assign_handler()
+kernel.install_with_handler()
 
 # TVMScript names this language does not take over: a different meaning here (Layout,
 # Buffer, prim_func, alloc_*, the loop spellings) or none in a TileLang kernel.

@@ -36,7 +36,9 @@ def _kernel_stack() -> list[Kernel]:
 class Kernel:
     """`with T.Kernel(gx, gy, threads=128) as (bx, by):` launches a gx x gy grid of blocks.
 
-    One to three grid extents; `threads` is an int or a tuple of up to three extents.
+    Up to three grid extents; none (`T.Kernel(threads=128)`) launches a single block, and the
+    `as` target then gets an empty tuple (no block index to name: the block index is 0).
+    `threads` is an int or a tuple of up to three extents.
     `is_cpu` is accepted for TileLang compatibility and has no effect: the target's
     capabilities decide how blocks run.
     Entering opens one `launch_thread` per block dim (blockIdx.x/y/z, named as the user
@@ -47,8 +49,8 @@ class Kernel:
     def __init__(
         self, *blocks: Any, threads: Any = None, is_cpu: bool = False, prelude: str | None = None, **extensions: Any
     ) -> None:
-        if not 1 <= len(blocks) <= 3:
-            raise ValueError(f"T.Kernel takes 1 to 3 grid extents, got {len(blocks)}")
+        if len(blocks) > 3:
+            raise ValueError(f"T.Kernel takes at most 3 grid extents (gridDim.x, y, z), got {len(blocks)}")
         if threads is None:
             threads = _DEFAULT_THREADS
         threads = tuple(threads) if isinstance(threads, (list, tuple)) else (threads,)
@@ -71,6 +73,8 @@ class Kernel:
         for axis, extent in zip(_AXES, self.blocks):
             var = self._frames.enter_context(_builder.launch_thread(f"blockIdx.{axis}", extent))
             self.block_vars.append(IRBuilder.name(f"b{axis}", var))
+        if not self.blocks:  # a single block: the launch still names its one grid dim
+            IRBuilder.name("bx", self._frames.enter_context(_builder.launch_thread("blockIdx.x", 1)))
         for axis, extent in zip(_AXES, self.threads):
             var = self._frames.enter_context(_builder.launch_thread(f"threadIdx.{axis}", extent))
             self.thread_vars.append(IRBuilder.name(f"t{axis}", var))
@@ -83,12 +87,20 @@ class Kernel:
 
             self._frames.enter_context(_builder.attr(tirx.IntImm("int32", 0), ATTR_KERNEL_HINTS,
                                                      ir.StringImm(json.dumps(self.hints, sort_keys=True))))
+        from .reducers import close_epochs
+
+        close_epochs(check=False)  # a kernel whose parse failed may have left epochs open
         _kernel_stack().append(self)
         return self.block_vars[0] if len(self.block_vars) == 1 else tuple(self.block_vars)
 
     def __exit__(self, *exc: Any) -> None:
         _kernel_stack().remove(self)
-        self._frames.__exit__(*exc)
+        from .reducers import close_epochs
+
+        try:
+            close_epochs(check=exc[0] is None)  # every T.reducer_init of the kernel was finalized
+        finally:
+            self._frames.__exit__(*exc)
 
     @property
     def num_threads(self) -> Any:
@@ -166,3 +178,40 @@ def get_block_extent(dim: int = 0) -> Any:
 def get_block_extents() -> list:
     """The grid's extents [x, y, z] of the enclosing kernel (unnamed ones 1)."""
     return _extents(_current_kernel("get_block_extents").blocks, "get_block_extents", None)
+
+
+_with_installed = False
+
+
+def install_with_handler() -> None:
+    """Let `with ... as (x,)` bind `x` to a single value (idempotent): `T.Kernel(n) as (bx,)`
+    is TileLang's spelling of a 1-D grid's block index, and the block index is one
+    expression, which Python cannot unpack. TVM's `with` handler runs unchanged; only the
+    binding of a one-value source to a tuple target is made a 1-tuple first."""
+    global _with_installed  # pylint: disable=global-statement
+    if _with_installed:
+        return
+    from tvm.script.parser._core import dispatch, doc
+
+    tvm_visit_with = dispatch.get(token="tirx", type_name="With")
+
+    def visit_with(parser: Any, node: Any) -> None:
+        tuple_targets = {id(item.optional_vars) for item in node.items
+                         if isinstance(item.optional_vars, (doc.Tuple, doc.List))}
+        if not tuple_targets:
+            return tvm_visit_with(parser, node)
+        outer = parser.eval_assign
+
+        def eval_assign(target: Any, source: Any, bind_value: Any) -> Any:
+            if id(target) in tuple_targets and isinstance(source, ir.Expr):
+                source = (source,)
+            return outer(target=target, source=source, bind_value=bind_value)
+
+        parser.eval_assign = eval_assign
+        try:
+            return tvm_visit_with(parser, node)
+        finally:
+            parser.eval_assign = outer
+
+    dispatch.register(token="tirx", type_name="With")(visit_with)
+    _with_installed = True

@@ -7,6 +7,7 @@ parallel loop per extent; every other loop goes to TVM's handler unchanged.
 """
 from __future__ import annotations
 
+import threading
 from contextlib import ExitStack
 from typing import Any, Sequence
 
@@ -200,13 +201,25 @@ def _parallel_call(parser: Any, node: doc.For) -> Any:
     return value.frames() if isinstance(value, ParallelNest) else [value]
 
 
+_parallel = threading.local()
+
+
+def inside_parallel() -> bool:
+    """Whether the statement being parsed lies inside a `T.Parallel` nest."""
+    return getattr(_parallel, "depth", 0) > 0
+
+
 def _visit_parallel(parser: Any, node: doc.For, frames: list[Any]) -> None:
     with parser.var_table.with_frame(), ExitStack() as loops:
         loop_vars = [loops.enter_context(frame) for frame in frames]
         source = loop_vars if len(loop_vars) > 1 else loop_vars[0]
         bind = _tirx_parser.bind_for_value
         parser.eval_assign(target=node.target, source=source, bind_value=bind)
-        parser.visit_body(node.body)
+        _parallel.depth = getattr(_parallel, "depth", 0) + 1
+        try:
+            parser.visit_body(node.body)
+        finally:
+            _parallel.depth -= 1
 
 
 _installed = False

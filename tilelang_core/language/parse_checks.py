@@ -20,15 +20,23 @@ import threading
 
 from tvm.tirx.script import builder as _builder
 
-__all__ = ["checked_stores", "hint_for"]
+__all__ = ["checked_stores", "hint_for", "STORE_CHECKS"]
 
 _ACTIVE = threading.local()
 _ORIGINAL_STORE = _builder.buffer_store
 
+# functions (buffer) -> None called on every store a kernel's source writes (`A[i] = x`,
+# `A[i] += x`) while it is parsed; one raises to refuse the store (e.g. `reducers`: a reducer
+# updated only through T.reducer_update)
+STORE_CHECKS: list = []
+
 
 def _store(buffer, value, indices, *args, **kwargs):
     """TVMScript's `buffer_store`, refusing a non-integral float constant into an integer
-    buffer while a kernel of ours is parsed."""
+    buffer while a kernel of ours is parsed, and what `STORE_CHECKS` refuse."""
+    if getattr(_ACTIVE, "depth", 0):
+        for check in STORE_CHECKS:
+            check(buffer)
     if getattr(_ACTIVE, "depth", 0) and isinstance(value, float) and not value.is_integer():
         dtype = str(buffer.dtype)
         if dtype.startswith(("int", "uint")):

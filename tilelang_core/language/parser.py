@@ -30,7 +30,41 @@ _DISPATCH_TOKEN = "tirx"
 
 class KernelSyntaxError(DiagnosticError):
     """A kernel that does not parse or is ill-formed. The message names the error, the
-    user's `file:line:column` and shows the line."""
+    user's `file:line:column` and shows the line. Where the error is a Python built-in
+    exception a language function raised (a `ValueError` for a bad argument, a `TypeError`,
+    ...), the `KernelSyntaxError` is an instance of that type too (`kernel_error`), so
+    `except ValueError` catches it, as it catches the same call outside a kernel."""
+
+
+_WITH_BUILTIN: dict[type, type] = {}
+
+
+def _raised_inside(err: BaseException) -> BaseException | None:
+    """The exception a parse error reports: the first one in `err`'s context chain that is
+    not TVM's `DiagnosticError` wrapper."""
+    seen = set()
+    cause = err.__context__
+    while isinstance(cause, DiagnosticError) and id(cause) not in seen:
+        seen.add(id(cause))
+        cause = cause.__context__
+    return cause
+
+
+def kernel_error(message: str, raised: BaseException | None = None) -> KernelSyntaxError:
+    """A `KernelSyntaxError` with `message`; also an instance of `raised`'s type when that is a
+    Python built-in exception type (a subclass of both, made once per type)."""
+    kind = type(raised)
+    if raised is None or kind.__module__ != "builtins" or not issubclass(kind, Exception):
+        return KernelSyntaxError(message)
+    cls = _WITH_BUILTIN.get(kind)
+    if cls is None:
+        try:
+            cls = type("KernelSyntaxError", (KernelSyntaxError, kind),
+                       {"__doc__": f"A KernelSyntaxError raised as a {kind.__name__} inside the kernel."})
+        except TypeError:  # an exception type whose layout cannot be combined
+            cls = KernelSyntaxError
+        _WITH_BUILTIN[kind] = cls
+    return cls(message)
 
 
 def _parse(func: Callable, outer_stack: list, check_well_formed: bool) -> PrimFunc:
@@ -43,7 +77,7 @@ def _parse(func: Callable, outer_stack: list, check_well_formed: bool) -> PrimFu
     except KernelSyntaxError:
         raise
     except DiagnosticError as err:
-        raise KernelSyntaxError(str(err) + hint_for(str(err))) from None
+        raise kernel_error(str(err) + hint_for(str(err)), _raised_inside(err)) from None
     except OSError as err:
         raise OSError(
             f"T.prim_func: cannot read the source of {func.__qualname__} ({err}); TVMScript "
@@ -55,7 +89,7 @@ def _parse(func: Callable, outer_stack: list, check_well_formed: bool) -> PrimFu
     try:
         result = bind_thread_loops(result)  # T.thread_binding: the kernel's own thread index
     except ValueError as err:
-        raise KernelSyntaxError(f"error: {err}") from None
+        raise kernel_error(f"error: {err}", err) from None
     setattr(result, "__name__", func.__name__)
     return result
 

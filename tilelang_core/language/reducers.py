@@ -26,7 +26,11 @@ from tvm.tirx.script.builder import ir as _tirx_builder
 from tilelang_core.ir.constants import ACCESS_READ_WRITE, ACCESS_WRITE
 from tilelang_core.ir.ops import make_call
 
+from tvm.script.ir_builder import IRBuilder
+
 from .allocate import alloc_buffer, alloc_fragment
+from .loops import inside_parallel
+from .parse_checks import STORE_CHECKS
 from .regions import as_region, as_scalar, check_same_extents
 from .tileops import _emit
 
@@ -36,6 +40,38 @@ __all__ = ["alloc_reducer", "finalize_reducer", "reducer_init", "reducer_update"
 REDUCER_OPS = ("sum", "max", "min", "bitand", "bitor", "bitxor")
 _OPS: dict[int, str] = {}  # reducer buffer -> its op, while the kernel is built
 _INITS: dict[int, Any] = {}  # reducer buffer -> the local buffer holding its init value (v2)
+# reducer buffer -> (its name, the builder frames open at its T.reducer_init): the epochs
+# of the v2 spelling that are open, each to be closed by a T.finalize_reducer in that scope
+_EPOCHS: dict[int, tuple[str, tuple[int, ...]]] = {}
+
+
+def _scope() -> tuple[int, ...]:
+    """The loops open here, innermost last (an epoch spans no loop boundary; a condition
+    between T.reducer_init and its finalize is allowed)."""
+    from tvm.tirx.script.builder.frame import ForFrame
+
+    return tuple(frame.__chandle__() for frame in IRBuilder.current().frames if isinstance(frame, ForFrame))
+
+
+def _refuse_plain_store(buffer: Any) -> None:
+    """A store the kernel's source writes into a reducer whose v2 epoch is open."""
+    epoch = _EPOCHS.get(_key(buffer))
+    if epoch is not None:
+        raise ValueError(f"illegal store to reducer {epoch[0]} between T.reducer_init and T.finalize_reducer: "
+                         f"update it with T.reducer_update({epoch[0]}[i], value) inside T.Parallel")
+
+
+STORE_CHECKS.append(_refuse_plain_store)
+
+
+def close_epochs(check: bool = True) -> None:
+    """At the start and the end of a kernel: forget the epochs; at the end (`check`), every
+    T.reducer_init must have been finalized (else a ValueError naming the reducer)."""
+    open_names = [name for name, _ in _EPOCHS.values()]
+    _EPOCHS.clear()
+    if check and open_names:
+        raise ValueError(f"T.reducer_init of {', '.join(open_names)} never finalized: close the epoch with "
+                         f"T.finalize_reducer(reducer, dst) in the scope of its T.reducer_init")
 
 
 def _key(buffer) -> int:
@@ -67,7 +103,15 @@ def reducer_init(reducer: Any, init: Any = None) -> Any:
 
     region = as_region(reducer, ACCESS_WRITE, "reducer_init", "reducer")
     op = _op_of(region.buffer)
+    name = region.buffer.name
+    if _key(region.buffer) in _EPOCHS:
+        raise ValueError(f"double T.reducer_init of {name}: its epoch is open; T.finalize_reducer({name}, dst) "
+                         f"closes it before the next T.reducer_init")
+    if isinstance(init, ir.Expr) and str(init.ty.dtype) != str(region.dtype):
+        raise ValueError(f"T.reducer_init: the init value's dtype {init.ty.dtype} does not match reducer {name} "
+                         f"({region.dtype}); give a Python number or T.cast(value, \"{region.dtype}\")")
     _emit(fill(reducer, reduce_init(op, str(region.dtype))))
+    _EPOCHS[_key(region.buffer)] = (name, _scope())
     if init is not None:
         held = alloc_buffer((1,), region.dtype, "local")
         _tirx_builder.buffer_store(held, as_scalar(init, region.dtype), [0])
@@ -86,16 +130,32 @@ def reducer_update(target: Any, value: Any) -> Any:
                         f"got {type(target).__name__}")
     buffer = target.source
     op = _op_of(buffer)
+    if _key(buffer) not in _EPOCHS:
+        raise ValueError(f"T.reducer_update of {buffer.name} before T.reducer_init({buffer.name}): open the "
+                         f"reducer's epoch first (T.clear is the older spelling's, with acc[i] += x)")
+    if not inside_parallel():
+        raise ValueError(f"T.reducer_update of {buffer.name} outside any T.Parallel: every thread would add the "
+                         f"value once; update a reducer from the iterations of a T.Parallel nest")
     value = as_scalar(value, str(buffer.dtype))
     _tirx_builder.buffer_store(buffer, reduce_combine(op, target, value), list(target.indices))
     return None
 
 
-def finalize_reducer(reducer: Any, dst: Any = None) -> Any:
+def finalize_reducer(reducer: Any, dst: Any = None, batch: int = 1, annotations: dict | None = None) -> Any:
     """Combine the reducer's partials. Without `dst` the reducer holds the result; with
-    `dst` (a fragment of the same shape) the result goes there."""
+    `dst` (a fragment of the same shape) the result goes there. `batch` (TileLang: how many
+    results share one batched cross-thread combine) and `annotations` are checked as for
+    `T.reduce_*` and do not change the result."""
+    from .tileops import _check_batch, _check_reduce_annotations
+
     src = as_region(reducer, ACCESS_READ_WRITE, "finalize_reducer", "reducer")
+    _check_batch(batch, "finalize_reducer", src)
+    _check_reduce_annotations(annotations, "finalize_reducer")
     op = _op_of(src.buffer)
+    epoch = _EPOCHS.pop(_key(src.buffer), None)
+    if epoch is not None and epoch[1] != _scope():
+        raise ValueError(f"T.finalize_reducer of {src.buffer.name} is not in the scope of its T.reducer_init: "
+                         f"finalize in the loop body (or outside every loop) where the epoch was opened")
     target = src if dst is None else as_region(dst, ACCESS_WRITE, "finalize_reducer", "destination")
     if dst is not None:
         check_same_extents(src, target, "finalize_reducer")

@@ -80,7 +80,7 @@ def _mask(mask: Any, name: str) -> ir.Expr:
 def _predicate(predicate: Any, name: str) -> ir.Expr:
     value = _expr(predicate, "the predicate", name)
     if not (value.ty.dtype.startswith(("int", "uint", "bool"))):
-        raise TypeError(f"T.{name}: the predicate must be an integer or boolean expression, got {value.ty.dtype} "
+        raise TypeError(f"T.{name} requires an integer or boolean predicate, got {value.ty.dtype} "
                         f"{value}; compare it first (x > 0)")
     return value
 

@@ -19,6 +19,7 @@ from tilelang_core.ir.constants import (
     ACCESS_READ,
     ACCESS_READ_WRITE,
     ACCESS_WRITE,
+    NAN_PROPAGATING_KINDS,
     REDUCE_KINDS,
 )
 from tilelang_core.ir.ops import make_call
@@ -270,9 +271,55 @@ def _emit(call: ir.Call) -> ir.Call | None:
 _BIT_KINDS = ("bitand", "bitor", "bitxor")
 
 
-def reduce(buffer: Any, out: Any, reduce_type: str, dim: int = -1, clear: bool = True) -> ir.Call | None:
+# `annotations=` keys `T.reduce_*` accepts, with what each means here
+REDUCE_ANNOTATIONS = {
+    # TileLang's switch for packed float32x2 sums on sm_100+; the reductions here fold
+    # scalars, so either value gives the same code
+    "enable_fadd2": bool,
+}
+
+
+def _check_batch(batch: Any, op: str, dst: Region) -> None:
+    """`batch=`: how many results share one cross-thread combine (TileLang's batched AllReduce:
+    fewer barriers). A positive int that divides the destination's element count."""
+    if isinstance(batch, bool) or not isinstance(batch, int):
+        raise TypeError(f"T.{op}: batch must be an int, got {type(batch).__name__} {batch!r}")
+    if batch < 1:
+        raise ValueError(f"T.{op}: batch must be >= 1, got {batch}")
+    total = 1
+    for extent in dst.extents:
+        if not isinstance(extent, (int, tvm.tirx.IntImm)):
+            return  # a symbolic destination: checked only where its size is known
+        total *= int(extent)
+    if batch > total:
+        raise ValueError(f"T.{op}: batch={batch} exceeds total output elements ({total}) of {describe(dst)}")
+    if total % batch:
+        raise ValueError(f"T.{op}: batch={batch} must evenly divide the {total} output elements of {describe(dst)}")
+
+
+def _check_reduce_annotations(annotations: Any, op: str) -> None:
+    if annotations is None:
+        return
+    if not isinstance(annotations, dict):
+        raise TypeError(f"T.{op}: annotations must be a dict, got {type(annotations).__name__}")
+    for key, value in annotations.items():
+        if key not in REDUCE_ANNOTATIONS:
+            raise ValueError(f"T.{op}: unknown annotation {key!r}; the ones a reduction accepts: "
+                             f"{', '.join(sorted(REDUCE_ANNOTATIONS))}")
+        if not isinstance(value, REDUCE_ANNOTATIONS[key]):
+            raise TypeError(f"T.{op}: annotation {key!r} must be a {REDUCE_ANNOTATIONS[key].__name__}, got {value!r}")
+
+
+def reduce(buffer: Any, out: Any, reduce_type: str, dim: int = -1, clear: bool = True, batch: int = 1,
+           nan_propagate: bool = False, annotations: dict | None = None) -> ir.Call | None:
     """Reduce `buffer` over `dim` into `out`: `tl.reduce(src, dst, kind, dim, clear)`.
     With `clear=False` the result is combined with what `out` holds.
+
+    `nan_propagate=True` (max, min, absmax): a NaN among the values makes the result NaN (by
+    default these return the non-NaN operand, as CUDA's `__hmax`/`fmaxf` do); the kind becomes
+    `max_nan`/`min_nan`/`absmax_nan`. `batch` (TileLang: how many results share one batched
+    cross-thread combine) is checked (>= 1, dividing the destination's element count) and
+    does not change the result; `annotations` accepts TileLang's `{"enable_fadd2": bool}`.
 
     Inside a kernel the statement is emitted where the call is made (also from a Python
     helper the kernel calls) and None is returned, as in TileLang."""
@@ -283,49 +330,67 @@ def reduce(buffer: Any, out: Any, reduce_type: str, dim: int = -1, clear: bool =
     dst = as_region(out, ACCESS_WRITE if clear else ACCESS_READ_WRITE, op, "destination")
     if reduce_type in _BIT_KINDS and not str(dst.dtype).startswith(("int", "uint", "bool")):
         raise ValueError(f"T.{op} needs an integer or bool destination, got {describe(dst)} of dtype {dst.dtype}")
+    _check_batch(batch, op, dst)
+    _check_reduce_annotations(annotations, op)
+    kind = reduce_type
+    if nan_propagate:
+        if reduce_type not in NAN_PROPAGATING_KINDS:
+            raise ValueError(f"T.{op}: nan_propagate applies to {', '.join(NAN_PROPAGATING_KINDS)} only")
+        kind = NAN_PROPAGATING_KINDS[reduce_type]
     dim = _normalize_dim(dim, src.ndim, op)
     _check_reduced_shape(src, dst, dim, op)
-    return _emit(make_call("reduce", src.to_call(), dst.to_call(), reduce_type, dim, bool(clear)))
+    return _emit(make_call("reduce", src.to_call(), dst.to_call(), kind, dim, bool(clear)))
 
 
-def reduce_max(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
-    """Row/column maximum of a tile (the identity is -inf for floats)."""
-    return reduce(buffer, out, "max", dim, clear)
+def reduce_max(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+               nan_propagate: bool = False, annotations: dict | None = None) -> None:
+    """Row/column maximum of a tile (the identity is -inf for floats); NaN operands are
+    skipped unless `nan_propagate` (see `reduce`)."""
+    return reduce(buffer, out, "max", dim, clear, batch, nan_propagate, annotations)
 
 
-def reduce_min(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
-    """Row/column minimum of a tile (the identity is +inf for floats)."""
-    return reduce(buffer, out, "min", dim, clear)
+def reduce_min(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+               nan_propagate: bool = False, annotations: dict | None = None) -> None:
+    """Row/column minimum of a tile (the identity is +inf for floats); NaN operands are
+    skipped unless `nan_propagate` (see `reduce`)."""
+    return reduce(buffer, out, "min", dim, clear, batch, nan_propagate, annotations)
 
 
-def reduce_sum(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+def reduce_sum(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+               annotations: dict | None = None) -> None:
     """Row/column sum of a tile."""
-    return reduce(buffer, out, "sum", dim, clear)
+    return reduce(buffer, out, "sum", dim, clear, batch, annotations=annotations)
 
 
-def reduce_abssum(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+def reduce_abssum(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+                  annotations: dict | None = None) -> None:
     """Row/column sum of absolute values of a tile."""
-    return reduce(buffer, out, "abssum", dim, clear)
+    return reduce(buffer, out, "abssum", dim, clear, batch, annotations=annotations)
 
 
-def reduce_absmax(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
-    """Row/column maximum of absolute values of a tile."""
-    return reduce(buffer, out, "absmax", dim, clear)
+def reduce_absmax(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+                  nan_propagate: bool = False, annotations: dict | None = None) -> None:
+    """Row/column maximum of absolute values of a tile; NaN operands are skipped unless
+    `nan_propagate` (see `reduce`)."""
+    return reduce(buffer, out, "absmax", dim, clear, batch, nan_propagate, annotations)
 
 
-def reduce_bitand(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+def reduce_bitand(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+                  annotations: dict | None = None) -> None:
     """Row/column bitwise and of an integer (or bool) tile."""
-    return reduce(buffer, out, "bitand", dim, clear)
+    return reduce(buffer, out, "bitand", dim, clear, batch, annotations=annotations)
 
 
-def reduce_bitor(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+def reduce_bitor(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+                 annotations: dict | None = None) -> None:
     """Row/column bitwise or of an integer (or bool) tile."""
-    return reduce(buffer, out, "bitor", dim, clear)
+    return reduce(buffer, out, "bitor", dim, clear, batch, annotations=annotations)
 
 
-def reduce_bitxor(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+def reduce_bitxor(buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1,
+                  annotations: dict | None = None) -> None:
     """Row/column bitwise xor of an integer (or bool) tile."""
-    return reduce(buffer, out, "bitxor", dim, clear)
+    return reduce(buffer, out, "bitxor", dim, clear, batch, annotations=annotations)
 
 
 def _scan(name: str, src: Any, dst: Any, dim: int, reverse: bool) -> ir.Call:

@@ -489,6 +489,10 @@ class _Inference:
             frag = self.layouts.get(acc.buffer)
             if frag.fully_replicated and not acc.write and (layout is None or layout.threads == frag.threads):
                 continue  # every thread holds every element, in the slot its indices name
+            if frag.fully_replicated and acc.write and buffer_key(acc.buffer) in self.reducers \
+                    and (layout is None or layout.replicate == 1):
+                continue  # a reducer's copies are partials: each takes the updates of the iterations
+                #           its thread runs (each runs on one thread), T.finalize_reducer combines them
             if frag.fully_replicated and acc.write and (layout is None or not layout.fully_replicated):
                 # each copy must see every write: a nest spread over the threads updates only some
                 self.layouts.move_to_shared(acc.buffer, f"{nest.origin} writes it from a layout spread over the "

@@ -190,7 +190,9 @@ def lower_gemm(op: TileOp, ctx) -> tir.Stmt:
 
 def reduce_init(kind: str, dtype: str) -> tir.Expr:
     """The identity of a `T.reduce_<kind>`: -inf for a float max (the lowest value for
-    integers), +inf for a float min, all bits set for bitand, else 0."""
+    integers), +inf for a float min, all bits set for bitand, else 0. A NaN-propagating kind
+    (`max_nan`, ...) has the identity of its plain kind."""
+    kind = kind.removesuffix(NAN_SUFFIX)
     is_float = dtype.startswith(("float", "bfloat"))
     if kind == "max":
         return tir.const(-math.inf, dtype) if is_float else tir.min_value(dtype)
@@ -201,8 +203,28 @@ def reduce_init(kind: str, dtype: str) -> tir.Expr:
     return tir.const(0, dtype)
 
 
+NAN_SUFFIX = "_nan"
+"""The suffix of the NaN-propagating reduce kinds (`ir.constants.NAN_PROPAGATING_KINDS`)."""
+
+
+def _propagate_nan(acc: tir.Expr, value: tir.Expr, folded: tir.Expr) -> tir.Expr:
+    """`folded`, unless `acc` or `value` is a NaN (a float unequal to itself): then that NaN.
+    Integers have no NaN: `folded` as it is."""
+    if not str(dtype_of(acc)).startswith(("float", "bfloat")):
+        return folded
+    return tir.Select(acc != acc, acc, tir.Select(value != value, value, folded))
+
+
 def reduce_combine(kind: str, acc: tir.Expr, value: tir.Expr) -> tir.Expr:
-    """One step of a `T.reduce_<kind>`: fold `value` into `acc` (abs first for abssum/absmax)."""
+    """One step of a `T.reduce_<kind>`: fold `value` into `acc` (abs first for abssum/absmax).
+    `max_nan`, `min_nan`, `absmax_nan`: as max, min, absmax, except that a NaN operand makes the
+    result NaN (`T.reduce_max(..., nan_propagate=True)`)."""
+    if kind.endswith(NAN_SUFFIX):
+        plain = kind.removesuffix(NAN_SUFFIX)
+        if plain == "absmax":
+            value = tir.abs(value)
+            plain = "max"
+        return _propagate_nan(acc, value, reduce_combine(plain, acc, value))
     if kind == "max":
         return tir.max(acc, value)
     if kind == "min":

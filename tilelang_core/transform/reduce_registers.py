@@ -27,7 +27,8 @@ __all__ = ["lower_register_reduce", "combine_replicas", "ACROSS"]
 
 # across threads the partial results combine by the outer operation
 ACROSS = {"max": "max", "min": "min", "sum": "sum", "abssum": "sum", "absmax": "max",
-          "bitand": "bitand", "bitor": "bitor", "bitxor": "bitxor"}
+          "bitand": "bitand", "bitor": "bitor", "bitxor": "bitxor",
+          "max_nan": "max_nan", "min_nan": "min_nan", "absmax_nan": "max_nan"}
 
 
 def _feeds(src, dst, kept: list[int]) -> list[list[int]] | None:
@@ -79,7 +80,7 @@ def lower_register_reduce(op: TileOp, ctx) -> tir.Stmt | None:
         out = []
         for d, slots in enumerate(feeds):
             # a balanced tree: independent combines the hardware can overlap
-            terms = [reduce_combine(kind, reduce_init(kind, dtype), value(s)) if kind in ("abssum", "absmax")
+            terms = [reduce_combine(kind, reduce_init(kind, dtype), value(s)) if kind in ("abssum", "absmax", "absmax_nan")
                      else value(s) for s in slots]
             while len(terms) > 1:
                 terms = [reduce_combine(across, terms[i], terms[i + 1]) if i + 1 < len(terms) else terms[i]

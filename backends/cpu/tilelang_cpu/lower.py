@@ -123,7 +123,7 @@ def lower_reduce(op, ctx):
         dst_idx = [_offset(dst.mins[d], kept[d]) for d in range(ndim - 1)]
     result = tir.BufferLoad(acc, [zero])
     if not clear:  # lane 0 already holds |x| terms: combine plainly
-        result = reduce_combine({"abssum": "sum", "absmax": "max"}.get(kind, kind),
+        result = reduce_combine({"abssum": "sum", "absmax": "max", "absmax_nan": "max_nan"}.get(kind, kind),
                                  tir.BufferLoad(dst.buffer, dst_idx), result)
     body.append(tir.BufferStore(dst.buffer, result, dst_idx))
     stmt = _seq(body)

@@ -181,6 +181,10 @@ def _vector(idx, lanes: int):
 _REDUCE_DTYPES = ("float32", "float64", "int32")
 
 
+_GROUP_KINDS = ("max", "absmax", "min", "sum", "abssum")
+"""The reduce kinds `_combine` folds."""
+
+
 def _combine(kind: str, acc, value):
     if kind in ("max", "absmax"):
         return tir.max(acc, value)
@@ -213,6 +217,8 @@ def lower_reduce(op, ctx) -> tir.Stmt | None:
     if ctx.layouts.in_registers(src.buffer) or ctx.layouts.in_registers(dst.buffer):
         return None  # the core's register reduction follows the fragments' layouts
     kind, dim, clear = str(op.args[2].value), int(op.args[3]), bool(int(op.args[4]))
+    if kind not in _GROUP_KINDS:
+        return None  # bitwise and NaN-propagating kinds: the core's lowering knows their combine
     dtype = str(dst.buffer.dtype)
     src_shape = [src.extents[d] for d in squeeze_extents(src.extents)]
     if dtype not in _REDUCE_DTYPES or dim >= len(src_shape) \
