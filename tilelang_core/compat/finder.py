@@ -325,8 +325,9 @@ class _ExtrasLoader(_RenamingLoader):
 def add_tvm_renames(tvm: types.ModuleType) -> None:
     """Make `tvm.tir`/`tvm.arith` the renamed modules, where the installed TVM lacks them, give
     renamed classes their old names (`TVM_NAME_RENAMES`), `tvm` the submodules read as
-    attributes (`TVM_ATTRIBUTE_SUBMODULES`) and expressions their `dtype`
-    (`exprs.add_expr_dtype`)."""
+    attributes (`TVM_ATTRIBUTE_SUBMODULES`), expressions their `dtype`
+    (`exprs.add_expr_dtype`) and `PassContext` TileLang's config keys
+    (`transform.pass_context.accept_tilelang_keys`)."""
     for old, new in TVM_RENAMES.items():
         child = old.partition(".")[2]
         if getattr(tvm, child, None) is not None or old in sys.modules:
@@ -342,9 +343,11 @@ def add_tvm_renames(tvm: types.ModuleType) -> None:
             setattr(owner, old_name, getattr(importlib.import_module(new_module), new_name))
     if "__getattr__" not in vars(tvm):
         tvm.__getattr__ = _import_attribute_submodule
+    from ..transform.pass_context import accept_tilelang_keys
     from .exprs import add_expr_dtype
 
     add_expr_dtype()
+    accept_tilelang_keys()
 
 
 def _import_attribute_submodule(name: str) -> Any:

@@ -30,7 +30,9 @@ Names resolve on first access, so importing this package loads no pass.
   `VectorizeLoop`, `UnrollLoop`, `MakePackedAPI`, `SplitHostDevice`, `LowerOpaqueBlock`,
   `InjectSoftwarePipeline`, `ThreadSync`, each apache-tvm 0.27's pass of that name;
 - `LegalizeNegativeIndex` (`negative_index`): the core's pass that counts negative indices
-  from the end of their dimension, as a TVM pass.
+  from the end of their dimension, as a TVM pass;
+- `VerifyBufferInit` (`buffer_init`): the core's check that reports on-chip buffers read
+  before anything writes them, as a TVM pass.
 """
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ _PUBLIC = {
     **{name: "tvm_passes" for name in ("Simplify", "FlattenBuffer", "VectorizeLoop", "UnrollLoop", "MakePackedAPI",
                                         "SplitHostDevice", "LowerOpaqueBlock", "InjectSoftwarePipeline", "ThreadSync")},
     "LegalizeNegativeIndex": "negative_index",
+    "VerifyBufferInit": "buffer_init",
     **{name: "tiled_gemm" for name in ("plan_tiled_gemm", "infer_tiled_gemm_layout", "feeds_from_another_layout",
                                         "lower_tiled_gemm")},
 }

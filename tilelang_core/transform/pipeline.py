@@ -18,6 +18,7 @@ POINTS = (
     "inline_constants",  # scalars bound to constants (`rows, cols = s.shape` in a T.macro) inlined
     "legalize_negative_index",  # provably negative indices count from the end (A[-1] is the last)
     "check",             # semantic checks with the user's source lines
+    "verify_buffer_init",  # on-chip buffers read before anything writes them: a warning on stderr
     "guard_memory_access",  # global accesses that may leave their tensor: loads read 0, stores skipped
     "scope_thread_branches",  # tile ops under `if tx < C` run on that branch's threads (SIMT)
     "hoist_allocations",  # buffers allocated in loops move before the outermost loop
@@ -99,6 +100,7 @@ def default_pipeline() -> Pipeline:
     """The core's passes at every named point, before any backend edits."""
     from . import (
         barriers,
+        buffer_init,
         check,
         finalize,
         guards,
@@ -122,6 +124,7 @@ def default_pipeline() -> Pipeline:
         ("inline_constants", inline_constants.inline_constants),
         ("legalize_negative_index", negative_index.legalize_negative_index),
         ("check", check.check),
+        ("verify_buffer_init", buffer_init.verify_buffer_init),
         ("guard_memory_access", safe_access.guard_memory_access),
         ("scope_thread_branches", thread_branches.scope_thread_branches),
         ("hoist_allocations", hoist.hoist_allocations),
