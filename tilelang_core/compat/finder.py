@@ -253,7 +253,14 @@ class TileLangFinder(importlib.abc.MetaPathFinder):
 
     def _tvm(self, fullname: str):
         old = _longest_prefix(fullname, TVM_RENAMES)
-        if old is None or _exists(old):
+        if old is None:
+            return None
+        # once `tvm.arith` is our alias of `tvm.sym`, `tvm.arith.analyzer` must be the module
+        # `tvm.sym.analyzer` too: left to Python's path finder it would run that file a second
+        # time under the old name, defining its classes twice (TVM then refuses one of them:
+        # "Do not know how to handle type tvm.arith.analyzer.ConstIntBound")
+        aliased_old = old in sys.modules and sys.modules[old] is sys.modules.get(TVM_RENAMES[old])
+        if not aliased_old and _exists(old):
             return None
         target_name = TVM_RENAMES[old] + fullname[len(old):]
         if not _exists(target_name):
