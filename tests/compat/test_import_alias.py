@@ -357,3 +357,15 @@ def test_submodules_of_a_renamed_module_are_the_same_modules():
                           "bound": int(analyzer.const_int_bound(x).max_value)}))
     """, install=True)
     assert facts == {"same": True, "bound": 5}
+
+
+def test_size_vars_are_plain_vars_under_the_aliasing():
+    facts = _json_of("""
+        import json
+        import tvm
+        from tvm import te, tirx
+        n = tirx.SizeVar("n", "int64")
+        m = te.size_var("m")
+        print(json.dumps({"n": [type(n).__name__, n.name, str(n.dtype)], "m": [m.name, str(m.dtype)]}))
+    """, install=True)
+    assert facts == {"n": ["Var", "n", "int64"], "m": ["m", "int32"]}
