@@ -359,13 +359,18 @@ def test_submodules_of_a_renamed_module_are_the_same_modules():
     assert facts == {"same": True, "bound": 5}
 
 
-def test_size_vars_are_plain_vars_under_the_aliasing():
+def test_removed_tvm_names_have_their_stand_ins_under_the_aliasing():
     facts = _json_of("""
         import json
         import tvm
         from tvm import te, tirx
         n = tirx.SizeVar("n", "int64")
         m = te.size_var("m")
-        print(json.dumps({"n": [type(n).__name__, n.name, str(n.dtype)], "m": [m.name, str(m.dtype)]}))
+        A = tirx.decl_buffer((4,), "float32", name="A")
+        mod = tvm.IRModule.from_expr(tirx.PrimFunc([A], tirx.Evaluate(0)))
+        import tvm_ffi
+        same = tvm_ffi.structural_equal(tirx.transform.AnnotateDeviceRegions()(mod), mod)
+        print(json.dumps({"n": [type(n).__name__, n.name, str(n.dtype)], "m": [m.name, str(m.dtype)],
+                          "annotate_unchanged": bool(same)}))
     """, install=True)
-    assert facts == {"n": ["Var", "n", "int64"], "m": ["m", "int32"]}
+    assert facts == {"n": ["Var", "n", "int64"], "m": ["m", "int32"], "annotate_unchanged": True}

@@ -333,7 +333,8 @@ def add_tvm_renames(tvm: types.ModuleType) -> None:
     """Make `tvm.tir`/`tvm.arith` the renamed modules, where the installed TVM lacks them, give
     renamed classes their old names (`TVM_NAME_RENAMES`), `tvm` the submodules read as
     attributes (`TVM_ATTRIBUTE_SUBMODULES`), expressions their `dtype`
-    (`exprs.add_expr_dtype`), `tvm.tirx.SizeVar` (`size_vars.add_size_vars`) and `PassContext`
+    (`exprs.add_expr_dtype`), the stand-ins of removed names
+    (`removed_names.add_removed_names`) and `PassContext`
     TileLang's config keys
     (`transform.pass_context.accept_tilelang_keys`)."""
     for old, new in TVM_RENAMES.items():
@@ -353,10 +354,10 @@ def add_tvm_renames(tvm: types.ModuleType) -> None:
         tvm.__getattr__ = _import_attribute_submodule
     from ..transform.pass_context import accept_tilelang_keys
     from .exprs import add_expr_dtype
-    from .size_vars import add_size_vars
+    from .removed_names import add_removed_names
 
     add_expr_dtype()
-    add_size_vars()
+    add_removed_names()
     accept_tilelang_keys()
 
 
