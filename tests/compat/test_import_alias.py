@@ -338,3 +338,39 @@ def test_carver_driver_matches_torch():
     assert carver_driver.get_registers_per_block() == 65536
     assert carver_driver.get_max_dynamic_shared_size_bytes() == expected.shared_memory_per_multiprocessor
     assert carver_driver.get_persisting_l2_cache_max_size() > 0
+
+
+def test_submodules_of_a_renamed_module_are_the_same_modules():
+    """`import tvm.arith.analyzer` is `tvm.sym.analyzer`, not that file run again (which would
+    define its classes twice, and TVM would refuse the copies: "Do not know how to handle
+    type tvm.arith.analyzer.ConstIntBound")."""
+    facts = _json_of("""
+        import json, sys
+        import tvm
+        import tvm.arith.analyzer
+        from tvm.arith.analyzer import ConstIntBound
+        from tvm import sym, tirx
+        analyzer = sym.Analyzer()
+        x = tirx.Var("x", "int32")
+        analyzer.update(x, ConstIntBound(0, 5), True)
+        print(json.dumps({"same": sys.modules["tvm.arith.analyzer"] is sys.modules["tvm.sym.analyzer"],
+                          "bound": int(analyzer.const_int_bound(x).max_value)}))
+    """, install=True)
+    assert facts == {"same": True, "bound": 5}
+
+
+def test_removed_tvm_names_have_their_stand_ins_under_the_aliasing():
+    facts = _json_of("""
+        import json
+        import tvm
+        from tvm import te, tirx
+        n = tirx.SizeVar("n", "int64")
+        m = te.size_var("m")
+        A = tirx.decl_buffer((4,), "float32", name="A")
+        mod = tvm.IRModule.from_expr(tirx.PrimFunc([A], tirx.Evaluate(0)))
+        import tvm_ffi
+        same = tvm_ffi.structural_equal(tirx.transform.AnnotateDeviceRegions()(mod), mod)
+        print(json.dumps({"n": [type(n).__name__, n.name, str(n.dtype)], "m": [m.name, str(m.dtype)],
+                          "annotate_unchanged": bool(same)}))
+    """, install=True)
+    assert facts == {"n": ["Var", "n", "int64"], "m": ["m", "int32"], "annotate_unchanged": True}

@@ -187,3 +187,20 @@ def test_an_element_whose_address_is_taken_is_not_masked():
     assert script.count("T.if_then_else") == 1  # the load into C only
     source = tilelang.compile(main, target="cuda/sm_90a").get_kernel_source()
     assert "cp_async" in source
+
+
+def test_legalize_safe_memory_access_is_the_guard_as_a_tvm_pass():
+    import tvm
+
+    from tilelang_core.transform import LegalizeSafeMemoryAccess
+
+    @T.prim_func
+    def shifted(A: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=64) as _:
+            S = T.alloc_shared((64, 64), "float32")
+            tid = T.get_thread_binding()
+            for j in T.serial(64):
+                S[tid, j] = A[tid + 2, j + 2]
+
+    text = LegalizeSafeMemoryAccess()(tvm.IRModule({"main": shifted}))["main"].script()
+    assert "T.if_then_else(tid + 2 < 64 and j + 2 < 64, A[tid + 2, j + 2], T.float32(0.0))" in text

@@ -253,7 +253,14 @@ class TileLangFinder(importlib.abc.MetaPathFinder):
 
     def _tvm(self, fullname: str):
         old = _longest_prefix(fullname, TVM_RENAMES)
-        if old is None or _exists(old):
+        if old is None:
+            return None
+        # once `tvm.arith` is our alias of `tvm.sym`, `tvm.arith.analyzer` must be the module
+        # `tvm.sym.analyzer` too: left to Python's path finder it would run that file a second
+        # time under the old name, defining its classes twice (TVM then refuses one of them:
+        # "Do not know how to handle type tvm.arith.analyzer.ConstIntBound")
+        aliased_old = old in sys.modules and sys.modules[old] is sys.modules.get(TVM_RENAMES[old])
+        if not aliased_old and _exists(old):
             return None
         target_name = TVM_RENAMES[old] + fullname[len(old):]
         if not _exists(target_name):
@@ -325,8 +332,11 @@ class _ExtrasLoader(_RenamingLoader):
 def add_tvm_renames(tvm: types.ModuleType) -> None:
     """Make `tvm.tir`/`tvm.arith` the renamed modules, where the installed TVM lacks them, give
     renamed classes their old names (`TVM_NAME_RENAMES`), `tvm` the submodules read as
-    attributes (`TVM_ATTRIBUTE_SUBMODULES`) and expressions their `dtype`
-    (`exprs.add_expr_dtype`)."""
+    attributes (`TVM_ATTRIBUTE_SUBMODULES`), expressions their `dtype`
+    (`exprs.add_expr_dtype`), the stand-ins of removed names
+    (`removed_names.add_removed_names`) and `PassContext`
+    TileLang's config keys
+    (`transform.pass_context.accept_tilelang_keys`)."""
     for old, new in TVM_RENAMES.items():
         child = old.partition(".")[2]
         if getattr(tvm, child, None) is not None or old in sys.modules:
@@ -342,9 +352,13 @@ def add_tvm_renames(tvm: types.ModuleType) -> None:
             setattr(owner, old_name, getattr(importlib.import_module(new_module), new_name))
     if "__getattr__" not in vars(tvm):
         tvm.__getattr__ = _import_attribute_submodule
+    from ..transform.pass_context import accept_tilelang_keys
     from .exprs import add_expr_dtype
+    from .removed_names import add_removed_names
 
     add_expr_dtype()
+    add_removed_names()
+    accept_tilelang_keys()
 
 
 def _import_attribute_submodule(name: str) -> Any:

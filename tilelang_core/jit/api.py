@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 from .. import env
 from ..runtime.base import KernelMeta, ParamSpec
 from ..runtime.kernel import Kernel
+from ..transform.pass_context import ambient_configs
 from .options import CompileOptions
 
 # The plugin manager, the cache and TVM load on the first compile, keeping
@@ -275,7 +276,9 @@ def compile(func, out_idx: int | Sequence[int] | None = None, target: Any = None
     start = time.perf_counter()
     tgt = get_plugin_manager().parse_target(target)
     own_configs, own_flags = _annotated_options(func)  # T.annotate_pass_configs / _compile_flags
-    options = CompileOptions.from_pass_configs({**own_configs, **(pass_configs or {})})
+    # TileLang's keys set on an entered `PassContext` (the aliasing accepts them there), under ours
+    ambient = ambient_configs()
+    options = CompileOptions.from_pass_configs({**ambient, **own_configs, **(pass_configs or {})})
     flags = ((compile_flags,) if isinstance(compile_flags, str) else tuple(compile_flags or ())) + own_flags
     if flags:
         options = dataclasses.replace(options, extra_flags=options.extra_flags + flags)

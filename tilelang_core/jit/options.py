@@ -124,6 +124,7 @@ _MEANINGFUL: dict[str, tuple[str, Any]] = {
     PassConfigKey.TL_DISABLE_OUT_OF_BOUND_WARNING: ("disable_out_of_bound_warning", bool),
     PassConfigKey.TL_DISABLE_SHARED_MEMORY_REUSE: ("disable_shared_memory_reuse", bool),
     PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: ("disable_thread_storage_sync", bool),
+    PassConfigKey.TL_DISABLE_BUFFER_INIT_CHECK: ("disable_buffer_init_check", bool),
 }
 
 
@@ -147,6 +148,7 @@ class CompileOptions:
     # no block barriers are inserted around shared-memory accesses: the kernel places its own
     # (T.sync_threads); barriers a tile op's lowering places for itself stay
     disable_thread_storage_sync: bool = False
+    disable_buffer_init_check: bool = False  # no warning for on-chip buffers read before written
     extra_flags: tuple[str, ...] = ()
     may_alias: bool = False  # calls may pass overlapping tensors where the kernel writes one
     # TileLang keys given that have no effect here (not part of equality or the cache key)

@@ -30,7 +30,12 @@ Names resolve on first access, so importing this package loads no pass.
   `VectorizeLoop`, `UnrollLoop`, `MakePackedAPI`, `SplitHostDevice`, `LowerOpaqueBlock`,
   `InjectSoftwarePipeline`, `ThreadSync`, each apache-tvm 0.27's pass of that name;
 - `LegalizeNegativeIndex` (`negative_index`): the core's pass that counts negative indices
-  from the end of their dimension, as a TVM pass.
+  from the end of their dimension, as a TVM pass;
+- `LegalizeSafeMemoryAccess` (`safe_access`): the core's run-time guards of global accesses
+  that may leave their tensor, as a TVM pass;
+- `LoopUnswitching` (`loop_unswitching`): loop-invariant conditions hoisted out of loops;
+- `VerifyBufferInit` (`buffer_init`): the core's check that reports on-chip buffers read
+  before anything writes them, as a TVM pass.
 """
 from __future__ import annotations
 
@@ -62,6 +67,9 @@ _PUBLIC = {
     **{name: "tvm_passes" for name in ("Simplify", "FlattenBuffer", "VectorizeLoop", "UnrollLoop", "MakePackedAPI",
                                         "SplitHostDevice", "LowerOpaqueBlock", "InjectSoftwarePipeline", "ThreadSync")},
     "LegalizeNegativeIndex": "negative_index",
+    "VerifyBufferInit": "buffer_init",
+    "LegalizeSafeMemoryAccess": "safe_access",
+    "LoopUnswitching": "loop_unswitching",
     **{name: "tiled_gemm" for name in ("plan_tiled_gemm", "infer_tiled_gemm_layout", "feeds_from_another_layout",
                                         "lower_tiled_gemm")},
 }

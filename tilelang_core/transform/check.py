@@ -20,6 +20,7 @@ from .check_values import (check_constant_bounds, check_launch_parameters, check
 from .errors import CapabilityError, TileLangCompileError
 from .irutil import walk
 from .kernel_info import launch_info
+from .loop_nesting import check_loop_nesting
 from .thread_allreduce import is_thread_allreduce
 from .threads import uses_var
 
@@ -52,6 +53,7 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     check_constant_bounds(func)
     check_lossy_tile_ops(func)
     check_lossy_stores(func)
+    check_loop_nesting(func)
     info = launch_info(func)
     if not info.extents:
         if caps.execution_model != "block-serial":

@@ -20,6 +20,7 @@ POINTS = (
     "widen_fragments",   # fragments indexed past their declared shape take the range used (TileLang)
     "expand_sparse_gemm",  # T.gemm_sp -> the dense A rebuilt from its values and metadata, then T.gemm
     "check",             # semantic checks with the user's source lines
+    "verify_buffer_init",  # on-chip buffers read before anything writes them: a warning on stderr
     "guard_memory_access",  # global accesses that may leave their tensor: loads read 0, stores skipped
     "scope_thread_branches",  # tile ops under `if tx < C` run on that branch's threads (SIMT)
     "hoist_allocations",  # buffers allocated in loops move before the outermost loop
@@ -101,6 +102,7 @@ def default_pipeline() -> Pipeline:
     """The core's passes at every named point, before any backend edits."""
     from . import (
         barriers,
+        buffer_init,
         check,
         finalize,
         guards,
@@ -128,6 +130,7 @@ def default_pipeline() -> Pipeline:
         ("widen_fragments", widen_fragments.widen_overindexed_fragments),
         ("expand_sparse_gemm", sparse_gemm.expand_sparse_gemm),
         ("check", check.check),
+        ("verify_buffer_init", buffer_init.verify_buffer_init),
         ("guard_memory_access", safe_access.guard_memory_access),
         ("scope_thread_branches", thread_branches.scope_thread_branches),
         ("hoist_allocations", hoist.hoist_allocations),

@@ -35,7 +35,7 @@ from ..ir import ATTR_SAFE_VALUE, TileOp, is_tile_op, source_of
 from .errors import format_source
 from .irutil import is_global, is_scalar_buffer, loosely_bounded, map_stmts, walk
 
-__all__ = ["guard_memory_access", "TileLangWarning"]
+__all__ = ["LegalizeSafeMemoryAccess", "TileLangWarning", "guard_memory_access"]
 
 
 class TileLangWarning(UserWarning):
@@ -286,3 +286,22 @@ def guard_memory_access(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
     table = guards.replacements
     body = map_stmts(func.body, (tir.BufferStore, tir.Evaluate), lambda s: table.get(s.__chandle__(), s))
     return func.with_body(body)
+
+
+def LegalizeSafeMemoryAccess():  # noqa: N802 - TileLang's pass name
+    """`guard_memory_access` as a TVM pass over every PrimFunc of a module; the entered
+    `PassContext`'s `tl.disable_safe_memory_legalize` and `tl.disable_out_of_bound_warning`
+    act as in a compile."""
+    from ..jit.options import CompileOptions
+    from .pass_context import ambient_configs
+
+    class _Context:
+        def __init__(self, options):
+            self.options = options
+
+    def run(func, _mod, _ctx):
+        keys = {"tl.disable_safe_memory_legalize", "tl.disable_out_of_bound_warning"}
+        options = CompileOptions.from_pass_configs({k: v for k, v in ambient_configs().items() if k in keys})
+        return guard_memory_access(func, _Context(options))
+
+    return tir.transform.prim_func_pass(run, opt_level=0, name="tl.LegalizeSafeMemoryAccess")

@@ -9,7 +9,7 @@ IR with its own passes.
 
 | name | apache-tvm 0.27 pass | before -> after |
 |---|---|---|
-| `Simplify()` | `tirx.transform.StmtSimplify` | index and condition arithmetic simplified |
+| `Simplify()` | `tirx.transform.StmtSimplify` (after inlining trivial `Bind`s) | index and condition arithmetic simplified |
 | `FlattenBuffer()` | `tirx.transform.FlattenBuffer` | multi-dimensional buffers flattened to 1-D |
 | `VectorizeLoop(enable_vectorize)` | `tirx.transform.VectorizeLoop` | vectorized loops as vector ops (or serial) |
 | `UnrollLoop()` | `tirx.transform.UnrollLoop` | unrolled loops (and those under the config) expanded |
@@ -28,17 +28,50 @@ from tvm import s_tir, tirx
 from tvm.ir.transform import Pass
 
 __all__ = ["FlattenBuffer", "InjectSoftwarePipeline", "LowerOpaqueBlock", "MakePackedAPI", "Simplify",
-           "SplitHostDevice", "ThreadSync", "UnrollLoop", "VectorizeLoop"]
+           "SplitHostDevice", "ThreadSync", "UnrollLoop", "VectorizeLoop", "inline_trivial_binds"]
 
 
 def Simplify(simplify_arguments: bool = False) -> Pass:  # noqa: N802 - TileLang's pass names
-    """Arithmetic simplification of every PrimFunc (TVM's `StmtSimplify`). TileLang's
-    `simplify_arguments=True` (also drop unused parameters) is not provided and raises."""
+    """Arithmetic simplification of every PrimFunc (TVM's `StmtSimplify`), after TileLang's let
+    inlining: a `Bind` of a constant or a variable is substituted into the statements after it
+    and dropped (so `n = 10; for i < n: if i < 12` proves the condition), unless the entered
+    `PassContext` sets `tl.Simplify`'s `enable_simplify_let_inline` to False. The options of
+    `tl.Simplify` that TVM's simplifier has reach it through the `PassContext` (see
+    `pass_context`). TileLang's `simplify_arguments=True` (also drop unused parameters) is not
+    provided and raises."""
     if simplify_arguments:
         raise NotImplementedError("tilelang.transform.Simplify(simplify_arguments=True): removing unused "
                                   "parameters is TileLang's own extension, not provided by tilelang-core; "
                                   "call Simplify() to simplify the statements")
-    return tirx.transform.StmtSimplify()
+    from tvm.ir.transform import Sequential
+
+    from .pass_context import SIMPLIFY_KEY, ambient_configs
+
+    def inline(func, _mod, _ctx):
+        options = ambient_configs().get(SIMPLIFY_KEY) or {}
+        if not options.get("enable_simplify_let_inline", True):
+            return func
+        return func.with_body(inline_trivial_binds(func.body))
+
+    return Sequential([tirx.transform.prim_func_pass(inline, opt_level=0, name="tl.InlineTrivialBinds"),
+                       tirx.transform.StmtSimplify()], name="tl.Simplify")
+
+
+def inline_trivial_binds(stmt):
+    """`stmt` with each `Bind(var, value)` whose value is a constant or a variable substituted
+    into the statements after it in its sequence, and removed."""
+    from .irutil import map_stmts, seq, substitute
+
+    def flatten(node):
+        kept, mapping = [], {}
+        for child in node.seq:
+            if isinstance(child, tirx.Bind) and isinstance(child.value, (tirx.IntImm, tirx.FloatImm, tirx.Var)):
+                mapping[child.var] = substitute(child.value, mapping)
+                continue
+            kept.append(substitute(child, mapping))
+        return seq(kept) if mapping else node
+
+    return map_stmts(stmt, (tirx.SeqStmt,), flatten)
 
 
 def FlattenBuffer() -> Pass:  # noqa: N802
