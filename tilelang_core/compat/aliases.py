@@ -53,6 +53,9 @@ CORE_ALIASES: dict[str, str] = {
     # the named shared layouts (bank swizzles, linear, 8x8 fragments) and SwizzleMode
     "tilelang.layout.swizzle": "tilelang_core.language.swizzle",
     "tilelang.layout.swizzle_mode": "tilelang_core.language.swizzle",
+    # `from tilelang.layout.fragment import Fragment`: the user-facing T.Fragment (the core's
+    # tilelang_core.layout.fragment_model is the layout model inference works with)
+    "tilelang.layout.fragment": "tilelang_core.language.layout",
     # `from tilelang.jit.kernel import JITKernel`
     "tilelang.jit.kernel": "tilelang_core.jit.api",
 }
