@@ -72,6 +72,8 @@ TVM_RENAMES: dict[str, str] = {
 # the class `tvm.ir.Expr` (`IntImm`, `Var`, `Call` all derive from it).
 TVM_NAME_RENAMES: dict[str, str] = {
     "tvm.tirx.PrimExpr": "tvm.ir.Expr",
+    # the arithmetic simplification pass, renamed in 0.27 (the pass config key moved with it)
+    "tvm.tirx.transform.Simplify": "tvm.tirx.transform.StmtSimplify",
 }
 
 # TVM module paths apache-tvm 0.27 lacks -> our module standing for it (only where the installed

@@ -36,7 +36,8 @@ def _kernel_stack() -> list[Kernel]:
 class Kernel:
     """`with T.Kernel(gx, gy, threads=128) as (bx, by):` launches a gx x gy grid of blocks.
 
-    One to three grid extents; `threads` is an int or a tuple of up to three extents.
+    Up to three grid extents (none: one block, `T.Kernel(threads=128)`); `threads` is an int
+    or a tuple of up to three extents.
     `is_cpu` is accepted for TileLang compatibility and has no effect: the target's
     capabilities decide how blocks run.
     Entering opens one `launch_thread` per block dim (blockIdx.x/y/z, named as the user
@@ -47,8 +48,10 @@ class Kernel:
     def __init__(
         self, *blocks: Any, threads: Any = None, is_cpu: bool = False, prelude: str | None = None, **extensions: Any
     ) -> None:
-        if not 1 <= len(blocks) <= 3:
-            raise ValueError(f"T.Kernel takes 1 to 3 grid extents, got {len(blocks)}")
+        if len(blocks) > 3:
+            raise ValueError(f"T.Kernel takes up to 3 grid extents, got {len(blocks)}")
+        if not blocks:  # `T.Kernel(threads=128)`: as in TileLang, a grid of one block
+            blocks = (1,)
         if threads is None:
             threads = _DEFAULT_THREADS
         threads = tuple(threads) if isinstance(threads, (list, tuple)) else (threads,)
