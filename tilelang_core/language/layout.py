@@ -104,18 +104,19 @@ class Layout:
 
 
 class Fragment:
-    """`T.Fragment(shape, forward_thread_fn=, replicate=1, forward_index_fn=)`: TileLang's
+    """`T.Fragment(shape, forward_fn=None, forward_thread_fn=None, replicate=1, forward_index_fn=None)`
+    (TileLang's parameter order: a second positional argument is `forward_fn`): TileLang's
     register layout of a fragment, given forward: element `idx` (and replica `rep` when
     `replicate > 1`) is held by thread `forward_thread_fn(*idx[, rep])` in register slot
-    `forward_index_fn(*idx)` (default: the row-major position of `idx` among the thread's
-    elements is not guessed: give it). `forward_fn(*idx[, rep]) -> (thread, slot)` gives both
+    `forward_index_fn(*idx)` (default: the row-major position among the indices the thread
+    does not read, where that is one slot per element). `forward_fn(*idx[, rep]) -> (thread, slot)` gives both
     at once. Use it in `T.annotate_layout({frag: T.Fragment(...)})`; layout inference then
     keeps the fragment in exactly this layout, and a matrix instruction that needs another
     one is an error naming both."""
 
-    def __init__(self, shape: Any, forward_thread_fn: Callable[..., Any] | None = None, replicate: int = 1,
-                 forward_index_fn: Callable[..., Any] | None = None,
-                 forward_fn: Callable[..., Any] | None = None) -> None:
+    def __init__(self, shape: Any, forward_fn: Callable[..., Any] | None = None,
+                 forward_thread_fn: Callable[..., Any] | None = None, replicate: int = 1,
+                 forward_index_fn: Callable[..., Any] | None = None) -> None:
         self.shape = normalize_shape(shape)
         self.replicate_size = int(replicate)
         ndim = len(self.shape)
