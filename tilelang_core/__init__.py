@@ -116,3 +116,22 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(__all__)
+
+
+def _activate_pass_diff() -> None:
+    """`TILELANG_PASS_DIFF` set: report every pass from the first import on (TileLang does this
+    at import too). A runtime-only install (no TVM) runs no passes, so there is nothing to hook."""
+    from .env import get_pass_diff_mode
+
+    if get_pass_diff_mode() is None:
+        return
+    try:
+        import tvm  # noqa: F401
+    except ModuleNotFoundError:
+        return
+    from .utils.pass_diff_hook import install_pass_diff_hook
+
+    install_pass_diff_hook()
+
+
+_activate_pass_diff()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 __all__ = ["enabled_backends", "default_target", "cache_dir", "host_c_compiler", "debug", "kernel_memo_size",
            "compat_alias", "COMPAT_ALIAS_VAR", "print_on_compilation", "env", "CacheState", "get_default_target",
-           "is_cache_enabled",
+           "is_cache_enabled", "get_pass_diff_mode",
            "TILELANG_CACHE_DIR", "TILELANG_TMP_DIR", "TILELANG_PRINT_ON_COMPILATION"]
 
 COMPAT_ALIAS_VAR = "TILELANG_CORE_ALIAS"
@@ -103,6 +103,19 @@ def compat_alias() -> bool:
     return os.environ.get(COMPAT_ALIAS_VAR, "").strip() not in ("", "0")
 
 
+_OFF = ("", "0", "false", "no", "off")
+
+
+def get_pass_diff_mode() -> str | None:
+    """`TILELANG_PASS_DIFF`: report IR before/after every pass (tilelang_core.utils.pass_diff_hook):
+    "html", "both", or "terminal" for any other value that is not off ("", 0, false, no, off:
+    None)."""
+    raw = os.environ.get("TILELANG_PASS_DIFF", "").strip().lower()
+    if raw in _OFF:
+        return None
+    return raw if raw in ("html", "both") else "terminal"
+
+
 def print_on_compilation() -> bool:
     """`TILELANG_PRINT_ON_COMPILATION=1`: `compile` reports each kernel it builds or finds
     cached, as `verbose=True` does."""
@@ -166,6 +179,8 @@ class _EnvModule(types.ModuleType):
     TILELANG_CACHE_DIR = _variable("TILELANG_CACHE_DIR", lambda: str(cache_dir()))
     TILELANG_TMP_DIR = _variable("TILELANG_TMP_DIR", lambda: os.path.join(str(cache_dir()), "tmp"))
     TILELANG_PRINT_ON_COMPILATION = _variable("TILELANG_PRINT_ON_COMPILATION", lambda: "0")
+    # TILELANG_PASS_DIFF_OUTPUT: where the pass-diff hook writes its HTML reports
+    TILELANG_PASS_DIFF_OUTPUT = _variable("TILELANG_PASS_DIFF_OUTPUT", lambda: "tmp/pass_diff_output")
 
 
 sys.modules[__name__].__class__ = _EnvModule

@@ -189,6 +189,28 @@ def test_giving_a_tuned_parameter_compiles_that_kernel_without_tuning(cache_dir,
     assert terminal.getvalue() == ""  # no run: no bars, no summary
     x = np.ones(128, np.float32)
     np.testing.assert_allclose(kernel(x), x * 4.0)
+    # kept under its call key, as TileLang's `_tuner_cache` does; other arguments, another entry
+    assert len(scaled._tuner_cache) == 1 and scaled(128, 4.0, block=32) is kernel
+    scaled(128, 4.0, block=64)
+    assert len(scaled._tuner_cache) == 2
+
+
+def test_a_kernel_with_scalar_parameters_asks_for_set_autotune_inputs(cache_dir, terminal):
+    from tilelang_core import language as T
+
+    def add_scalar(n: int = 256, threads: int = 64):
+        @T.prim_func
+        def main(A: T.Tensor((n,), "float32"), s: T.float32):
+            with T.Kernel(1, threads=threads) as bx:
+                for i in T.serial(n):
+                    A[i] = A[i] + s
+
+        return main
+
+    tuned = autotune(configs=[dict(threads=32), dict(threads=64)], max_workers=1)(
+        tilelang.jit(add_scalar, target="cpu"))
+    with pytest.raises(ValueError, match=r"scalar parameters \(s\).*set_autotune_inputs"):
+        tuned()
 
 
 def test_an_eager_function_tunes_from_its_tensors_and_runs_the_best_kernel(cache_dir, terminal):

@@ -164,10 +164,10 @@ def test_fence_and_tma_store_group_names_compile_on_sm_90a():
         T.tma_store_wait(1)
 
 
-@pytest.mark.parametrize("dtype, suffix, word", [("float16", "f16x2", "unsigned int"),
-                                                 ("bfloat16", "bf16x2", "unsigned int"),
-                                                 ("float32", "f32x2", "uint2")])
-def test_packed_two_lane_math_works_on_the_stored_words(dtype, suffix, word):
+@pytest.mark.parametrize("dtype, native, word", [("float16", "__half2", "unsigned int"),
+                                                 ("bfloat16", "__nv_bfloat162", "unsigned int"),
+                                                 ("float32", "float2", "uint2")])
+def test_packed_two_lane_math_works_on_the_stored_words(dtype, native, word):
     from tilelang_cuda.compile import compile_cuda, disassemble
 
     @T.prim_func
@@ -180,7 +180,9 @@ def test_packed_two_lane_math_works_on_the_stored_words(dtype, suffix, word):
                                                                                    A[T.Ramp(tx * 2, 1, 2)])))
 
     text = render(main, "cuda/sm_90a").source
-    assert f"(*({word}*)(&B[tx * 2])) = tl_fma2_{suffix}(tl_add2_{suffix}((*({word}*)(&A[tx * 2]))" in text
+    # TileLang's spelling: tl::<op> on the native vector type, named at the call
+    assert (f"(*({word}*)(&B[tx * 2])) = tl_word(tl::fma2(tl_as<{native}>(tl_word(tl::add2("
+            f"tl_as<{native}>((*({word}*)(&A[tx * 2])))") in text
     assert "2float(" not in text  # the words are never converted lane by lane
     sass = disassemble(compile_cuda(text, "sm_90a", {"name": "packed"}))
     if dtype != "float32":
@@ -581,3 +583,39 @@ def test_sparse_mma_compiles_to_hmma_sp(shape, k_regs):
     text = render(main, "cuda/sm_90a").source
     assert f"tl::mma_sp_{shape}_f16_f32<0>(&c[0], tl::as_words(&a[0]), tl::as_words(&b[0]), tl::as_words(&e[0]));" in text
     assert "HMMA.SP" in disassemble(compile_cuda(text, "sm_90a", {"name": "mma_sp"}))
+
+
+@pytest.mark.parametrize("dtype, native", [("float16", "__half2"), ("bfloat16", "__nv_bfloat162")])
+def test_packed_math_through_an_index_vector_local(dtype, native):
+    """`idx = T.Ramp(...)` makes an int32x2 local; inlined, `C[idx]` is a vector access."""
+    from tilelang_cuda.compile import compile_cuda
+
+    @T.prim_func
+    def main(A: T.Tensor((256,), dtype), B: T.Tensor((256,), dtype), C: T.Tensor((256,), dtype)):
+        with T.Kernel(1, threads=128) as bx:
+            tid = T.get_thread_binding()
+            idx = T.Ramp(tid * 2, 1, 2)
+            C[idx] = T.add2(A[idx], B[idx])
+
+    text = render(main, "cuda/sm_80").source
+    assert f"(*(unsigned int*)(&C[tid * 2])) = tl_word(tl::add2(tl_as<{native}>((*(unsigned int*)(&A[tid * 2])))" in text
+    assert compile_cuda(text, "sm_80", {"name": "packed_idx"})[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_ieee_round_to_nearest_in_half_precision_compiles(dtype):
+    from tilelang_cuda.compile import compile_cuda
+
+    @T.prim_func
+    def main(A: T.Tensor((64,), dtype), B: T.Tensor((64,), dtype)):
+        with T.Kernel(1, threads=64) as bx:
+            tx = T.get_thread_binding()
+            v = A[tx]
+            B[tx] = (T.ieee_add(v, v) + T.ieee_sub(v, v) + T.ieee_mul(v, v) + T.ieee_fdiv(v, v)
+                     + T.ieee_fmaf(v, v, v) + T.ieee_frcp(v) + T.ieee_fsqrt(v) + T.ieee_frsqrt(v))
+
+    text = render(main, "cuda/sm_80").source
+    assert "tl_ieee_fma_rn(" in text and "tl_ieee_rsqrt(" in text
+    assert compile_cuda(text, "sm_80", {"name": "ieee_half"})[:4] == b"\x7fELF"
+    with pytest.raises(ValueError, match="Only rounding mode 'rn' is available for half precision"):
+        T.ieee_mul(T.cast(T.float32(1.0), dtype), T.cast(T.float32(2.0), dtype), "ru")

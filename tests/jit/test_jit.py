@@ -227,3 +227,14 @@ def test_misaligned_tensor_is_refused_when_the_kernel_needs_alignment(cache_dir)
     strict(good, y)  # the fast path of the second call checks alignment too
     with pytest.raises(KernelCallError, match="16-byte"):
         strict(x, y)
+
+
+def test_jitkernel_constructed_from_a_program_compiles_it(cache_dir):
+    """TileLang's `JITKernel(func, out_idx=..., target=...)` is `tilelang.compile` with the
+    same keywords."""
+    from tilelang_core.jit.api import JITKernel
+
+    kernel = JITKernel(scale_kernel(64), out_idx=[1], target="cpu")
+    assert isinstance(kernel, JITKernel) and str(kernel.target).startswith("cpu")
+    x = np.arange(64, dtype=np.float32)
+    np.testing.assert_allclose(kernel(x), x * 2.0)

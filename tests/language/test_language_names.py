@@ -45,10 +45,15 @@ def test_ieee_directed_rounding_is_refused_on_cpu_naming_the_mode():
 
 
 def test_bad_rounding_mode_and_dtype_are_errors():
-    with pytest.raises(ValueError, match="rounding_mode must be one of rn, rz, ru, rd"):
+    with pytest.raises(ValueError, match="Invalid rounding mode 'nearest'; rounding_mode must be one of rn, rz, ru, rd"):
         T.ieee_add(T.float32(1.0), T.float32(2.0), "nearest")
-    with pytest.raises(TypeError, match="float32 or float64"):
-        T.ieee_mul(T.float16(1.0), T.float16(2.0))
+    with pytest.raises(TypeError, match="must be floating-point expressions, got int32"):
+        T.ieee_mul(T.int32(1), T.int32(2))
+    assert T.ieee_mul(T.float16(1.0), T.float16(2.0)).ty.dtype == "float16"
+    with pytest.raises(ValueError, match="Only rounding mode 'rn' is available for half precision"):
+        T.ieee_add(T.bfloat16(1.0), T.bfloat16(2.0), "rz")
+    with pytest.raises(TypeError, match="frsqrt is not supported for float64"):
+        T.ieee_frsqrt(T.float64(2.0))
 
 
 def test_warp_vote_on_cpu_is_a_codegen_error_naming_the_intrinsic():

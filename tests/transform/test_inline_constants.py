@@ -192,3 +192,19 @@ def test_region_extents_over_once_assigned_names_fold_to_their_constant():
     o = np.full_like(a, np.nan)
     tilelang.compile(main, target="cpu")(a, o)
     np.testing.assert_array_equal(o, a)
+
+
+def test_an_index_vector_assigned_once_is_inlined():
+    """`idx = T.Ramp(tid * 2, 1, 2)` (a one-element int32x2 local) becomes the vector index
+    itself; a vector local read from a buffer stays a local."""
+    @T.prim_func
+    def main(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "int32"), C: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tid = T.get_thread_binding()
+            idx = T.Ramp(tid * 2, 1, 2)
+            loaded = B[T.Ramp(tid * 2, 1, 2)]
+            C[idx] = A[idx] + A[loaded]
+
+    text = inline_constants(main).script()
+    assert "idx:" not in text and "C[tid * 2:tid * 2 + 2] = A[T.Ramp(tid * 2, 1, 2)]" in text
+    assert "loaded: T.int32x2 = B[" in text

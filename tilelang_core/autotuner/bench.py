@@ -6,7 +6,12 @@ from typing import Any
 from .capture import get_autotune_inputs
 from .param import ProfileArgs
 
-__all__ = ["CandidateBench"]
+__all__ = ["CandidateBench", "InputsNeeded"]
+
+
+class InputsNeeded(ValueError):
+    """The kernel takes values the tensor supply cannot make (scalars): the same for every
+    candidate, so tuning stops with it rather than counting a failure per config."""
 
 
 class CandidateBench:
@@ -56,6 +61,11 @@ class CandidateBench:
             return self._cached[1]
         if self.profile.supply_prog is not None:
             inputs = list(self.profile.supply_prog(params))
+        elif any(getattr(param, "kind", "tensor") != "tensor" for param in params):
+            scalars = [getattr(param, "name", "?") for param in params if getattr(param, "kind", "tensor") != "tensor"]
+            raise InputsNeeded(
+                f"the kernel takes scalar parameters ({', '.join(map(str, scalars))}) that the tensor supply "
+                f"cannot make: give the tuning inputs with `with set_autotune_inputs(...)` (or supply_prog=)")
         else:
             inputs = list(profiler.get_input_tensors())
         self._cached = (signature, inputs)

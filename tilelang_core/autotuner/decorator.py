@@ -43,7 +43,9 @@ class AutotunedFunction:
         self.early_stop = early_stop
         self.early_stop_factor = early_stop_factor
         self.max_workers = max_workers
-        self._results: dict[str, AutotuneResult] = {}
+        # call key (the arguments less `do_not_specialize`) -> its tuning result, or the kernel
+        # of a call that gave a tuned parameter itself (TileLang's `_tuner_cache`)
+        self._tuner_cache: dict[str, Any] = {}
         functools.update_wrapper(self, jit_fn.orig_func)
 
     def tuner(self, *args: Any, **kwargs: Any) -> AutoTuner:
@@ -64,18 +66,26 @@ class AutotunedFunction:
         if tuned & set(bound):
             return None
         memo = self._memo_key(bound)
-        result = self._results.get(memo) if memo is not None else None
+        result = self._tuner_cache.get(memo) if memo is not None else None
         if result is None:
             result = tuner.run(early_stop=self.early_stop, early_stop_factor=self.early_stop_factor)
             if memo is not None:
-                self._results[memo] = result
+                self._tuner_cache[memo] = result
         return result
 
     def compile(self, *args: Any, **kwargs: Any) -> Any:
         """The best kernel for these arguments (tuning first if needed); with a tuned
-        parameter given, the kernel for exactly these arguments."""
+        parameter given, the kernel for exactly these arguments (kept under their call key)."""
         result = self.tune(*args, **kwargs)
-        return result.kernel if result is not None else self.jit_fn.compile(*args, **kwargs)
+        if result is not None:
+            return result.kernel
+        memo = self._memo_key(_bind(self.jit_fn.orig_func, args, kwargs))
+        kernel = self._tuner_cache.get(memo) if memo is not None else None
+        if kernel is None:
+            kernel = self.jit_fn.compile(*args, **kwargs)
+            if memo is not None:
+                self._tuner_cache[memo] = kernel
+        return kernel
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not self.jit_fn.is_eager:
@@ -96,7 +106,7 @@ class AutotunedFunction:
             return None
 
     def __repr__(self) -> str:
-        return f"<AutotunedFunction {getattr(self.jit_fn.orig_func, '__qualname__', 'kernel')}, {len(self._results)} tuned>"
+        return f"<AutotunedFunction {getattr(self.jit_fn.orig_func, '__qualname__', 'kernel')}, {len(self._tuner_cache)} tuned>"
 
 
 def _run_with(kernel: Any, func: Callable, args: tuple, kwargs: dict[str, Any]) -> Any:

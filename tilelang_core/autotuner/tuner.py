@@ -36,7 +36,7 @@ import inspect
 from typing import Any, Callable
 
 from ..utils.tensor import TensorSupplyType
-from .bench import CandidateBench
+from .bench import CandidateBench, InputsNeeded
 from .cache import TuningCache, tuning_key
 from .candidates import RESERVED_CONFIG_KEYS, CandidateCompiler
 from .capture import get_autotune_inputs
@@ -253,6 +253,8 @@ def _measure(bench: CandidateBench, kernel: Any, outcome: CandidateOutcome, time
     try:
         with deadline(timeout, "checking and timing"):
             outcome.latency = bench.measure(kernel)
+    except InputsNeeded:
+        raise
     except AssertionError as err:
         outcome.skip("check", describe_error(err))
     except Exception as err:

@@ -55,6 +55,9 @@ CORE_ALIASES: dict[str, str] = {
     # the named shared layouts (bank swizzles, linear, 8x8 fragments) and SwizzleMode
     "tilelang.layout.swizzle": "tilelang_core.language.swizzle",
     "tilelang.layout.swizzle_mode": "tilelang_core.language.swizzle",
+    # `from tilelang.layout.fragment import Fragment`: the user-facing T.Fragment (the core's
+    # tilelang_core.layout.fragment_model is the layout model inference works with)
+    "tilelang.layout.fragment": "tilelang_core.language.layout",
     # `from tilelang.jit.kernel import JITKernel`
     "tilelang.jit.kernel": "tilelang_core.jit.api",
 }
@@ -73,6 +76,8 @@ TVM_NAME_RENAMES: dict[str, str] = {
     "tvm.tirx.PrimExpr": "tvm.ir.Expr",
     # the call node moved to `tvm.ir.Call`, its constructor reordered: a stand-in answers both
     "tvm.tirx.Call": "tilelang_core.compat.tirx_call.Call",
+    # the arithmetic simplification pass, renamed in 0.27 (the pass config key moved with it)
+    "tvm.tirx.transform.Simplify": "tvm.tirx.transform.StmtSimplify",
 }
 
 # TVM module paths apache-tvm 0.27 lacks -> our module standing for it (only where the installed

@@ -21,7 +21,22 @@ __all__ = ["compile", "jit", "JITKernel", "KernelMemo", "lower"]
 
 
 class JITKernel(Kernel):
-    """A kernel compiled in this process: adds the target, timings and the cache outcome."""
+    """A kernel compiled in this process: adds the target, timings and the cache outcome.
+
+    TileLang's constructor form `JITKernel(func, out_idx=None, target="auto", ...)` (a
+    `T.prim_func` first) compiles it: it is `tilelang.compile(func, ...)` with the same keywords."""
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        func = args[0] if args else kwargs.get("func")
+        if _is_program(func):
+            kwargs.pop("func", None)
+            return compile(func, *args[1:], **kwargs)
+        return super().__new__(cls)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if _is_program(args[0] if args else kwargs.get("func")):
+            return  # built by __new__ through compile()
+        super().__init__(*args, **kwargs)
 
     target: Any
     cache_hit: bool = False
@@ -61,6 +76,11 @@ class KernelMemo(collections.OrderedDict):
 
 _MEMO: KernelMemo = KernelMemo()
 _MEMO_LOCK = threading.Lock()
+
+
+def _is_program(value: Any) -> bool:
+    """A PrimFunc or an IRModule (what `compile` takes), not a kernel's metadata."""
+    return type(value).__name__ in ("PrimFunc", "IRModule")
 
 
 def _normalize_out_idx(out_idx, func) -> tuple[int, ...]:

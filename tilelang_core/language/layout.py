@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Mapping, Sequence
 
+import tvm_ffi
 from tvm import ir
 from tvm import tirx
 from tvm.tirx import IndexMap, is_buffer_var
@@ -49,9 +50,42 @@ class Layout:
         outputs = ", ".join(str(e) for e in self.index_map.final_indices)
         return f"Layout(shape={list(self.shape)}, ({inputs}) -> ({outputs}))"
 
+    def get_input_shape(self) -> list:
+        """The tile's shape (what the layout is indexed with)."""
+        return list(self.shape)
+
+    def get_output_shape(self) -> list:
+        """The physical shape: per output index, one more than its largest value over the tile."""
+        return _output_extents(self.index_map, self.shape)
+
+    def get_forward_index(self) -> list:
+        """The output indices, over this layout's own input variables."""
+        return list(self.index_map.final_indices)
+
+    def get_linearized_forward_index(self) -> Any:
+        """The output indices flattened row-major over `get_output_shape()`, as an expression of
+        the canonical input variables (the same for every layout of this rank, so the results of
+        two layouts compare with an `Analyzer`)."""
+        extents = self.get_output_shape()
+        flat = tirx.const(0, "int64")
+        for index, extent in zip(self.index_map.final_indices, extents):
+            flat = flat * extent + (index if index.ty.dtype == "int64" else tirx.Cast("int64", index))
+        canonical = {var: _input_var(k) for k, var in enumerate(self.index_map.initial_indices)}
+        return _simplify(_substitute(flat, canonical))
+
     def expand(self, leading_shape: Any) -> "Layout":
         """This layout under leading dims that pass through: a layout of shape
-        `leading_shape + self.shape` (TileLang's `Layout.expand`)."""
+        `leading_shape + self.shape` (TileLang's `Layout.expand`); an empty `leading_shape`
+        gives this layout itself."""
+        if isinstance(leading_shape, str) or not isinstance(leading_shape, (int, list, tuple)):
+            raise TypeError(f"Layout.expand: leading_shape must be an int or a list of ints, got "
+                            f"{type(leading_shape).__name__} {leading_shape!r}")
+        if isinstance(leading_shape, int):
+            leading_shape = [leading_shape]
+        if not leading_shape:
+            return self
+        if any(isinstance(d, int) and d <= 0 for d in leading_shape):
+            raise ValueError(f"Layout.expand: leading dims must be positive, got {list(leading_shape)}")
         lead = normalize_shape(leading_shape)
         inner, count = self._forward_fn, len(lead)
 
@@ -70,25 +104,29 @@ class Layout:
 
 
 class Fragment:
-    """`T.Fragment(shape, forward_thread_fn=, replicate=1, forward_index_fn=)`: TileLang's
+    """`T.Fragment(shape, forward_fn=None, forward_thread_fn=None, replicate=1, forward_index_fn=None)`
+    (TileLang's parameter order: a second positional argument is `forward_fn`): TileLang's
     register layout of a fragment, given forward: element `idx` (and replica `rep` when
     `replicate > 1`) is held by thread `forward_thread_fn(*idx[, rep])` in register slot
-    `forward_index_fn(*idx)` (default: the row-major position of `idx` among the thread's
-    elements is not guessed: give it). `forward_fn(*idx[, rep]) -> (thread, slot)` gives both
+    `forward_index_fn(*idx)` (default: the row-major position among the indices the thread
+    does not read, where that is one slot per element). `forward_fn(*idx[, rep]) -> (thread, slot)` gives both
     at once. Use it in `T.annotate_layout({frag: T.Fragment(...)})`; layout inference then
     keeps the fragment in exactly this layout, and a matrix instruction that needs another
     one is an error naming both."""
 
-    def __init__(self, shape: Any, forward_thread_fn: Callable[..., Any] | None = None, replicate: int = 1,
-                 forward_index_fn: Callable[..., Any] | None = None,
-                 forward_fn: Callable[..., Any] | None = None) -> None:
+    def __init__(self, shape: Any, forward_fn: Callable[..., Any] | None = None,
+                 forward_thread_fn: Callable[..., Any] | None = None, replicate: int = 1,
+                 forward_index_fn: Callable[..., Any] | None = None) -> None:
         self.shape = normalize_shape(shape)
         self.replicate_size = int(replicate)
         ndim = len(self.shape)
-        if forward_fn is None and (forward_thread_fn is None or forward_index_fn is None):
-            raise ValueError("T.Fragment: give forward_fn, or both forward_thread_fn and forward_index_fn")
+        if forward_fn is None and forward_thread_fn is None:
+            raise ValueError("T.Fragment: give forward_fn, or forward_thread_fn (with forward_index_fn, "
+                             "or alone when the thread is a one-to-one function of the indices it reads)")
         if self.replicate_size < 1:
             raise ValueError(f"T.Fragment: replicate must be at least 1, got {replicate}")
+        if forward_fn is None and forward_index_fn is None:
+            forward_index_fn = _unused_index_fn(self.shape, forward_thread_fn, self.replicate_size)
 
         def both(*args):
             idx, rep = args[:ndim], args[ndim]
@@ -104,6 +142,23 @@ class Fragment:
 
     def attr_node(self) -> Any:
         return self.index_map
+
+    def is_equal(self, other: "Fragment") -> bool:
+        """Whether `other` has this shape and replication and places every element (and replica)
+        in the same thread and register slot."""
+        if not isinstance(other, Fragment):
+            raise TypeError(f"Fragment.is_equal: expected a T.Fragment, got {type(other).__name__}")
+        return ([int(a) for a in self.shape] == [int(b) for b in other.shape]
+                and self.replicate_size == other.replicate_size
+                and bool(self.index_map.is_equivalent_to(other.index_map)))
+
+    def get_input_shape(self) -> list:
+        """The fragment's shape."""
+        return list(self.shape)
+
+    def get_thread_size(self) -> int:
+        """How many threads the fragment spans."""
+        return self.extents()[0]
 
     # -- TileLang's layout algebra (Fragment.repeat / replicate): a block's layout built
     # from an instruction's, as its `plot_layout` examples do
@@ -167,6 +222,89 @@ class Fragment:
         threads, slots = self.extents()
         return (f"Fragment(shape={list(self.shape)}, threads={threads}, slots per thread={slots}, "
                 f"replicate={self.replicate_size})")
+
+
+_INPUT_VARS: dict = {}
+
+
+def _input_var(k: int) -> tirx.Var:
+    """The k-th canonical input variable (int64, like the layouts' own)."""
+    if k not in _INPUT_VARS:
+        _INPUT_VARS[k] = tirx.Var(f"_i{k}", "int64")
+    return _INPUT_VARS[k]
+
+
+def _analyzer(variables: Sequence[Any], extents: Sequence[Any]):
+    from tvm.sym import Analyzer
+
+    analyzer = Analyzer()
+    for var, extent in zip(variables, extents):
+        analyzer.bind(var, ir.Range.from_min_extent(tirx.const(0, var.ty.dtype), tirx.const(int(extent), var.ty.dtype)))
+    return analyzer
+
+
+def _simplify(expr: Any) -> Any:
+    from tvm.sym import Analyzer
+
+    return Analyzer().simplify(expr)
+
+
+def _substitute(expr: Any, mapping: dict) -> Any:
+    return tvm_ffi.structural_map(expr, (((tirx.Var,), lambda v: mapping.get(v, v)),))
+
+
+def _output_extents(index_map: IndexMap, shape: Sequence[Any]) -> list:
+    analyzer = _analyzer(index_map.initial_indices, shape)
+    return [int(analyzer.const_int_bound(e).max_value) + 1 for e in index_map.final_indices]
+
+
+def _one_slot_per_thread(shape, forward_thread_fn, replicate: int, unused: list) -> bool:
+    """Whether (thread, default slot) differs for every two elements of one replica, evaluated
+    over the whole tile with NumPy index grids (the thread functions TileLang programs write are
+    integer arithmetic on their indices)."""
+    import numpy as np
+
+    grids = np.meshgrid(*[np.arange(int(e)) for e in shape], indexing="ij")
+    try:
+        for r in range(replicate):
+            thread = forward_thread_fn(*grids, r) if replicate > 1 else forward_thread_fn(*grids)
+            thread = np.broadcast_to(np.asarray(thread, dtype=np.int64), grids[0].shape)
+            slot = np.zeros(grids[0].shape, dtype=np.int64)
+            for k in unused:
+                slot = slot * int(shape[k]) + grids[k]
+            pairs = np.stack([thread.ravel(), slot.ravel()], axis=1)
+            if len(np.unique(pairs, axis=0)) != pairs.shape[0]:
+                return False
+    except (TypeError, ValueError, AttributeError):
+        return False  # not plain arithmetic: the caller asks for forward_index_fn
+    return True
+
+
+def _unused_index_fn(shape: Sequence[Any], forward_thread_fn: Callable[..., Any], replicate: int) -> Callable:
+    """TileLang's default register slot of a fragment given by its thread function alone: the
+    row-major position among the indices the thread does not read. Checked over the tile: where
+    two elements would share a thread and a slot, an error asking for `forward_index_fn`."""
+    ndim = len(shape)
+    variables = [tirx.Var(f"i{k}", "int32") for k in range(ndim)]
+    rep = tirx.Var("rep", "int32")
+    thread = forward_thread_fn(*variables, rep) if replicate > 1 else forward_thread_fn(*variables)
+    thread = tirx.const(thread, "int32") if isinstance(thread, int) else thread
+    used: list = []
+    tvm_ffi.structural_walk(thread, (((tirx.Var,), used.append),))
+    unused = [k for k, v in enumerate(variables) if not any(v.same_as(u) for u in used)]
+    if not _one_slot_per_thread(shape, forward_thread_fn, replicate, unused):
+        raise ValueError(
+            f"T.Fragment: with thread {thread}, two elements would share a thread and a register slot "
+            f"(the slot defaults to the position among the indices the thread does not read: "
+            f"{[f'i{k}' for k in unused]}); give forward_index_fn")
+
+    def index(*idx):
+        slot = 0
+        for k in unused:
+            slot = slot * int(shape[k]) + idx[k]
+        return slot
+
+    return index
 
 
 class SwizzledLayout:

@@ -35,6 +35,10 @@ __all__ = [
 _PACKED_X2 = ("float16x2", "bfloat16x2", "float32x2")
 
 
+class PackedDtypeError(TypeError, ValueError):
+    """Two-lane operands of different dtypes (a TypeError here, a ValueError in TileLang)."""
+
+
 def _float(value: Any, name: str) -> ir.Expr:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return tirx.const(float(value), "float32")
@@ -46,19 +50,32 @@ def _float(value: Any, name: str) -> ir.Expr:
 
 def _rounding(mode: Any, name: str) -> ir.StringImm:
     if mode not in builtins.ROUNDING_MODES:
-        raise ValueError(f"T.{name}: rounding_mode must be one of {', '.join(builtins.ROUNDING_MODES)}, got {mode!r}")
+        raise ValueError(f"T.{name}: Invalid rounding mode {mode!r}; rounding_mode must be one of "
+                         f"{', '.join(builtins.ROUNDING_MODES)}")
     return ir.StringImm(mode)
 
 
+_HALF = ("float16", "bfloat16")
+
+
 def _ieee(name: str, operands: tuple, rounding_mode: Any = None) -> ir.Call:
+    rounding = [] if rounding_mode is None else [_rounding(rounding_mode, name)]
     values = [_float(v, name) for v in operands]
     dtype = str(values[0].ty.dtype)
     for v in values[1:]:
         if str(v.ty.dtype) != dtype:
             raise TypeError(f"T.{name}: operands must share a dtype, got {dtype} and {v.ty.dtype}")
-    if dtype not in ("float32", "float64"):
-        raise TypeError(f"T.{name}: IEEE-rounded operations take float32 or float64, got {dtype}; cast first")
-    rounding = [] if rounding_mode is None else [_rounding(rounding_mode, name)]
+    if dtype not in ("float32", "float64") + _HALF:
+        raise TypeError(f"T.{name}: IEEE-rounded operations take float16, bfloat16, float32 or float64, "
+                        f"got {dtype}; cast first")
+    if dtype in _HALF and rounding_mode not in (None, "rn"):
+        # the half-precision instructions round to nearest even only
+        raise ValueError(f"T.{name}: Only rounding mode 'rn' is available for half precision ({dtype}), "
+                         f"got {rounding_mode!r}; cast to float32 for another mode")
+    if name == "ieee_frsqrt" and dtype == "float64":
+        # no correctly rounded double reciprocal square root: rcp(sqrt(x)) rounds twice
+        raise TypeError("T.ieee_frsqrt: frsqrt is not supported for float64 (no correctly rounded "
+                        "double-precision rsqrt); use T.ieee_frcp(T.ieee_fsqrt(x)) and accept two roundings")
     return builtins.intrinsic(dtype, name, *values, *rounding)
 
 
@@ -117,7 +134,7 @@ def _packed(name: str, *operands: Any) -> list:
             raise TypeError(f"T.{name}: operands must be two-lane vectors ({', '.join(_PACKED_X2)}), got {dtype} {v!r}")
     dtypes = {str(v.ty.dtype) for v in operands}
     if len(dtypes) > 1:
-        raise TypeError(f"T.{name}: operands must share a dtype, got {', '.join(sorted(dtypes))}")
+        raise PackedDtypeError(f"T.{name}: operands must have the same dtype, got {', '.join(sorted(dtypes))}")
     return list(operands)
 
 

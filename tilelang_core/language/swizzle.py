@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from tilelang_core.layout.fragment import xor
+from tilelang_core.layout.fragment_model import xor
 
 from .layout import Fragment, Layout
 

@@ -9,7 +9,7 @@ instructions tile C in squares, one per group of lanes, describes them with a `T
 """
 from __future__ import annotations
 
-from .fragment import Fragment, FragmentError, cyclic_fragment, replicated_fragment, row_fragment, xor
+from .fragment_model import Fragment, FragmentError, cyclic_fragment, replicated_fragment, row_fragment, xor
 from .placement import FragmentDecision, FragmentLayouts
 from .plot import plot_layout
 from .tiled_gemm import TiledGemmPlan, split_tiles

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .fragment import Fragment
+from .fragment_model import Fragment
 
 __all__ = ["FragmentLayouts", "FragmentDecision"]
 

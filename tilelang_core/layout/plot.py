@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .fragment import Fragment, FragmentError
+from .fragment_model import Fragment, FragmentError
 
 __all__ = ["plot_layout", "thread_colors"]
 

@@ -28,7 +28,7 @@ only), so one definition serves the lowering (TIR), the layouts (tables) and the
 """
 from __future__ import annotations
 
-from .fragment import Fragment
+from .fragment_model import Fragment
 
 __all__ = ["TiledGemmPlan", "split_tiles"]
 

@@ -39,8 +39,10 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
 
     def visit(node):
         # barrier words (T.alloc_barrier) are the target's own: the barrier ops say if it has them
+        # a vector dtype (`idx = T.Ramp(...)` makes an int32x2 local) is lanes of its element
+        # type; whether the dialect spells the vector type is codegen's question
         if isinstance(node, tir.AllocBuffer) and node.buffer.scope() != SCOPE_BARRIER \
-                and not caps.supports_dtype(node.buffer.dtype):
+                and not caps.supports_dtype(_element_dtype(node.buffer.dtype)):
             raise CapabilityError(
                 f"buffer {node.buffer.name} has dtype {node.buffer.dtype}, which {ctx.target} does not "
                 f"support (its dtypes: {', '.join(caps.dtypes)})", source_of(node))
@@ -74,6 +76,13 @@ def check(func: tir.PrimFunc, ctx) -> tir.PrimFunc:
         if threads != 1:
             _check_per_thread_locals(func, ctx.target)
     return func
+
+
+def _element_dtype(dtype) -> str:
+    """The scalar dtype of `dtype`'s lanes ("int32" for "int32x2")."""
+    from tvm import DataType
+
+    return str(DataType(str(dtype)).with_lanes(1))
 
 
 def _one_block(func: tir.PrimFunc) -> tir.PrimFunc:

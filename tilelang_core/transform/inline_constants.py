@@ -12,6 +12,10 @@ constant (an int or a float, possibly through earlier such scalars): a one-eleme
 or "local.var" buffer with that single store, read only by loads, never handed to a call by
 address nor to a tile op or atomic as an element (`T.atomic_add(acc[0], x)` writes it); or a
 `Bind` / `LetStmt` variable.
+The same for an integer vector stored once from names and constants only (`idx =
+T.Ramp(tid * 2, 1, 2)`, TileLang's packed x2 tests): `C[idx]` becomes the vector access
+`C[T.Ramp(tid * 2, 1, 2)]`, which a target can print, where a vector index held in a local
+cannot address memory.
 After: those scalars, their stores and bindings are gone and every read is the constant.
 Scalars stored twice (`x = x + 1`), or stored anything else (a thread index, a load, a
 parameter), stay.
@@ -46,7 +50,21 @@ def _constant(value, known_vars: dict, known_buffers: dict):
     if known_buffers:
         value = tvm_ffi.structural_map(value, ((_ir.TensorLoad, lambda ld: known_buffers.get(_key(ld.source), ld)),))
     value = analyzer().simplify(value)
-    return value if isinstance(value, (tir.IntImm, tir.FloatImm)) else None
+    if isinstance(value, (tir.IntImm, tir.FloatImm)):
+        return value
+    return value if _is_index_vector(value) else None
+
+
+def _is_index_vector(value) -> bool:
+    """An integer vector built from names and constants only (`idx = T.Ramp(tid * 2, 1, 2)`):
+    a vector of indices in a register cannot address memory on any target, inlined it is a
+    vector access; it reads no buffer, so it holds the same lanes wherever it is read."""
+    dtype = value.ty.dtype
+    if dtype.lanes <= 1 or dtype.type_code not in (0, 1):  # int / uint
+        return False
+    loads = []
+    walk(value, loads.append, (_ir.TensorLoad,))
+    return not loads
 
 
 def _constant_scalars(body: tir.Stmt) -> tuple[dict, dict]:

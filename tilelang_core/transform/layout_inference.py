@@ -47,7 +47,7 @@ from tvm import tirx as tir
 from ..ir import TileOp, is_tile_op
 from ..ir.source import source_of
 from ..layout import Fragment, FragmentError, FragmentLayouts, cyclic_fragment, replicated_fragment, row_fragment
-from ..layout.fragment import is_symbolic  # ints and arrays are evaluated, TIR is code
+from ..layout.fragment_model import is_symbolic  # ints and arrays are evaluated, TIR is code
 from .kernel_info import launch_info
 from .thread_ranges import ThreadRange, is_thread_groups, thread_range
 from .layout_rules import (FRAGMENT, Access, Nest, access_slots, buffer_key, defining_access, evaluate_index,

@@ -11,7 +11,11 @@ from typing import Any, Callable
 
 from ..plugin.target import Target
 
-__all__ = ["PassContext", "Pipeline", "PipelineError", "default_pipeline", "POINTS"]
+__all__ = ["PassContext", "Pipeline", "PipelineError", "default_pipeline", "POINTS", "PASS_OBSERVERS"]
+
+# Callables `(name, before, after)` that see every pass of every pipeline run (the pass-diff hook
+# of tilelang_core.utils.pass_diff_hook adds one); empty, a run costs nothing more.
+PASS_OBSERVERS: list[Callable[[str, Any, Any], None]] = []
 
 # Named points of the default pipeline, in order. Backends insert passes relative to them.
 POINTS = (
@@ -92,7 +96,9 @@ class Pipeline:
 
     def run(self, func, ctx: PassContext, dump: Callable[[str, Any], None] | None = None):
         for name, fn in self.passes:
-            func = fn(func, ctx)
+            before, func = func, fn(func, ctx)
+            for observe in PASS_OBSERVERS:
+                observe(name, before, func)
             if dump is not None:
                 dump(name, func)
         return func

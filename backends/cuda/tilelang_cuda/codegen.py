@@ -178,9 +178,10 @@ def _intrinsic_formats() -> dict:
     }
     for op in ("add2", "sub2", "mul2", "max2", "min2", "abs2", "fma2"):
         arity = {"abs2": 1, "fma2": 3}.get(op, 2)
-        args = ", ".join(f"{{{i}}}" for i in range(arity))
-        for dtype, suffix in (("float16x2", "f16x2"), ("bfloat16x2", "bf16x2"), ("float32x2", "f32x2")):
-            formats[(f"tl.{op}", dtype)] = f"tl_{op}_{suffix}({args})"
+        # tl_cuda_threads.h: the raw words read as the native vector type, the result back as a word
+        for dtype, native in (("float16x2", "__half2"), ("bfloat16x2", "__nv_bfloat162"), ("float32x2", "float2")):
+            args = ", ".join(f"tl_as<{native}>({{{i}}})" for i in range(arity))
+            formats[(f"tl.{op}", dtype)] = f"tl_word(tl::{op}({args}))"
     # tl_cuda_threads.h's overloads pick CUDA's float (`__fadd_rn`) or double (`__dadd_rn`) form
     for mode in ("rn", "rz", "ru", "rd"):
         formats[("tl.ieee_add", mode)] = f"tl_ieee_add_{mode}({{0}}, {{1}})"

@@ -98,48 +98,55 @@ TL_IEEE_ALL(rd)
 #undef TL_IEEE_BINARY
 
 TL_DEVICE float tl_ieee_rsqrt(float x) { return __frsqrt_rn(x); }
-TL_DEVICE double tl_ieee_rsqrt(double x) { return __drcp_rn(__dsqrt_rn(x)); }
 
-// T.add2 / sub2 / mul2 / fma2 / max2 / min2 / abs2 on two-lane vectors, which the printer
-// holds as raw words (float16x2 and bfloat16x2: one unsigned int; float32x2: a uint2);
-// __half2 and __nv_bfloat162 are not trivially copyable, so no __builtin_bit_cast for them.
-#define TL_PACKED16(SUFFIX, VEC)                                                                        \
-  TL_DEVICE VEC tl_as_##SUFFIX(unsigned w) { return *reinterpret_cast<const VEC*>(&w); }              \
-  TL_DEVICE unsigned tl_word_##SUFFIX(VEC v) { return *reinterpret_cast<const unsigned*>(&v); }       \
-  TL_DEVICE unsigned tl_add2_##SUFFIX(unsigned a, unsigned b) { return tl_word_##SUFFIX(__hadd2(tl_as_##SUFFIX(a), tl_as_##SUFFIX(b))); } \
-  TL_DEVICE unsigned tl_sub2_##SUFFIX(unsigned a, unsigned b) { return tl_word_##SUFFIX(__hsub2(tl_as_##SUFFIX(a), tl_as_##SUFFIX(b))); } \
-  TL_DEVICE unsigned tl_mul2_##SUFFIX(unsigned a, unsigned b) { return tl_word_##SUFFIX(__hmul2(tl_as_##SUFFIX(a), tl_as_##SUFFIX(b))); } \
-  TL_DEVICE unsigned tl_max2_##SUFFIX(unsigned a, unsigned b) { return tl_word_##SUFFIX(__hmax2(tl_as_##SUFFIX(a), tl_as_##SUFFIX(b))); } \
-  TL_DEVICE unsigned tl_min2_##SUFFIX(unsigned a, unsigned b) { return tl_word_##SUFFIX(__hmin2(tl_as_##SUFFIX(a), tl_as_##SUFFIX(b))); } \
-  TL_DEVICE unsigned tl_abs2_##SUFFIX(unsigned a) { return tl_word_##SUFFIX(__habs2(tl_as_##SUFFIX(a))); }   \
-  TL_DEVICE unsigned tl_fma2_##SUFFIX(unsigned a, unsigned b, unsigned c) {                             \
-    return tl_word_##SUFFIX(__hfma2(tl_as_##SUFFIX(a), tl_as_##SUFFIX(b), tl_as_##SUFFIX(c)));           \
-  }
-TL_PACKED16(f16x2, __half2)
-TL_PACKED16(bf16x2, __nv_bfloat162)
+// Half precision rounds to nearest even only (the language refuses other modes): cuda_fp16 /
+// cuda_bf16's __hadd_rn ... (the _rn forms are never contracted into an FMA), hrcp, hsqrt, hrsqrt.
+#define TL_IEEE_HALF(T)                                                               \
+  TL_DEVICE T tl_ieee_add_rn(T a, T b) { return __hadd_rn(a, b); }                    \
+  TL_DEVICE T tl_ieee_sub_rn(T a, T b) { return __hsub_rn(a, b); }                    \
+  TL_DEVICE T tl_ieee_mul_rn(T a, T b) { return __hmul_rn(a, b); }                    \
+  TL_DEVICE T tl_ieee_div_rn(T a, T b) { return __hdiv(a, b); }                       \
+  TL_DEVICE T tl_ieee_fma_rn(T a, T b, T c) { return __hfma(a, b, c); }               \
+  TL_DEVICE T tl_ieee_rcp_rn(T a) { return hrcp(a); }                                 \
+  TL_DEVICE T tl_ieee_sqrt_rn(T a) { return hsqrt(a); }                               \
+  TL_DEVICE T tl_ieee_rsqrt(T a) { return hrsqrt(a); }
+TL_IEEE_HALF(half_t)
+TL_IEEE_HALF(bfloat16_t)
+#undef TL_IEEE_HALF
+
+// T.add2 / sub2 / mul2 / fma2 / max2 / min2 / abs2 on two-lane vectors. The printer holds the
+// vectors as raw words (float16x2 and bfloat16x2: one unsigned int; float32x2: a uint2), so a
+// call reads `tl_word(tl::add2(tl_as<__half2>(a), tl_as<__half2>(b)))`: the native type is named
+// at the call (one word type would make the 16-bit overloads ambiguous). __half2 and
+// __nv_bfloat162 are not trivially copyable, so no __builtin_bit_cast for them.
+template <typename V, typename W>
+TL_DEVICE V tl_as(W w) { static_assert(sizeof(V) == sizeof(W), "same width"); return *reinterpret_cast<const V*>(&w); }
+TL_DEVICE unsigned tl_word(__half2 v) { return *reinterpret_cast<const unsigned*>(&v); }
+TL_DEVICE unsigned tl_word(__nv_bfloat162 v) { return *reinterpret_cast<const unsigned*>(&v); }
+TL_DEVICE uint2 tl_word(float2 v) { return __builtin_bit_cast(uint2, v); }
+
+namespace tl {
+#define TL_PACKED16(VEC)                                                                  \
+  TL_DEVICE VEC add2(VEC a, VEC b) { return __hadd2(a, b); }                             \
+  TL_DEVICE VEC sub2(VEC a, VEC b) { return __hsub2(a, b); }                             \
+  TL_DEVICE VEC mul2(VEC a, VEC b) { return __hmul2(a, b); }                             \
+  TL_DEVICE VEC max2(VEC a, VEC b) { return __hmax2(a, b); }                             \
+  TL_DEVICE VEC min2(VEC a, VEC b) { return __hmin2(a, b); }                             \
+  TL_DEVICE VEC abs2(VEC a) { return __habs2(a); }                                       \
+  TL_DEVICE VEC fma2(VEC a, VEC b, VEC c) { return __hfma2(a, b, c); }
+TL_PACKED16(__half2)
+TL_PACKED16(__nv_bfloat162)
 #undef TL_PACKED16
-
-TL_DEVICE float2 tl_as_f32x2(uint2 w) { return __builtin_bit_cast(float2, w); }
-TL_DEVICE uint2 tl_word_f32x2(float2 v) { return __builtin_bit_cast(uint2, v); }
-#define TL_PACKED32(NAME, EXPR_X, EXPR_Y)                                          \
-  TL_DEVICE uint2 tl_##NAME##_f32x2(uint2 wa, uint2 wb) {                         \
-    float2 a = tl_as_f32x2(wa), b = tl_as_f32x2(wb);                              \
-    return tl_word_f32x2(make_float2(EXPR_X, EXPR_Y));                            \
-  }
-TL_PACKED32(add2, a.x + b.x, a.y + b.y)
-TL_PACKED32(sub2, a.x - b.x, a.y - b.y)
-TL_PACKED32(mul2, a.x * b.x, a.y * b.y)
-TL_PACKED32(max2, fmaxf(a.x, b.x), fmaxf(a.y, b.y))
-TL_PACKED32(min2, fminf(a.x, b.x), fminf(a.y, b.y))
-#undef TL_PACKED32
-TL_DEVICE uint2 tl_abs2_f32x2(uint2 wa) {
-  float2 a = tl_as_f32x2(wa);
-  return tl_word_f32x2(make_float2(fabsf(a.x), fabsf(a.y)));
+TL_DEVICE float2 add2(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+TL_DEVICE float2 sub2(float2 a, float2 b) { return make_float2(a.x - b.x, a.y - b.y); }
+TL_DEVICE float2 mul2(float2 a, float2 b) { return make_float2(a.x * b.x, a.y * b.y); }
+TL_DEVICE float2 max2(float2 a, float2 b) { return make_float2(fmaxf(a.x, b.x), fmaxf(a.y, b.y)); }
+TL_DEVICE float2 min2(float2 a, float2 b) { return make_float2(fminf(a.x, b.x), fminf(a.y, b.y)); }
+TL_DEVICE float2 abs2(float2 a) { return make_float2(fabsf(a.x), fabsf(a.y)); }
+TL_DEVICE float2 fma2(float2 a, float2 b, float2 c) {
+  return make_float2(fmaf(a.x, b.x, c.x), fmaf(a.y, b.y, c.y));
 }
-TL_DEVICE uint2 tl_fma2_f32x2(uint2 wa, uint2 wb, uint2 wc) {
-  float2 a = tl_as_f32x2(wa), b = tl_as_f32x2(wb), c = tl_as_f32x2(wc);
-  return tl_word_f32x2(make_float2(fmaf(a.x, b.x, c.x), fmaf(a.y, b.y, c.y)));
-}
+}  // namespace tl
 
 // TileLang's PTX-level names (tilelang_cuda.language_ptx): explicit global/shared loads and
 // stores of 32/64/128 bits (values as raw words), thread-block cluster barriers (a launch
