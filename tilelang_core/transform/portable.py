@@ -88,7 +88,10 @@ def lower_copy(op: TileOp, ctx, other: tir.Expr | None = None) -> tir.Stmt:
 
     if not shape:
         return body([])
-    return loop_nest(shape, body, kind=PAR, span=op.stmt.span)
+    # a T.alloc_local array is each thread's own: every thread copies all of its region (TileLang's
+    # compressors copy `dense[row(tm), cols(tn)]` into one), unrolled as T.fill does, not a share
+    local = SCOPE_LOCAL in (src.buffer.scope(), dst.buffer.scope())
+    return loop_nest(shape, body, kind=tir.ForKind.UNROLLED if local else PAR, span=op.stmt.span)
 
 
 def lower_transpose(op: TileOp, ctx) -> tir.Stmt:
