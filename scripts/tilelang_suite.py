@@ -123,9 +123,15 @@ def run(testing: Path, pytest_args: list[str], timeout: float | None) -> dict:
         folders[folder][outcome] += 1
         if outcome in ("failed", "errors"):
             folders[folder]["failures"][f"{'/'.join(module)}::{case.get('name')}"] = message
-    tail = (out.stdout + out.stderr).strip().splitlines()
-    return {"kind": "run", "folders": dict(sorted(folders.items())), "summary": tail[-1] if tail else "",
+    stopped = " (stopped at --timeout: the tests pytest finished)" if "stopped after" in out.stderr else ""
+    return {"kind": "run", "folders": dict(sorted(folders.items())), "summary": _totals(folders) + stopped,
             "exit_status": out.returncode, "args": pytest_args, **_where()}
+
+
+def _totals(folders: dict) -> str:
+    """'P passed, F failed, S skipped, E errors' over every folder of a run record."""
+    keys = ("passed", "failed", "skipped", "errors")
+    return ", ".join(f"{sum(f.get(k, 0) for f in folders.values())} {k}" for k in keys)
 
 
 def _where() -> dict:
@@ -148,9 +154,14 @@ def merge(records: list[dict]) -> dict:
     merged: dict[str, dict] = {}
     for record in records:
         for kind, part in ((record["kind"], record),) if "kind" in record else record.items():
+            first = kind not in merged
             into = merged.setdefault(kind, {**part, "folders": {}})
+            args = into.get("args")
             into.update({k: v for k, v in part.items() if k != "folders"})
             into["folders"].update(part["folders"])
+            if kind == "run" and not first:  # runs split over calls: every call's arguments, the joint counts
+                into["args"] = [*(args or []), ";", *(part.get("args") or [])]
+                into["summary"] = _totals(into["folders"])
     return merged
 
 
