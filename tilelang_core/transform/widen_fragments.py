@@ -53,7 +53,7 @@ def widen_overindexed_fragments(func: tir.PrimFunc, ctx=None) -> tir.PrimFunc:
             if low < 0 or high >= size * _MAX_FACTOR:
                 return  # negative or wild: the checks say what is wrong
             widened[dim] = max(widened[dim], high + 1)
-        if widened != list(shape) or key in wanted:
+        if widened != list(shape):  # widths only grow: a buffer once noted stays widened
             wanted[key] = (buffer, widened, wanted[key][2] if key in wanted else node)
 
     def on_store(stmt, guarded: bool) -> None:
@@ -66,11 +66,10 @@ def widen_overindexed_fragments(func: tir.PrimFunc, ctx=None) -> tir.PrimFunc:
             note(load.source, load.indices, stmt)
 
     ranges.walk(func.body, on_store)
-    grown = {key: entry for key, entry in wanted.items() if list(entry[1]) != _static_shape(entry[0])}
-    if not grown:
+    if not wanted:
         return func
     new: dict[int, tir.Buffer] = {}
-    for key, (buffer, shape, node) in grown.items():
+    for key, (buffer, shape, node) in wanted.items():
         new[key] = tir.decl_buffer(shape, buffer.dtype, name=buffer.name, scope=SCOPE_FRAGMENT)
         warnings.warn(
             f"fragment {buffer.name} is declared with shape {tuple(_static_shape(buffer))} but indexed up to "
