@@ -394,8 +394,9 @@ class CUDACodegen(GPUCodegen):
         self.dyn_shared_alignment = WGMMA_SHARED_ALIGNMENT if wgmma else type(self).dyn_shared_alignment
         super().plan_allocations(allocs)
         limit = self.target.capabilities.shared_memory_optin if self.target is not None else None
-        static = sum((buffer_info(a.buffer).const_size() or 0) * self.dtype_bytes(buffer_info(a.buffer).dtype)
-                     for a in allocs if buffer_info(a.buffer).scope in ("shared", SCOPE_BARRIER))
+        infos = [buffer_info(a.buffer) for a in allocs]
+        static = sum((info.const_size() or 0) * self.dtype_bytes(info.dtype)
+                     for info in infos if info.scope in ("shared", SCOPE_BARRIER))
         if limit is not None and self.dyn_shared_bytes + static > limit:
             raise CodegenError(
                 f"the kernel needs {self.dyn_shared_bytes} bytes of dynamic shared memory after aligning its "
